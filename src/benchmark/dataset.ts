@@ -1,0 +1,153 @@
+import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gunzipSync } from "node:zlib";
+import { z } from "zod";
+
+/** One HumanEval-format task, exactly the fields the JSONL carries. */
+export const BenchmarkTaskSchema = z.object({
+  task_id: z.string().min(1),
+  /** Imports, helper functions, the signature and the docstring: what the model is shown. */
+  prompt: z.string().min(1),
+  /** The reference body that completes `prompt`. */
+  canonical_solution: z.string().min(1),
+  /** Defines `check(candidate)`; hidden from the model. */
+  test: z.string().min(1),
+  /** Name of the function `check` is called with. */
+  entry_point: z.string().min(1),
+});
+export type BenchmarkTask = z.infer<typeof BenchmarkTaskSchema>;
+
+/** The repository root, found from this file so the CLI works from any working directory. */
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** Default location of the shared datasets: a sibling of the repository. */
+export const DEFAULT_DATASET_DIR = resolve(REPO_ROOT, "..", "shared", "datasets");
+
+/** Names that resolve to a bundled dataset instead of a file path. */
+const NAMED_DATASETS: Record<string, string> = {
+  humaneval: "humaneval.jsonl.gz",
+};
+
+export interface DatasetLocation {
+  /** `humaneval` (the default) or a path to a `.jsonl` / `.jsonl.gz` file. */
+  dataset?: string;
+  /** Where named datasets live; defaults to `../shared/datasets` beside the repo. */
+  datasetDir?: string;
+}
+
+/** Turns a dataset name or path into an absolute file path. */
+export function resolveDatasetPath({ dataset = "humaneval", datasetDir }: DatasetLocation = {}): string {
+  const bundled = NAMED_DATASETS[dataset];
+  if (bundled !== undefined) {
+    return resolve(datasetDir ?? process.env.SELFHEAL_DATASET_DIR ?? DEFAULT_DATASET_DIR, bundled);
+  }
+  return resolve(dataset);
+}
+
+const GZIP_MAGIC = [0x1f, 0x8b] as const;
+
+/** Gzip is detected by its magic bytes, not the file name, so a renamed file still loads. */
+export function decodeDatasetBytes(bytes: Uint8Array): string {
+  const isGzip = bytes.length >= 2 && bytes[0] === GZIP_MAGIC[0] && bytes[1] === GZIP_MAGIC[1];
+  const raw = isGzip ? gunzipSync(bytes) : Buffer.from(bytes);
+  return raw.toString("utf8");
+}
+
+export class DatasetError extends Error {
+  override readonly name = "DatasetError";
+}
+
+/**
+ * Parses HumanEval JSONL text. Every problem is reported with the source and 1-based line
+ * number, because a user bringing their own tasks needs to know which row to fix.
+ */
+export function parseDatasetText(text: string, source = "dataset"): BenchmarkTask[] {
+  const tasks: BenchmarkTask[] = [];
+  const seen = new Set<string>();
+  const lines = text.split(/\r?\n/);
+  lines.forEach((line, index) => {
+    const lineNumber = index + 1;
+    if (line.trim() === "") return;
+    let json: unknown;
+    try {
+      json = JSON.parse(line);
+    } catch (error) {
+      throw new DatasetError(`${source}:${lineNumber}: not valid JSON (${(error as Error).message})`);
+    }
+    const parsed = BenchmarkTaskSchema.safeParse(json);
+    if (!parsed.success) {
+      const problems = parsed.error.issues
+        .map((issue) => `${issue.path.join(".") || "(row)"}: ${issue.message}`)
+        .join("; ");
+      throw new DatasetError(`${source}:${lineNumber}: not a HumanEval task (${problems})`);
+    }
+    if (seen.has(parsed.data.task_id)) {
+      throw new DatasetError(`${source}:${lineNumber}: duplicate task_id ${parsed.data.task_id}`);
+    }
+    seen.add(parsed.data.task_id);
+    tasks.push(parsed.data);
+  });
+  if (tasks.length === 0) throw new DatasetError(`${source}: contains no tasks`);
+  return tasks;
+}
+
+export interface TaskFilter {
+  /** Keep only these task ids, in dataset order; an unknown id is an error, not a silent skip. */
+  taskIds?: readonly string[];
+  /** Keep the first N tasks (after `taskIds`). */
+  limit?: number;
+}
+
+export function filterTasks(tasks: readonly BenchmarkTask[], { taskIds, limit }: TaskFilter = {}): BenchmarkTask[] {
+  let selected = [...tasks];
+  if (taskIds !== undefined && taskIds.length > 0) {
+    const known = new Set(tasks.map((task) => task.task_id));
+    const unknown = taskIds.filter((id) => !known.has(id));
+    if (unknown.length > 0) throw new DatasetError(`unknown task id(s): ${unknown.join(", ")}`);
+    const wanted = new Set(taskIds);
+    selected = selected.filter((task) => wanted.has(task.task_id));
+  }
+  if (limit !== undefined) {
+    if (!Number.isInteger(limit) || limit < 1) throw new DatasetError(`limit must be a positive integer, got ${limit}`);
+    selected = selected.slice(0, limit);
+  }
+  return selected;
+}
+
+/** `"HumanEval/0, HumanEval/1"` -> ids; accepts bare numbers as shorthand for HumanEval ids. */
+export function parseTaskIds(list: string): string[] {
+  return list
+    .split(",")
+    .map((id) => id.trim())
+    .filter((id) => id !== "")
+    .map((id) => (/^\d+$/.test(id) ? `HumanEval/${id}` : id));
+}
+
+export interface LoadDatasetOptions extends DatasetLocation, TaskFilter {}
+
+/** Reads, decodes, validates and filters a dataset. */
+export async function loadDataset(options: LoadDatasetOptions = {}): Promise<BenchmarkTask[]> {
+  const path = resolveDatasetPath(options);
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (error) {
+    throw new DatasetError(`cannot read dataset ${path}: ${(error as Error).message}`);
+  }
+  const tasks = parseDatasetText(decodeDatasetBytes(bytes), path);
+  return filterTasks(tasks, options);
+}
+
+/**
+ * The program the judge runs: HumanEval's own rule, prompt + completion + tests + check call.
+ * `completion` is a body that continues `prompt` (as `canonical_solution` does).
+ */
+export function buildCheckProgram(task: BenchmarkTask, completion: string): string {
+  return `${task.prompt}${completion}\n${task.test}\ncheck(${task.entry_point})\n`;
+}
+
+/** The hidden tests as a run's `tests`: appended after a full candidate program. */
+export function buildHiddenTests(task: BenchmarkTask): string {
+  return `${task.test}\ncheck(${task.entry_point})\n`;
+}

@@ -1,0 +1,93 @@
+import { BaseChatModel, type BaseChatModelParams } from "@langchain/core/language_models/chat_models";
+import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import type { ChatResult } from "@langchain/core/outputs";
+import type { Sandbox } from "../tools/sandbox/types.js";
+import type { BenchmarkTask } from "./dataset.js";
+import { findEffectiveMutants, type EffectiveMutant, type FindMutantsOptions } from "./mutants.js";
+import { mapWithConcurrency } from "./pool.js";
+
+/**
+ * The label every report made with this model carries. Its pass rates measure the harness
+ * (prompt, run, fail, fix, pass, report), never a language model's ability.
+ */
+export const SIMULATED_MODEL_NAME = "simulated";
+export const SIMULATED_MODEL_LABEL =
+  "SIMULATED MODEL: a script that answers each task with a known-wrong mutant of the reference solution, " +
+  "then with the reference solution after a failure. These figures test the harness; they are not a model's result.";
+
+/** What the simulated model says for one task. */
+export interface SimulatedScript {
+  task: BenchmarkTask;
+  /** The wrong first answer; absent when no effective mutant exists, and the reference is sent at once. */
+  mutant?: EffectiveMutant;
+}
+
+/** A fence longer than any backtick run in the code, so a docstring cannot close it early. */
+function fenced(code: string): string {
+  const longestRun = Math.max(0, ...(code.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(Math.max(3, longestRun + 1));
+  return `${fence}python\n${code.trimEnd()}\n${fence}`;
+}
+
+const messageText = (message: BaseMessage): string =>
+  typeof message.content === "string" ? message.content : JSON.stringify(message.content);
+
+/**
+ * A scripted chat model for the benchmark's own tests and demos. For each task it replies first
+ * with one of the task's effective mutants (prompt + mutated body, a complete program), and once
+ * the conversation shows that program (the fixer is repairing it) with the reference solution.
+ *
+ * The decision is read from the messages, not from a call counter, so it is safe under concurrent
+ * tasks and gives the same answers however the runs interleave.
+ */
+export class SimulatedBenchmarkModel extends BaseChatModel {
+  private readonly scripts: SimulatedScript[];
+  /** Replies sent, for tests and the report. */
+  calls = 0;
+
+  constructor(scripts: readonly SimulatedScript[], params: BaseChatModelParams = {}) {
+    super(params);
+    // Longest prompt first, so a task whose prompt contains another's is matched correctly.
+    this.scripts = [...scripts].sort((a, b) => b.task.prompt.length - a.task.prompt.length);
+  }
+
+  /** Finds each task's mutants in the sandbox and builds the model; the first effective mutant is the wrong answer. */
+  static async forTasks(
+    tasks: readonly BenchmarkTask[],
+    sandbox: Sandbox,
+    options: FindMutantsOptions & { concurrency?: number } = {},
+  ): Promise<SimulatedBenchmarkModel> {
+    const { concurrency = 2, ...mutantOptions } = options;
+    const scripts = await mapWithConcurrency(tasks, concurrency, async (task) => {
+      const found = await findEffectiveMutants(task, sandbox, { ...mutantOptions, maxMutants: 1 });
+      const mutant = found.effective[0];
+      return mutant === undefined ? { task } : { task, mutant };
+    });
+    return new SimulatedBenchmarkModel(scripts);
+  }
+
+  _llmType(): string {
+    return SIMULATED_MODEL_NAME;
+  }
+
+  /** The program this model sends for `messages`, or null when no scripted task matches. */
+  answer(messages: readonly BaseMessage[]): string | null {
+    const conversation = messages.map(messageText).join("\n");
+    const script = this.scripts.find((candidate) => conversation.includes(candidate.task.prompt.trim()));
+    if (script === undefined) return null;
+    const { task, mutant } = script;
+    const alreadyTried = mutant !== undefined && conversation.includes(mutant.solution.trim());
+    const body = mutant === undefined || alreadyTried ? task.canonical_solution : mutant.solution;
+    return task.prompt + body;
+  }
+
+  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    this.calls += 1;
+    const program = this.answer(messages);
+    const text =
+      program === null
+        ? "The simulated model has no script for this task, so it cannot answer."
+        : `Here is the implementation.\n\n${fenced(program)}\n`;
+    return { generations: [{ text, message: new AIMessage(text) }] };
+  }
+}

@@ -1,0 +1,75 @@
+import { z } from "zod";
+
+const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
+
+/**
+ * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
+ * nodes read them through `readSettings(runtime.context)`.
+ */
+export const SettingsSchema = z.object({
+  /** Programs executed before the run gives up as `failed`. */
+  maxAttempts: z
+    .number({ error: "maxAttempts must be a number" })
+    .int("maxAttempts must be a whole number")
+    .min(1, "maxAttempts must be at least 1")
+    .default(4),
+  /** Total tokens (input + output, all models) the run may spend. */
+  tokenBudget: z
+    .number({ error: "tokenBudget must be a number" })
+    .int("tokenBudget must be a whole number")
+    .min(0, "tokenBudget must not be negative")
+    .default(40_000),
+  /** How many times in a row one error may repeat before a fresh rewrite, then `stuck`. */
+  repeatLimit: z.number().int().min(1, "repeatLimit must be at least 1").default(2),
+  /** Wall-clock limit for one execution of the program and its tests. */
+  timeoutMs: z.number().int().min(100, "timeoutMs must be at least 100").default(10_000),
+  /** Model name for the generator (and every role without its own name). */
+  model: z.string().min(1, "model must not be empty").default(defaultModelName),
+  /** Model name for the fixer; defaults to `model`. */
+  fixerModel: z.string().min(1).nullable().default(null),
+  /** Model for hard failures (assertions, wrong output); defaults to the fixer's. */
+  strongFixerModel: z.string().min(1).nullable().default(null),
+  /** Model name for the LLM review; defaults to `model`. */
+  criticModel: z.string().min(1).nullable().default(null),
+  temperature: z.number().min(0, "temperature must be between 0 and 2").max(2, "temperature must be between 0 and 2").default(0.2),
+  /** Ask the critic model to review runs that have no tests and exited cleanly. */
+  llmReview: z.boolean().default(false),
+  /** Upper bound on one model reply; it shrinks further as the budget runs out. */
+  maxOutputTokens: z.number().int().min(64).default(2048),
+  /** Sandbox backend: bwrap when usable, else a plain subprocess. */
+  sandbox: z.enum(["auto", "bwrap", "process", "container"]).default("auto"),
+});
+
+export type Settings = z.infer<typeof SettingsSchema>;
+
+/**
+ * The graph's context schema: every setting optional, so callers pass only what they change.
+ * The defaults still come from SettingsSchema, applied by readSettings in each node.
+ */
+export const ContextSchema = SettingsSchema.partial();
+export type SettingsInput = z.input<typeof SettingsSchema>;
+
+/** Applies the defaults; LangGraph validates `context` but does not fill them in. */
+export function readSettings(context: unknown): Settings {
+  return SettingsSchema.parse(context ?? {});
+}
+
+/** Validates settings and turns a zod failure into one readable line per bad field. */
+export function parseSettings(input: unknown): Settings {
+  const result = SettingsSchema.safeParse(input ?? {});
+  if (!result.success) throw new InvalidSettingsError(formatIssues(result.error));
+  return result.data;
+}
+
+export class InvalidSettingsError extends Error {
+  override name = "InvalidSettingsError";
+}
+
+export function formatIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const field = issue.path.join(".") || "input";
+      return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
+    })
+    .join("; ");
+}

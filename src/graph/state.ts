@@ -1,0 +1,204 @@
+import { ReducedValue, StateSchema } from "@langchain/langgraph";
+import { z } from "zod";
+import { LANGUAGES } from "../tools/sandbox/types.js";
+
+export const RUN_STATUSES = ["running", "passed", "failed", "stuck", "budget_exhausted", "model_error"] as const;
+export type RunStatusValue = (typeof RUN_STATUSES)[number];
+
+export const ParsedErrorSchema = z.object({
+  type: z.string(),
+  message: z.string(),
+  line: z.number().nullable(),
+  traceback: z.string(),
+});
+
+export const ExecutionSchema = z.object({
+  status: z.enum(["ok", "error", "timeout", "memory_limit", "output_limit", "killed", "unavailable"]),
+  exitCode: z.number().nullable(),
+  signal: z.string().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.boolean(),
+  durationMs: z.number(),
+  error: ParsedErrorSchema.optional(),
+  /** True when the failure was raised inside the acceptance tests rather than the program. */
+  failedInTests: z.boolean().default(false),
+  /** Where the failure happened, from 0 (first line) to 1 (last test line); used to rank attempts. */
+  progress: z.number().min(0).max(1).nullable().default(null),
+});
+export type Execution = z.infer<typeof ExecutionSchema>;
+
+export const CritiqueSchema = z.object({
+  passed: z.boolean(),
+  /** One line: what happened. */
+  summary: z.string(),
+  /** What the fixer should look at: the failing line, the critic model's hint. */
+  diagnosis: z.string(),
+});
+export type Critique = z.infer<typeof CritiqueSchema>;
+
+/** One failure observed at one attempt; the `errors` reducer folds these into ErrorRecords. */
+export const ErrorObservationSchema = z.object({
+  fingerprint: z.string(),
+  type: z.string(),
+  message: z.string(),
+  attempt: z.number().int(),
+});
+export type ErrorObservation = z.infer<typeof ErrorObservationSchema>;
+
+export const ErrorRecordSchema = z.object({
+  fingerprint: z.string(),
+  type: z.string(),
+  message: z.string(),
+  count: z.number().int(),
+  firstAttempt: z.number().int(),
+  lastAttempt: z.number().int(),
+});
+export type ErrorRecord = z.infer<typeof ErrorRecordSchema>;
+
+/** A repeat of a known fingerprint bumps its count; only a new fingerprint adds a row. */
+export function mergeErrors(current: ErrorRecord[], observed: ErrorObservation[]): ErrorRecord[] {
+  const merged = current.map((record) => ({ ...record }));
+  for (const { fingerprint, type, message, attempt } of observed) {
+    const known = merged.find((record) => record.fingerprint === fingerprint);
+    if (known) {
+      known.count += 1;
+      known.lastAttempt = Math.max(known.lastAttempt, attempt);
+      known.message = message;
+    } else {
+      merged.push({ fingerprint, type, message, count: 1, firstAttempt: attempt, lastAttempt: attempt });
+    }
+  }
+  return merged;
+}
+
+export const HistoryEntrySchema = z.object({
+  attempt: z.number().int(),
+  /** The node that wrote the program that ran at this attempt. */
+  node: z.string(),
+  codeHash: z.string(),
+  /** `passed`, or the error type that failed the attempt. */
+  outcome: z.string(),
+  fingerprint: z.string().optional(),
+  /** Tokens spent on this attempt: writing the program and judging it. */
+  tokens: z.number().int(),
+});
+export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
+
+const TokenCountSchema = z.object({
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  totalTokens: z.number().int(),
+  calls: z.number().int(),
+});
+export type TokenCount = z.infer<typeof TokenCountSchema>;
+
+export const UsageSchema = TokenCountSchema.extend({ byNode: z.record(z.string(), TokenCountSchema) });
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** One model call, as a node reports it to the ledger. */
+export const ModelCallUsageSchema = z.object({
+  node: z.string(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+});
+export type ModelCallUsage = z.infer<typeof ModelCallUsageSchema>;
+
+const zeroCount = (): TokenCount => ({ inputTokens: 0, outputTokens: 0, totalTokens: 0, calls: 0 });
+export const emptyUsage = (): Usage => ({ ...zeroCount(), byNode: {} });
+
+function addCall(count: TokenCount, call: ModelCallUsage): TokenCount {
+  return {
+    inputTokens: count.inputTokens + call.inputTokens,
+    outputTokens: count.outputTokens + call.outputTokens,
+    totalTokens: count.totalTokens + call.inputTokens + call.outputTokens,
+    calls: count.calls + 1,
+  };
+}
+
+export function addUsage(current: Usage, calls: ModelCallUsage[]): Usage {
+  let usage = current;
+  for (const call of calls) {
+    usage = {
+      ...addCall(usage, call),
+      byNode: { ...usage.byNode, [call.node]: addCall(usage.byNode[call.node] ?? zeroCount(), call) },
+    };
+  }
+  return usage;
+}
+
+export const BestAttemptSchema = z.object({
+  attempt: z.number().int(),
+  code: z.string(),
+  /** 100 for a pass; failures score 10..90 by how far the run got, 0 when nothing ran. */
+  score: z.number(),
+});
+export type BestAttempt = z.infer<typeof BestAttemptSchema>;
+
+/** The program currently in `code`, as its author left it. */
+export const DraftSchema = z.object({
+  author: z.string(),
+  /** Tokens the author spent writing it. */
+  tokens: z.number().int(),
+  /** Why the reply held no usable program, fed to the next fix as the failure. */
+  problem: z.string().optional(),
+});
+export type Draft = z.infer<typeof DraftSchema>;
+
+/** What a caller passes to `invoke`; validated before any model call. */
+export const RunInputSchema = z.object({
+  /** What the program must do, in plain words. */
+  task: z
+    .string({ error: "task must be a string" })
+    .trim()
+    .min(1, "task must not be empty")
+    .describe("What the program must do"),
+  /** Language the program is written in. */
+  language: z
+    .enum(LANGUAGES, { error: `language must be one of: ${LANGUAGES.join(", ")}` })
+    .default("python")
+    .describe("python or javascript"),
+  /** Acceptance tests in the same language, run after the program; the task passes only if they pass. */
+  tests: z.string().optional().describe("Acceptance tests in the same language, run after the program"),
+});
+export type RunInput = z.input<typeof RunInputSchema>;
+
+export const State = new StateSchema({
+  ...RunInputSchema.shape,
+  /** The current program. */
+  code: z.string().default(""),
+  /** Who wrote `code`, at what cost, and whether the reply held code at all. */
+  draft: DraftSchema.optional(),
+  /** How many programs have been executed so far. */
+  attempt: z.number().int().default(0),
+  /** The latest execution result. */
+  lastRun: ExecutionSchema.optional(),
+  /** The critic's verdict on the latest run. */
+  critique: CritiqueSchema.optional(),
+  /** Distinct errors seen in this run, one row per fingerprint. */
+  errors: new ReducedValue(z.array(ErrorRecordSchema).default(() => []), {
+    inputSchema: z.array(ErrorObservationSchema),
+    reducer: mergeErrors,
+  }),
+  /** One entry per executed attempt. */
+  history: new ReducedValue(z.array(HistoryEntrySchema).default(() => []), {
+    inputSchema: z.array(HistoryEntrySchema),
+    reducer: (current: HistoryEntry[], added: HistoryEntry[]) => [...current, ...added],
+  }),
+  /** Token ledger, in total and per node. */
+  usage: new ReducedValue(UsageSchema.default(emptyUsage), {
+    inputSchema: z.array(ModelCallUsageSchema),
+    reducer: addUsage,
+  }),
+  /** The best attempt so far; a failed run still carries its best code here. */
+  best: BestAttemptSchema.optional(),
+  /** Fingerprints that already got their one fresh rewrite. */
+  rewrittenFor: z.array(z.string()).default(() => []),
+  /** `running` until the run ends, then why it ended. */
+  status: z.enum(RUN_STATUSES).default("running"),
+  /** A sentence on why the run ended. */
+  reason: z.string().optional(),
+});
+
+export type AgentState = typeof State.State;
+export type AgentUpdate = typeof State.Update;

@@ -1,0 +1,36 @@
+export { createAgent, buildAgentGraph, createNodeDeps, graph, type Agent, type AgentOptions } from "./graph/index.js";
+export { State, mergeErrors, addUsage, emptyUsage, RUN_STATUSES } from "./graph/state.js";
+export type {
+  AgentState,
+  AgentUpdate,
+  BestAttempt,
+  Critique,
+  ErrorRecord,
+  ErrorObservation,
+  Execution,
+  HistoryEntry,
+  Usage,
+  ModelCallUsage,
+  RunStatusValue,
+} from "./graph/state.js";
+export { SettingsSchema, parseSettings, readSettings, InvalidSettingsError, type Settings, type SettingsInput } from "./graph/context.js";
+export {
+  decideAfterCritic,
+  routeAfterCritic,
+  routeAfterWrite,
+  repeatStreak,
+  AFTER_CRITIC_TARGETS,
+  AFTER_WRITE_TARGETS,
+} from "./graph/routes.js";
+export { createGeneratorNode } from "./nodes/generator.js";
+export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
+export { createCriticNode, judgeRun, scoreAttempt } from "./nodes/critic.js";
+export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
+export { finishNode } from "./nodes/finish.js";
+export type { AgentNode, NodeDeps } from "./nodes/types.js";
+export { extractCode } from "./tools/extract-code.js";
+export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
+export { createChatModel, createModelResolver, hasModelConfig, type AgentModels } from "./tools/models.js";
+export { ScriptedChatModel } from "./tools/scripted-model.js";
+export { createSandbox } from "./tools/sandbox/index.js";
+export type * from "./tools/sandbox/types.js";

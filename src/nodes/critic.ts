@@ -1,0 +1,177 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { AIMessage } from "@langchain/core/messages";
+import { isGraphBubbleUp } from "@langchain/langgraph";
+import { readSettings, type Settings } from "../graph/context.js";
+import type { AgentState, AgentUpdate, Critique, Execution, ModelCallUsage } from "../graph/state.js";
+import { planModelCall } from "../tools/budget.js";
+import { fingerprintError, hashCode } from "../tools/fingerprint.js";
+import { countMessageTokens, countTokens } from "../tools/tokens.js";
+import { describeError } from "../tools/write-program.js";
+import { buildReviewPrompt, ReviewSchema, type Review } from "./critic.prompt.js";
+import type { AgentNode, NodeDeps } from "./types.js";
+
+export interface Failure {
+  type: string;
+  message: string;
+}
+
+export interface Judgement {
+  critique: Critique;
+  failure?: Failure;
+}
+
+function failed(failure: Failure, summary: string, diagnosis: string): Judgement {
+  return { failure, critique: { passed: false, summary, diagnosis } };
+}
+
+/** The verdict that needs no model: exit status, exceptions, limits and the acceptance tests. */
+export function judgeRun(run: Execution, hasTests: boolean): Judgement {
+  const where = run.failedInTests ? "in the acceptance tests" : "in the program";
+  switch (run.status) {
+    case "ok":
+      return {
+        critique: {
+          passed: true,
+          summary: hasTests ? "The program ran cleanly and the acceptance tests passed." : "The program ran cleanly.",
+          diagnosis: "",
+        },
+      };
+    case "timeout":
+      return failed(
+        { type: "Timeout", message: "the program did not finish within the time limit" },
+        `Timed out after ${Math.round(run.durationMs)} ms.`,
+        "Look for an infinite loop, a read that waits for input, or work that grows too fast for the input size.",
+      );
+    case "memory_limit":
+      return failed(
+        { type: "MemoryLimit", message: "the program ran out of memory" },
+        "Killed at the memory limit.",
+        "Something grows without bound: an ever-growing list, unbounded recursion or a huge allocation.",
+      );
+    case "output_limit":
+      return failed(
+        { type: "OutputLimit", message: "the program printed more than the output limit" },
+        "Stopped for printing too much.",
+        "Print less: a loop probably prints on every iteration or never ends.",
+      );
+    case "unavailable":
+      return failed(
+        { type: "SandboxUnavailable", message: run.stderr.trim() || "the sandbox could not run the program" },
+        "The sandbox was unavailable.",
+        "The program did not run; this is an environment problem, not a bug in the code.",
+      );
+    default:
+      break;
+  }
+  if (run.error) {
+    const at = run.error.line ? ` at line ${run.error.line} ${where}` : ` ${where}`;
+    const assertion = /Assertion/i.test(run.error.type);
+    const diagnosis = assertion
+      ? `An assertion failed${at}: the program computes a wrong result for that case. Fix the logic, not the check, unless the check contradicts the task.`
+      : `${run.error.type} raised${at}: ${run.error.message}`;
+    return failed({ type: run.error.type, message: run.error.message }, `${run.error.type}: ${run.error.message}`, diagnosis);
+  }
+  if (run.status === "killed") {
+    return failed(
+      { type: "Killed", message: `killed by ${run.signal ?? "a signal"}` },
+      `Killed by ${run.signal ?? "a signal"}.`,
+      "The process was killed: it may have hit a resource limit (processes, file size, CPU time).",
+    );
+  }
+  const lastLine = run.stderr.trim().split("\n").at(-1) ?? "";
+  return failed(
+    { type: "NonZeroExit", message: `exited with code ${run.exitCode}${lastLine ? `: ${lastLine}` : ""}` },
+    `Exited with code ${run.exitCode}.`,
+    lastLine ? `The last line on stderr was: ${lastLine}` : "The program exited with a failure status and printed no error.",
+  );
+}
+
+/** 100 for a pass; a failure scores by how far through the program and tests it got. */
+export function scoreAttempt(run: Execution, passed: boolean): number {
+  if (passed) return 100;
+  if (run.progress !== null) return 10 + Math.round(80 * run.progress);
+  if (run.error?.type === "NoCodeError") return 0;
+  return 5;
+}
+
+async function reviewWithModel(
+  model: BaseChatModel,
+  state: AgentState,
+  run: Execution,
+  settings: Settings,
+  signal?: AbortSignal,
+): Promise<{ review?: Review; usage?: ModelCallUsage; skipped?: string }> {
+  const messages = buildReviewPrompt({ task: state.task, language: state.language, code: state.code, run });
+  const promptTokens = await countMessageTokens(messages);
+  const plan = planModelCall({
+    promptTokens,
+    usedTokens: state.usage.totalTokens,
+    tokenBudget: settings.tokenBudget,
+    maxOutputTokens: Math.min(settings.maxOutputTokens, 512),
+  });
+  if (!plan.ok) return { skipped: "no budget left for the review" };
+  try {
+    const reviewer = model.withStructuredOutput(ReviewSchema, { includeRaw: true });
+    const result = (await reviewer.invoke(messages, { signal })) as { raw?: AIMessage; parsed?: Review } | Review;
+    const parsed = "parsed" in result ? result.parsed : (result as Review);
+    const raw = "raw" in result ? result.raw : undefined;
+    const review = ReviewSchema.parse(parsed);
+    const reported = raw?.usage_metadata;
+    const usage = reported
+      ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
+      : { node: "critic", inputTokens: promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
+    return { review, usage };
+  } catch (error) {
+    if (isGraphBubbleUp(error)) throw error;
+    return { skipped: `the review failed (${describeError(error)})` };
+  }
+}
+
+/** Decides pass or fail, fingerprints the failure, and keeps the ledger of attempts and the best one. */
+export function createCriticNode(deps: NodeDeps): AgentNode {
+  return async (state, runtime) => {
+    const settings = readSettings(runtime.context);
+    const run = state.lastRun;
+    if (!run) throw new Error("critic reached without an execution result; check the graph's edges");
+
+    let { critique, failure } = judgeRun(run, Boolean(state.tests?.trim()));
+    const usage: ModelCallUsage[] = [];
+    if (critique.passed && settings.llmReview && !state.tests?.trim()) {
+      const outcome = await reviewWithModel(deps.resolveModel("critic", settings), state, run, settings, runtime.signal);
+      if (outcome.usage) usage.push(outcome.usage);
+      if (outcome.review && !outcome.review.passed) {
+        failure = { type: "ReviewRejected", message: outcome.review.reasons.join("; ") || "the reviewer rejected the program" };
+        critique = { passed: false, summary: `Review: ${failure.message}`, diagnosis: outcome.review.fixHint || failure.message };
+      } else if (outcome.skipped) {
+        critique = { ...critique, summary: `${critique.summary} (LLM review skipped: ${outcome.skipped})` };
+      }
+    }
+
+    const fingerprint = failure ? fingerprintError(failure.type, failure.message) : undefined;
+    const reviewTokens = usage.reduce((sum, call) => sum + call.inputTokens + call.outputTokens, 0);
+    const score = scoreAttempt(run, critique.passed);
+    const update: AgentUpdate = {
+      critique,
+      usage,
+      history: [
+        {
+          attempt: state.attempt,
+          node: state.draft?.author ?? "generator",
+          codeHash: hashCode(state.draft?.problem ? "" : state.code),
+          outcome: failure ? failure.type : "passed",
+          fingerprint,
+          tokens: (state.draft?.tokens ?? 0) + reviewTokens,
+        },
+      ],
+      errors: failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [],
+    };
+    if (!state.best || score >= state.best.score) {
+      update.best = { attempt: state.attempt, code: state.draft?.problem ? state.best?.code ?? "" : state.code, score };
+    }
+    if (critique.passed) {
+      update.status = "passed";
+      update.reason = critique.summary;
+    }
+    return update;
+  };
+}

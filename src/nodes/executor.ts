@@ -1,0 +1,44 @@
+import { readSettings } from "../graph/context.js";
+import type { Execution } from "../graph/state.js";
+import { assembleProgram, locateFailure } from "../tools/assemble.js";
+import type { AgentNode, NodeDeps } from "./types.js";
+
+/** Custom stream event: one line the program printed, sent while it runs. */
+export interface OutputEvent {
+  kind: "output";
+  attempt: number;
+  stream: "stdout" | "stderr";
+  line: string;
+}
+
+function notRun(type: string, message: string): Execution {
+  return {
+    status: "error",
+    exitCode: null,
+    signal: null,
+    stdout: "",
+    stderr: "",
+    truncated: false,
+    durationMs: 0,
+    error: { type, message, line: null, traceback: "" },
+    failedInTests: false,
+    progress: null,
+  };
+}
+
+/** Runs the program, then the acceptance tests, in the sandbox; every run counts as an attempt. */
+export function createExecutorNode(deps: NodeDeps): AgentNode {
+  return async (state, runtime) => {
+    const settings = readSettings(runtime.context);
+    const attempt = state.attempt + 1;
+    if (state.draft?.problem) return { attempt, lastRun: notRun("NoCodeError", state.draft.problem) };
+
+    const program = assembleProgram(state.code, state.tests, state.language);
+    const sandbox = deps.getSandbox(settings.sandbox);
+    const result = await sandbox.run(
+      { language: state.language, code: program.source, timeoutMs: settings.timeoutMs },
+      { onOutput: (stream, line) => runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent) },
+    );
+    return { attempt, lastRun: { ...result, ...locateFailure(result.error?.line, program) } };
+  };
+}

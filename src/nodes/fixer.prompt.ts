@@ -1,0 +1,55 @@
+import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import type { Critique, ErrorRecord, Execution } from "../graph/state.js";
+import type { Language } from "../tools/sandbox/types.js";
+import { LANGUAGE_NAMES } from "./generator.prompt.js";
+
+/** Caps that keep the fixer's prompt flat: attempt 5 costs what attempt 2 did. */
+export const FIXER_LIMITS = { tracebackChars: 2000, outputTailChars: 800, errorLines: 8, errorLineChars: 160 };
+
+const tail = (text: string, max: number) => (text.length <= max ? text : `...${text.slice(-max)}`);
+const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 3)}...`);
+
+/** One line per distinct error, most recent last: `KeyError: 'x' (seen 2x)`. */
+export function summarizeErrors(errors: ErrorRecord[], except?: string): string[] {
+  return errors
+    .filter((record) => record.fingerprint !== except)
+    .sort((a, b) => a.lastAttempt - b.lastAttempt)
+    .slice(-FIXER_LIMITS.errorLines)
+    .map((record) => clip(`${record.type}: ${record.message.split("\n")[0]} (seen ${record.count}x)`, FIXER_LIMITS.errorLineChars));
+}
+
+export function describeFailure(run: Execution): string {
+  const parts: string[] = [];
+  if (run.error?.traceback) parts.push(`Traceback:\n${tail(run.error.traceback, FIXER_LIMITS.tracebackChars)}`);
+  else if (run.error) parts.push(`Error: ${run.error.type}: ${run.error.message}`);
+  if (!run.error?.traceback && run.stderr.trim()) parts.push(`stderr (tail):\n${tail(run.stderr.trim(), FIXER_LIMITS.outputTailChars)}`);
+  if (run.stdout.trim()) parts.push(`stdout (tail):\n${tail(run.stdout.trim(), FIXER_LIMITS.outputTailChars)}`);
+  parts.push(`Exit: status ${run.status}, exit code ${run.exitCode ?? "none"}${run.signal ? `, signal ${run.signal}` : ""}`);
+  return parts.join("\n\n");
+}
+
+export function buildFixerPrompt(args: {
+  task: string;
+  language: Language;
+  code: string;
+  run: Execution;
+  critique?: Critique;
+  errors: ErrorRecord[];
+  latestFingerprint?: string;
+}): BaseMessage[] {
+  const system = [
+    `You are an expert ${LANGUAGE_NAMES[args.language]} programmer repairing a program that failed when it ran.`,
+    "Find the root cause in the traceback, fix it, and keep everything that already works.",
+    `Reply with the complete corrected program in a single fenced \`\`\`${args.language} block: the whole file, not a diff.`,
+    "Keep the program's self-checks unless they contradict the task, and keep the task's function names.",
+  ].join("\n");
+  const earlier = summarizeErrors(args.errors, args.latestFingerprint);
+  const parts = [
+    `Task:\n${args.task}`,
+    args.code.trim() ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\`` : "Current program: none yet.",
+    `Latest failure:\n${describeFailure(args.run)}`,
+  ];
+  if (args.critique?.diagnosis) parts.push(`Diagnosis:\n${args.critique.diagnosis}`);
+  if (earlier.length > 0) parts.push(`Other errors seen earlier in this run (do not reintroduce them):\n${earlier.map((line) => `- ${line}`).join("\n")}`);
+  return [new SystemMessage(system), new HumanMessage(parts.join("\n\n"))];
+}

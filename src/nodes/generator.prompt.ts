@@ -1,0 +1,33 @@
+import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import type { Language } from "../tools/sandbox/types.js";
+
+export const LANGUAGE_NAMES: Record<Language, string> = { python: "Python 3", javascript: "JavaScript (Node.js 20)" };
+
+export function systemPrompt(language: Language): string {
+  return [
+    `You are an expert ${LANGUAGE_NAMES[language]} programmer. You write one complete program that solves the task.`,
+    `Reply with the whole program in a single fenced \`\`\`${language} block.`,
+    "Where the task allows, the program checks itself: it ends with assertions or printed checks that exercise it on the task's examples and edge cases, so a wrong result fails loudly.",
+    "Use only the standard library. Do not read from stdin, the network or files you did not create.",
+    "Keep every function and class name exactly as the task gives it: acceptance tests may call them after your program runs.",
+  ].join("\n");
+}
+
+export interface RewriteContext {
+  /** The error that kept coming back, one line. */
+  repeatedError: string;
+  /** One line per distinct error seen so far. */
+  earlierErrors: string[];
+}
+
+export function buildGeneratorPrompt(args: { task: string; language: Language; rewrite?: RewriteContext }): BaseMessage[] {
+  const parts = [`Task:\n${args.task}`];
+  if (args.rewrite) {
+    parts.push(
+      `Earlier attempts kept failing the same way and repairs did not help:\n${args.rewrite.repeatedError}`,
+      `All errors seen so far:\n${args.rewrite.earlierErrors.map((line) => `- ${line}`).join("\n")}`,
+      "Start over with a different approach: do not repeat the one that failed.",
+    );
+  }
+  return [new SystemMessage(systemPrompt(args.language)), new HumanMessage(parts.join("\n\n"))];
+}

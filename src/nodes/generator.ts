@@ -1,0 +1,38 @@
+import { readSettings } from "../graph/context.js";
+import type { AgentState } from "../graph/state.js";
+import { summarizeErrors } from "./fixer.prompt.js";
+import { buildGeneratorPrompt, type RewriteContext } from "./generator.prompt.js";
+import type { AgentNode, NodeDeps } from "./types.js";
+import { writeProgram } from "../tools/write-program.js";
+
+/** After a failed run the generator is only re-entered for a fresh rewrite of a repeating error. */
+function rewriteContext(state: AgentState): { context: RewriteContext; fingerprint?: string } | undefined {
+  const latest = state.history.at(-1);
+  if (!latest) return undefined;
+  const repeated = state.errors.find((record) => record.fingerprint === latest.fingerprint);
+  return {
+    fingerprint: latest.fingerprint,
+    context: {
+      repeatedError: repeated ? `${repeated.type}: ${repeated.message} (seen ${repeated.count}x)` : latest.outcome,
+      earlierErrors: summarizeErrors(state.errors),
+    },
+  };
+}
+
+/** Writes the first program, or a fresh one when repairs keep hitting the same error. */
+export function createGeneratorNode(deps: NodeDeps): AgentNode {
+  return async (state, runtime) => {
+    const settings = readSettings(runtime.context);
+    const rewrite = rewriteContext(state);
+    const update = await writeProgram({
+      node: "generator",
+      model: deps.resolveModel("generator", settings),
+      messages: buildGeneratorPrompt({ task: state.task, language: state.language, rewrite: rewrite?.context }),
+      state,
+      settings,
+      signal: runtime.signal,
+    });
+    if (!rewrite?.fingerprint) return update;
+    return { ...update, rewrittenFor: [...state.rewrittenFor, rewrite.fingerprint] };
+  };
+}

@@ -1,0 +1,124 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Pre-warmed runs start the interpreter before the code exists. The bootstrap below tells the host
+ * it is ready by writing "r" on fd 3, blocks until the host writes "g" (the code is then on disk),
+ * and runs main.py as `python3 -I main.py` would: a fresh `__main__`, `sys.argv == ["main.py"]`,
+ * and a traceback without the bootstrap's own frame, so parseError sees the same text either way.
+ * If fd 3 closes first (the host went away), it exits quietly.
+ */
+export const PYTHON_BOOTSTRAP = `
+import os, sys, types
+try:
+    os.write(3, b"r")
+    go = os.read(3, 1)
+except OSError:
+    go = b""
+if go != b"g":
+    os._exit(0)
+os.close(3)
+
+
+def finish(status):
+    # What interpreter shutdown does that a program can observe: join its threads, run atexit,
+    # flush. The rest (tearing down every module) takes ~10 ms and nobody sees it, so skip it.
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+    import atexit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    os._exit(status)
+
+
+path = os.path.join(os.getcwd(), "main.py")
+sys.argv[:] = ["main.py"]
+module = types.ModuleType("__main__")
+module.__file__ = path
+module.__cached__ = None
+module.__builtins__ = __builtins__
+sys.modules["__main__"] = module
+try:
+    with open(path, "rb") as source:
+        code = compile(source.read(), path, "exec")
+    exec(code, module.__dict__)
+except SystemExit as exit_request:
+    status = exit_request.code
+    if status is None:
+        status = 0
+    elif not isinstance(status, int):
+        print(status, file=sys.stderr)
+        status = 1
+    finish(status)
+except BaseException as error:
+    # Drop the bootstrap's frame; a SyntaxError from compile() has no frame of the program at all.
+    trace = error.__traceback__
+    error.__traceback__ = None if isinstance(error, SyntaxError) or trace is None else trace.tb_next
+    sys.excepthook(type(error), error, error.__traceback__)
+    finish(1)
+finish(0)
+`;
+
+/**
+ * The Node equivalent, as a file because `node -e` would expose every built-in module (fs, path,
+ * ...) as a global and change what the program sees. `Module.runMain()` is what `node main.js`
+ * itself calls, so CommonJS/ES module detection and uncaught-error printing are Node's own.
+ */
+export const NODE_BOOTSTRAP = `"use strict";
+const fs = require("node:fs");
+const path = require("node:path");
+const CONTROL_FD = 3;
+// Streams and the CommonJS loader are built lazily on first use; build them now, not on the clock.
+void process.stdout;
+void process.stderr;
+require(path.join(__dirname, "selfheal-warmup.cjs"));
+const signal = Buffer.alloc(1);
+let received = 0;
+try {
+  fs.writeSync(CONTROL_FD, "r");
+  for (;;) {
+    try {
+      received = fs.readSync(CONTROL_FD, signal, 0, 1, null);
+      break;
+    } catch (error) {
+      if (error.code !== "EAGAIN") throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+    }
+  }
+} catch {
+  received = 0;
+}
+if (received !== 1 || signal[0] !== 0x67) process.exit(0);
+fs.closeSync(CONTROL_FD);
+process.argv[1] = path.resolve("main.js");
+require("node:module").runMain();
+`;
+
+export const BOOTSTRAP_FILE_NAME = "selfheal-bootstrap.cjs";
+
+let supportDir: string | undefined;
+
+/**
+ * A host directory, made once per process and removed at exit, holding files every run reads
+ * but none may change: the Node bootstrap and, for bwrap, a minimal /etc.
+ */
+export function getSupportDir(): string {
+  if (supportDir) return supportDir;
+  const directory = mkdtempSync(join(tmpdir(), "selfheal-support-"));
+  // Readable by the unprivileged uid a bwrap run uses; nothing in it is secret.
+  chmodSync(directory, 0o755);
+  writeFileSync(join(directory, BOOTSTRAP_FILE_NAME), NODE_BOOTSTRAP, { mode: 0o444 });
+  writeFileSync(join(directory, "selfheal-warmup.cjs"), "", { mode: 0o444 });
+  process.once("exit", () => rmSync(directory, { recursive: true, force: true }));
+  supportDir = directory;
+  return directory;
+}

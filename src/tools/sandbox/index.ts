@@ -1,0 +1,45 @@
+import { resolveLimits } from "./limits.js";
+import { LocalSandbox, type PrewarmMode } from "./local-sandbox.js";
+import { ProcessLauncher, warnProcessBackendOnce } from "./process-backend.js";
+import type { Language, Sandbox, SandboxKind, SandboxLimits } from "./types.js";
+
+export * from "./types.js";
+export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
+export { parseError, CODE_FILE_NAME } from "./parse-error.js";
+
+export interface SandboxOptions {
+  /** Backend to use; `auto` (the default) picks bwrap when it works here, else the process backend. */
+  kind?: SandboxKind;
+  limits?: Partial<SandboxLimits>;
+  /** Generated code never gets network access; the option exists so callers can say so explicitly. */
+  network?: false;
+  /**
+   * Keep an interpreter started ahead of need: `true` (default) warms a language after its first
+   * run; a list also warms those languages at once; `false` starts every run cold.
+   */
+  prewarm?: boolean | readonly Language[];
+}
+
+/** A sandbox that can also be asked to warm interpreters ahead of need. */
+export interface ManagedSandbox extends Sandbox {
+  /** Starts interpreters for these languages now and resolves once they wait for code. */
+  prewarm(languages?: readonly Language[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Makes a sandbox for generated code. Synchronous so graphs and CLIs can build one where they need
+ * it; interpreters are located on the first run.
+ */
+export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
+  const limits = resolveLimits(options.limits);
+  const kind = options.kind ?? "auto";
+  const prewarmMode: PrewarmMode = options.prewarm === false ? "off" : "after-first-use";
+  if (kind !== "process" && kind !== "auto") {
+    throw new Error(`sandbox kind ${JSON.stringify(kind)} is not available yet`);
+  }
+  warnProcessBackendOnce();
+  const sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
+  if (Array.isArray(options.prewarm)) void sandbox.prewarm(options.prewarm);
+  return sandbox;
+}

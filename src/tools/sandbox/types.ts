@@ -1,0 +1,71 @@
+/** Languages a sandbox can run. Python is the default everywhere. */
+export type Language = "python" | "javascript";
+export const LANGUAGES = ["python", "javascript"] as const;
+
+/** Which backend to use; `auto` picks bwrap when it works here, else the plain process. */
+export type SandboxKind = "auto" | "bwrap" | "process" | "container";
+
+export interface SandboxLimits {
+  /** Wall-clock limit for one run; the whole process tree dies when it passes. */
+  timeoutMs: number;
+  memoryMb: number;
+  cpuSeconds: number;
+  maxProcesses: number;
+  maxFileMb: number;
+  /** Cap per stream (stdout and stderr each); the rest is dropped and `truncated` is set. */
+  maxOutputBytes: number;
+}
+
+export interface RunRequest {
+  language: Language;
+  code: string;
+  stdin?: string;
+  /** Overrides the sandbox's `limits.timeoutMs` for this run. */
+  timeoutMs?: number;
+  /** Extra files written into the work dir before the run (name -> content). */
+  files?: Record<string, string>;
+}
+
+export type RunStatus =
+  | "ok"
+  | "error"
+  | "timeout"
+  | "memory_limit"
+  | "output_limit"
+  | "killed"
+  | "unavailable";
+
+/** A Python traceback or Node stack trace, parsed so the fixer and the fingerprint can read it. */
+export interface ParsedError {
+  type: string;
+  message: string;
+  /** Line in the submitted code where the error was raised, when the trace names it. */
+  line: number | null;
+  traceback: string;
+}
+
+export interface RunResult {
+  status: RunStatus;
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  durationMs: number;
+  error?: ParsedError;
+}
+
+export type OutputStream = "stdout" | "stderr";
+
+export interface RunHooks {
+  /** Called with each complete line as the program prints it, for live display. */
+  onOutput?: (stream: OutputStream, line: string) => void;
+}
+
+export interface Sandbox {
+  /** The backend actually chosen (never `auto`). */
+  readonly kind: Exclude<SandboxKind, "auto">;
+  run(request: RunRequest, hooks?: RunHooks): Promise<RunResult>;
+  /** Releases pre-warmed processes; safe to call more than once. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,44 @@
+import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, isAbsolute, join, normalize, sep } from "node:path";
+
+/** The one writable directory of a run; the code and `request.files` are written here. */
+export class WorkDir {
+  private constructor(
+    readonly path: string,
+    /** Owner to give every file, when the program runs as a different uid than the host. */
+    private readonly owner: { uid: number; gid: number } | null,
+  ) {}
+
+  static async create(owner: { uid: number; gid: number } | null = null): Promise<WorkDir> {
+    const path = await mkdtemp(join(tmpdir(), "selfheal-run-"));
+    if (owner) await chown(path, owner.uid, owner.gid);
+    return new WorkDir(path, owner);
+  }
+
+  /** Writes `content` at a relative path inside the work dir; anything escaping it is refused. */
+  async writeFile(name: string, content: string): Promise<void> {
+    const relative = normalize(name);
+    if (isAbsolute(relative) || relative === ".." || relative.startsWith(`..${sep}`) || relative === ".") {
+      throw new Error(`sandbox file name must stay inside the work dir: ${JSON.stringify(name)}`);
+    }
+    const target = join(this.path, relative);
+    const parent = dirname(target);
+    if (parent !== this.path) {
+      await mkdir(parent, { recursive: true });
+      if (this.owner) await chownUpTo(parent, this.path, this.owner);
+    }
+    await writeFile(target, content);
+    if (this.owner) await chown(target, this.owner.uid, this.owner.gid);
+  }
+
+  async remove(): Promise<void> {
+    await rm(this.path, { recursive: true, force: true, maxRetries: 3 });
+  }
+}
+
+async function chownUpTo(directory: string, root: string, owner: { uid: number; gid: number }): Promise<void> {
+  for (let current = directory; current !== root && current.startsWith(root); current = dirname(current)) {
+    await chown(current, owner.uid, owner.gid);
+  }
+}

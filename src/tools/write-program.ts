@@ -1,0 +1,55 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { BaseMessage } from "@langchain/core/messages";
+import { isGraphBubbleUp } from "@langchain/langgraph";
+import type { AgentState, AgentUpdate } from "../graph/state.js";
+import type { Settings } from "../graph/context.js";
+import { planModelCall } from "./budget.js";
+import { extractCode } from "./extract-code.js";
+import { callModel } from "./models.js";
+import { countMessageTokens } from "./tokens.js";
+
+/**
+ * The shared half of the generator and the fixer: check the budget, ask for a program, pull the
+ * code out of the reply. Budget and model failures end the run as data, never as a throw.
+ */
+export async function writeProgram(args: {
+  node: string;
+  model: BaseChatModel;
+  messages: BaseMessage[];
+  state: AgentState;
+  settings: Settings;
+  signal?: AbortSignal;
+}): Promise<AgentUpdate> {
+  const { node, state, settings } = args;
+  const promptTokens = await countMessageTokens(args.messages);
+  const plan = planModelCall({
+    promptTokens,
+    usedTokens: state.usage.totalTokens,
+    tokenBudget: settings.tokenBudget,
+    maxOutputTokens: settings.maxOutputTokens,
+  });
+  if (!plan.ok) return { status: "budget_exhausted", reason: plan.reason };
+
+  let reply;
+  try {
+    reply = await callModel(args.model, args.messages, node, { outputCap: plan.outputCap, signal: args.signal });
+  } catch (error) {
+    if (isGraphBubbleUp(error)) throw error;
+    return { status: "model_error", reason: `The ${node} model call failed: ${describeError(error)}` };
+  }
+
+  const tokens = reply.usage.inputTokens + reply.usage.outputTokens;
+  const extraction = extractCode(reply.text, state.language);
+  if (extraction.code === null) {
+    return { usage: [reply.usage], draft: { author: node, tokens, problem: extraction.problem } };
+  }
+  return { usage: [reply.usage], code: extraction.code, draft: { author: node, tokens } };
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
+    return `${error.name}: ${error.message}${cause}`;
+  }
+  return String(error);
+}

@@ -1,0 +1,89 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_FIXED_PROGRAM } from "../src/cli/demo.js";
+import { runCli } from "./cli-helpers.js";
+import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+
+const fence = (code: string) => `\`\`\`python\n${code}\n\`\`\``;
+
+describe("selfheal demo", () => {
+  it("shows a real crash, a fix and a pass with no API key, and says the model is scripted", async () => {
+    const result = await runCli(["demo"]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/SCRIPTED/);
+    expect(result.stderr).toMatch(/ZeroDivisionError: division by zero/);
+    expect(result.stderr).toMatch(/attempt 2: passed/);
+    expect(result.stdout).toContain("if not numbers:");
+  });
+
+  it("prints a JSON result with --json", async () => {
+    const result = await runCli(["demo", "--json"]);
+    expect(result.code).toBe(0);
+    const summary = JSON.parse(result.stdout);
+    expect(summary).toMatchObject({ status: "passed", attempt: 2 });
+    expect(summary.errors).toEqual([expect.objectContaining({ type: "ZeroDivisionError", count: 1 })]);
+    expect(summary.usage.byNode).toHaveProperty("generator");
+    expect(summary.usage.byNode).toHaveProperty("fixer");
+    expect(summary.code).toBe(DEMO_FIXED_PROGRAM.slice(DEMO_FIXED_PROGRAM.indexOf("```python\n") + 10, DEMO_FIXED_PROGRAM.lastIndexOf("```")));
+  });
+});
+
+describe("selfheal run: usage and configuration errors exit 2", () => {
+  it("explains how to configure a model when none is set", async () => {
+    const result = await runCli(["run", "print hello"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/OPENAI_API_KEY/);
+    expect(result.stderr).toMatch(/OPENAI_BASE_URL=http:\/\/localhost:11434\/v1/);
+  });
+
+  it("names the field of an invalid setting", async () => {
+    const attempts = await runCli(["run", "x", "--max-attempts", "0"], { env: { OPENAI_API_KEY: "k" } });
+    expect(attempts.code).toBe(2);
+    expect(attempts.stderr).toMatch(/maxAttempts must be at least 1/);
+    const budget = await runCli(["run", "x", "--token-budget", "-5"], { env: { OPENAI_API_KEY: "k" } });
+    expect(budget.code).toBe(2);
+    expect(budget.stderr).toMatch(/tokenBudget must not be negative/);
+  });
+
+  it("rejects an empty task and an unknown language", async () => {
+    const empty = await runCli(["run", "  "], { env: { OPENAI_API_KEY: "k" } });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/task must not be empty/);
+    const language = await runCli(["run", "x", "--language", "cobol"], { env: { OPENAI_API_KEY: "k" } });
+    expect(language.code).toBe(2);
+    expect(language.stderr).toMatch(/language/);
+  });
+});
+
+describe("selfheal run against an OpenAI-compatible server", () => {
+  let stub: OpenAIStub;
+  beforeAll(async () => {
+    stub = await startOpenAIStub((request, index) =>
+      index === 0
+        ? { content: fence("def inc(x):\n    return x + 2\n\nprint(inc(1))"), usage: { prompt_tokens: 120, completion_tokens: 30 } }
+        : { content: fence("def inc(x):\n    return x + 1\n\nprint(inc(1))"), usage: { prompt_tokens: 200, completion_tokens: 25 } },
+    );
+  });
+  afterAll(() => stub.close());
+
+  it("fails on the tests, fixes the program, and records the server's token usage", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "selfheal-cli-"));
+    const testsFile = join(dir, "tests.py");
+    writeFileSync(testsFile, "assert inc(1) == 2\nassert inc(-1) == 0\n");
+    const out = join(dir, "result.json");
+    const result = await runCli(["run", "Write inc(x) that adds one.", "--tests", testsFile, "--json", "--out", out, "--model", "stub-model"], {
+      env: { OPENAI_BASE_URL: stub.url },
+    });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/attempt 1: failed: AssertionError/);
+    expect(result.stderr).toMatch(/fixing/);
+    const summary = JSON.parse(readFileSync(out, "utf8"));
+    expect(summary).toMatchObject({ status: "passed", attempt: 2 });
+    expect(summary.usage).toMatchObject({ inputTokens: 320, outputTokens: 55, totalTokens: 375, calls: 2 });
+    expect(stub.requests.map((request) => request.model)).toEqual(["stub-model", "stub-model"]);
+    expect(stub.requests[1]?.messages.at(-1)?.content).toContain("AssertionError");
+    expect(stub.requests[0]?.max_tokens).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { extractCode } from "../src/tools/extract-code.js";
+
+describe("extractCode", () => {
+  it("takes a block tagged with the language", () => {
+    expect(extractCode("Here:\n```python\nprint(1)\n```\nDone.", "python").code).toBe("print(1)\n");
+  });
+
+  it("takes an untagged block", () => {
+    expect(extractCode("```\nx = 2\nprint(x)\n```", "python").code).toBe("x = 2\nprint(x)\n");
+  });
+
+  it("accepts py and js short tags", () => {
+    expect(extractCode("```py\nprint(3)\n```", "python").code).toBe("print(3)\n");
+    expect(extractCode("```js\nconsole.log(3)\n```", "javascript").code).toBe("console.log(3)\n");
+  });
+
+  it("picks the block for the language among several", () => {
+    const reply = "```bash\npip install nothing-at-all-here\n```\n```python\nprint('the program')\n```\n```text\noutput\n```";
+    expect(extractCode(reply, "python").code).toBe("print('the program')\n");
+    const mixed = "```python\nprint(1)\n```\n```javascript\nconsole.log(1)\n```";
+    expect(extractCode(mixed, "javascript").code).toBe("console.log(1)\n");
+  });
+
+  it("picks the longest block when none is tagged for the language", () => {
+    const reply = "```text\nshort\n```\n```sh\necho a much longer block of text here\n```";
+    expect(extractCode(reply, "python").code).toBe("echo a much longer block of text here\n");
+  });
+
+  it("picks the longest of several blocks tagged for the language", () => {
+    const reply = "```python\nprint(1)\n```\nand the full program:\n```python\ndef f():\n    return 2\n\nprint(f())\n```";
+    expect(extractCode(reply, "python").code).toBe("def f():\n    return 2\n\nprint(f())\n");
+  });
+
+  it("reads an unterminated fence to the end of the reply", () => {
+    expect(extractCode("Sure:\n```python\ndef f():\n    return 1\nprint(f())", "python").code).toBe(
+      "def f():\n    return 1\nprint(f())\n",
+    );
+  });
+
+  it("keeps nested fences of a different length inside a longer fence", () => {
+    const reply = "````python\ns = '''\n```\n'''\nprint(s)\n````";
+    expect(extractCode(reply, "python").code).toBe("s = '''\n```\n'''\nprint(s)\n");
+  });
+
+  it("uses bare code with no fence", () => {
+    expect(extractCode("def add(a, b):\n    return a + b\n\nprint(add(1, 2))", "python").code).toBe(
+      "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n",
+    );
+    expect(extractCode("const x = 1;\nconsole.log(x);", "javascript").code).toBe("const x = 1;\nconsole.log(x);\n");
+  });
+
+  it("reports a reply with no code as a problem, not a crash", () => {
+    const prose = extractCode("I am sorry, but I cannot write that program for you today.", "python");
+    expect(prose.code).toBeNull();
+    expect(prose.problem).toMatch(/no python code/);
+    const empty = extractCode("   \n", "python");
+    expect(empty.code).toBeNull();
+    expect(empty.problem).toMatch(/empty/);
+    expect(extractCode("```python\n\n```", "python").code).toBeNull();
+  });
+});

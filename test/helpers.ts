@@ -1,0 +1,16 @@
+import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import { fakeModel } from "@langchain/core/testing";
+import { messageText } from "../src/tools/tokens.js";
+
+export const fence = (code: string, language = "python") => `\`\`\`${language}\n${code.trim()}\n\`\`\``;
+
+/** A fake model that answers with these replies in order, each as one AI message. */
+export function scriptedModel(...replies: Array<string | ((messages: BaseMessage[]) => string)>) {
+  const model = fakeModel();
+  for (const reply of replies) {
+    model.respond(typeof reply === "string" ? new AIMessage(reply) : (messages: BaseMessage[]) => new AIMessage(reply(messages)));
+  }
+  return model;
+}
+
+export const promptText = (messages: BaseMessage[]) => messages.map(messageText).join("\n");

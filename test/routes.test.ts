@@ -1,0 +1,90 @@
+import { describe, expect, it } from "vitest";
+import { decideAfterCritic, repeatStreak, routeAfterWrite } from "../src/graph/routes.js";
+import { emptyUsage, type AgentState, type HistoryEntry } from "../src/graph/state.js";
+
+const settings = { maxAttempts: 4, tokenBudget: 1000, repeatLimit: 2 };
+const entry = (attempt: number, fingerprint?: string): HistoryEntry => ({
+  attempt,
+  node: "fixer",
+  codeHash: `h${attempt}`,
+  outcome: fingerprint ? "KeyError" : "passed",
+  fingerprint,
+  tokens: 10,
+});
+
+function stateWith(overrides: Partial<AgentState>): AgentState {
+  return {
+    task: "t",
+    language: "python",
+    tests: undefined,
+    code: "",
+    draft: undefined,
+    attempt: 1,
+    lastRun: undefined,
+    critique: { passed: false, summary: "failed", diagnosis: "" },
+    errors: [],
+    history: [entry(1, "a")],
+    usage: emptyUsage(),
+    best: undefined,
+    rewrittenFor: [],
+    status: "running",
+    reason: undefined,
+    ...overrides,
+  };
+}
+
+describe("decideAfterCritic", () => {
+  it("finishes as passed when the critic passed the run", () => {
+    const decision = decideAfterCritic(stateWith({ critique: { passed: true, summary: "ok", diagnosis: "" } }), settings);
+    expect(decision).toMatchObject({ next: "finish", status: "passed" });
+  });
+
+  it("sends a failure with attempts and budget left to the fixer", () => {
+    expect(decideAfterCritic(stateWith({}), settings)).toEqual({ next: "fixer" });
+  });
+
+  it("stops as failed when the attempts are spent", () => {
+    const decision = decideAfterCritic(stateWith({ attempt: 4, history: [entry(1, "a"), entry(2, "b"), entry(3, "c"), entry(4, "d")] }), settings);
+    expect(decision).toMatchObject({ next: "finish", status: "failed" });
+  });
+
+  it("stops as budget_exhausted when the tokens are spent", () => {
+    const usage = { ...emptyUsage(), totalTokens: 1000 };
+    expect(decideAfterCritic(stateWith({ usage }), settings)).toMatchObject({ next: "finish", status: "budget_exhausted" });
+  });
+
+  it("asks for one fresh rewrite when the same error repeats repeatLimit times", () => {
+    const decision = decideAfterCritic(stateWith({ attempt: 2, history: [entry(1, "a"), entry(2, "a")] }), settings);
+    expect(decision).toEqual({ next: "generator", fingerprint: "a" });
+  });
+
+  it("stops as stuck when the error still repeats after its rewrite", () => {
+    const state = stateWith({ attempt: 3, history: [entry(1, "a"), entry(2, "a"), entry(3, "a")], rewrittenFor: ["a"] });
+    expect(decideAfterCritic(state, settings)).toMatchObject({ next: "finish", status: "stuck" });
+  });
+
+  it("keeps fixing when a rewrite produced a different error", () => {
+    const state = stateWith({ attempt: 3, history: [entry(1, "a"), entry(2, "a"), entry(3, "b")], rewrittenFor: ["a"] });
+    expect(decideAfterCritic(state, settings)).toEqual({ next: "fixer" });
+  });
+
+  it("reads the repeat limit from the settings", () => {
+    const state = stateWith({ attempt: 2, history: [entry(1, "a"), entry(2, "a")] });
+    expect(decideAfterCritic(state, { ...settings, repeatLimit: 3 })).toEqual({ next: "fixer" });
+  });
+});
+
+describe("repeatStreak", () => {
+  it("counts only the latest run of one fingerprint", () => {
+    expect(repeatStreak({ history: [entry(1, "a"), entry(2, "b"), entry(3, "b")] })).toEqual({ fingerprint: "b", count: 2 });
+    expect(repeatStreak({ history: [] })).toEqual({ count: 0 });
+  });
+});
+
+describe("routeAfterWrite", () => {
+  it("executes a new program and finishes a run a node already ended", () => {
+    expect(routeAfterWrite({ status: "running" })).toBe("executor");
+    expect(routeAfterWrite({ status: "budget_exhausted" })).toBe("finish");
+    expect(routeAfterWrite({ status: "model_error" })).toBe("finish");
+  });
+});

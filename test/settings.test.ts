@@ -1,0 +1,52 @@
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { createAgent, createSandbox, parseSettings, SettingsSchema } from "../src/index.js";
+import { REPO, cleanEnv } from "./cli-helpers.js";
+import { fence, scriptedModel } from "./helpers.js";
+
+describe("settings", () => {
+  it("has the documented defaults", () => {
+    const settings = parseSettings({});
+    expect(settings).toMatchObject({ maxAttempts: 4, tokenBudget: 40_000, repeatLimit: 2, timeoutMs: 10_000, temperature: 0.2, llmReview: false });
+    expect(settings.model).toBe(process.env.SELFHEAL_MODEL ?? "gpt-4o-mini");
+  });
+
+  it("names the field in every invalid-value message", () => {
+    expect(() => parseSettings({ maxAttempts: 0 })).toThrow(/maxAttempts must be at least 1/);
+    expect(() => parseSettings({ tokenBudget: -1 })).toThrow(/tokenBudget must not be negative/);
+    expect(() => parseSettings({ sandbox: "vm" })).toThrow(/sandbox/);
+    expect(SettingsSchema.safeParse({ temperature: 3 }).success).toBe(false);
+  });
+});
+
+describe("the API validates before any model call", () => {
+  const sandbox = createSandbox({ kind: "process" });
+  const cases: Array<[string, Record<string, unknown>, Record<string, unknown>, RegExp]> = [
+    ["maxAttempts below 1", { task: "x" }, { maxAttempts: 0 }, /maxAttempts/],
+    ["a negative budget", { task: "x" }, { tokenBudget: -10 }, /tokenBudget/],
+    ["an empty task", { task: "   " }, {}, /task/],
+    ["an unknown language", { task: "x", language: "cobol" }, {}, /language/],
+  ];
+  for (const [name, input, context, message] of cases) {
+    it(`rejects ${name}`, async () => {
+      const model = scriptedModel(fence("print(1)"));
+      const agent = createAgent({ model, sandbox });
+      // Bad values on purpose: the runtime check is what is under test.
+      await expect(agent.invoke(input as { task: string }, { context: context as ReturnType<typeof parseSettings> })).rejects.toThrow(message);
+      expect(model.callCount).toBe(0);
+    });
+  }
+});
+
+describe("importing selfheal", () => {
+  it("needs no API key: the graph loads with an empty environment", () => {
+    const env = cleanEnv();
+    const result = spawnSync(
+      process.execPath,
+      ["--import", "tsx", "-e", "import('./src/index.ts').then((m) => console.log(Object.keys(m.graph.nodes).sort().join(',')))"],
+      { cwd: REPO, env: { PATH: env.PATH ?? "" }, encoding: "utf8" },
+    );
+    expect(result.stderr).toBe("");
+    expect(result.stdout.trim()).toBe("__start__,critic,executor,finish,fixer,generator");
+  });
+});

@@ -1,0 +1,40 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { createAgent, createSandbox, parseSettings } from "../src/index.js";
+import { fence, scriptedModel } from "./helpers.js";
+
+/** A zombie has exited and only waits for its parent to reap it, so it counts as dead. */
+const isAlive = (pid: number) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+};
+
+describe("the execution timeout", () => {
+  it("kills a `while True` program and the child it started", async () => {
+    const program = [
+      "import subprocess, sys",
+      "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])",
+      "print(child.pid, flush=True)",
+      "while True:",
+      "    pass",
+    ].join("\n");
+    const model = scriptedModel(fence(program));
+    const started = Date.now();
+    const result = await createAgent({ model, sandbox: createSandbox({ kind: "process" }) }).invoke(
+      { task: "Spin." },
+      { context: parseSettings({ maxAttempts: 1, timeoutMs: 1500 }) },
+    );
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(result.status).toBe("failed");
+    expect(result.lastRun?.status).toBe("timeout");
+    expect(result.errors[0]).toMatchObject({ type: "Timeout" });
+    const childPid = Number(result.lastRun?.stdout.trim());
+    expect(childPid).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(isAlive(childPid)).toBe(false);
+  });
+});
