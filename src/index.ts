@@ -1,5 +1,15 @@
 export { createAgent, buildAgentGraph, createNodeDeps, graph, type Agent, type AgentOptions } from "./graph/index.js";
-export { State, mergeErrors, addUsage, emptyUsage, RUN_STATUSES } from "./graph/state.js";
+export {
+  State,
+  RunInputSchema,
+  mergeErrors,
+  addUsage,
+  emptyUsage,
+  objectionsFor,
+  blockExecution,
+  failAttempt,
+  RUN_STATUSES,
+} from "./graph/state.js";
 export type {
   AgentState,
   AgentUpdate,
@@ -9,11 +19,13 @@ export type {
   ErrorObservation,
   Execution,
   HistoryEntry,
+  Objection,
+  RunInput,
   Usage,
   ModelCallUsage,
   RunStatusValue,
 } from "./graph/state.js";
-export { SettingsSchema, parseSettings, readSettings, InvalidSettingsError, type Settings, type SettingsInput } from "./graph/context.js";
+export { SettingsSchema, ContextSchema, parseSettings, readSettings, InvalidSettingsError, type Settings, type SettingsInput } from "./graph/context.js";
 export {
   decideAfterCritic,
   routeAfterCritic,
@@ -27,6 +39,7 @@ export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
 export { createCriticNode, judgeRun, scoreAttempt } from "./nodes/critic.js";
 export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { finishNode } from "./nodes/finish.js";
+export { approvalNode, ApprovalDecisionSchema, type ApprovalDecision, type ApprovalRequest } from "./nodes/approval.js";
 export type { AgentNode, NodeDeps } from "./nodes/types.js";
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";

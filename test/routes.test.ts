@@ -26,9 +26,11 @@ function stateWith(overrides: Partial<AgentState>): AgentState {
     history: [entry(1, "a")],
     usage: emptyUsage(),
     best: undefined,
+    objections: [],
     rewrittenFor: [],
     status: "running",
     reason: undefined,
+    resumeFrom: undefined,
     ...overrides,
   };
 }
@@ -83,7 +85,7 @@ describe("repeatStreak", () => {
 
 describe("routeAfterWrite", () => {
   it("executes a new program and finishes a run a node already ended", () => {
-    expect(routeAfterWrite({ status: "running" })).toBe("executor");
+    expect(routeAfterWrite({ status: "running" })).toBe("approval");
     expect(routeAfterWrite({ status: "budget_exhausted" })).toBe("finish");
     expect(routeAfterWrite({ status: "model_error" })).toBe("finish");
   });

@@ -34,7 +34,9 @@ export class ProgressReporter {
       for (const call of update.usage) this.tokens += call.inputTokens + call.outputTokens;
     }
     if (typeof update.attempt === "number") this.attempt = update.attempt;
-    if (update.draft?.problem) this.line(`${node}: no code in the reply: ${update.draft.problem}`);
+    for (const objection of Array.isArray(update.objections) ? update.objections : []) {
+      this.line(`${node}: ${objection.type}: ${objection.message}`);
+    }
     const run = update.lastRun;
     if (run) this.line(`attempt ${this.attempt}: ${run.status} in ${Math.round(run.durationMs)} ms`);
     const critique = update.critique;

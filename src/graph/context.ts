@@ -36,6 +36,8 @@ export const SettingsSchema = z.object({
   llmReview: z.boolean().default(false),
   /** Upper bound on one model reply; it shrinks further as the budget runs out. */
   maxOutputTokens: z.number().int().min(64).default(2048),
+  /** Pause before each execution for a person to approve, reject or edit the program. */
+  approval: z.boolean().default(false),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: z.enum(["auto", "bwrap", "process", "container"]).default("auto"),
 });

@@ -1,5 +1,6 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { approvalNode } from "../nodes/approval.js";
 import { createCriticNode } from "../nodes/critic.js";
 import { createExecutorNode } from "../nodes/executor.js";
 import { finishNode } from "../nodes/finish.js";
@@ -51,12 +52,14 @@ export function buildAgentGraph(options: AgentOptions = {}) {
   const deps = createNodeDeps(options);
   return new StateGraph(State, ContextSchema)
     .addNode("generator", createGeneratorNode(deps))
+    .addNode("approval", approvalNode)
     .addNode("executor", createExecutorNode(deps))
     .addNode("critic", createCriticNode(deps))
     .addNode("fixer", createFixerNode(deps))
     .addNode("finish", finishNode)
     .addEdge(START, "generator")
     .addConditionalEdges("generator", routeAfterWrite, [...AFTER_WRITE_TARGETS])
+    .addEdge("approval", "executor")
     .addEdge("executor", "critic")
     .addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS])
     .addConditionalEdges("fixer", routeAfterWrite, [...AFTER_WRITE_TARGETS])

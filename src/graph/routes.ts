@@ -54,10 +54,13 @@ export function routeAfterCritic(state: AgentState, config?: { context?: unknown
   return decideAfterCritic(state, readSettings(config?.context)).next;
 }
 
-export const AFTER_WRITE_TARGETS = ["executor", "finish"] as const;
+export const AFTER_WRITE_TARGETS = ["approval", "finish"] as const;
 export type AfterWriteTarget = (typeof AFTER_WRITE_TARGETS)[number];
 
-/** After the generator or fixer: run the program, unless the node already ended the run (budget, model error). */
+/**
+ * After the generator or fixer: on towards execution (through the approval gate, which passes
+ * straight through unless approval is on), unless the node already ended the run.
+ */
 export function routeAfterWrite(state: Pick<AgentState, "status">): AfterWriteTarget {
-  return state.status === "running" ? "executor" : "finish";
+  return state.status === "running" ? "approval" : "finish";
 }

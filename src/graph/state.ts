@@ -140,10 +140,26 @@ export const DraftSchema = z.object({
   author: z.string(),
   /** Tokens the author spent writing it. */
   tokens: z.number().int(),
-  /** Why the reply held no usable program, fed to the next fix as the failure. */
-  problem: z.string().optional(),
+  /** False when the reply held no usable program (an objection says why). */
+  hasCode: z.boolean().default(true),
 });
 export type Draft = z.infer<typeof DraftSchema>;
+
+/**
+ * A reason to fail one attempt that is not an exception in the program: no code in the reply,
+ * a person rejecting it, a verifier's finding. Raised before execution, it stops the program from
+ * running; after execution, it fails a run that exited cleanly. Either way it becomes an error
+ * with a fingerprint, counts as the attempt's failure, and reaches the fixer.
+ */
+export const ObjectionSchema = z.object({
+  /** The attempt it applies to: `attempt + 1` before execution, `attempt` after. */
+  attempt: z.number().int(),
+  /** The node that raised it. */
+  source: z.string(),
+  type: z.string(),
+  message: z.string(),
+});
+export type Objection = z.infer<typeof ObjectionSchema>;
 
 /** What a caller passes to `invoke`; validated before any model call. */
 export const RunInputSchema = z.object({
@@ -192,13 +208,35 @@ export const State = new StateSchema({
   }),
   /** The best attempt so far; a failed run still carries its best code here. */
   best: BestAttemptSchema.optional(),
+  /** Reasons to fail an attempt other than the program's own errors, appended by any node. */
+  objections: new ReducedValue(z.array(ObjectionSchema).default(() => []), {
+    inputSchema: z.array(ObjectionSchema),
+    reducer: (current: Objection[], added: Objection[]) => [...current, ...added],
+  }),
   /** Fingerprints that already got their one fresh rewrite. */
   rewrittenFor: z.array(z.string()).default(() => []),
   /** `running` until the run ends, then why it ended. */
   status: z.enum(RUN_STATUSES).default("running"),
   /** A sentence on why the run ended. */
   reason: z.string().optional(),
+  /** The node to run again when a run that stopped on a model error is resumed. */
+  resumeFrom: z.string().optional(),
 });
 
 export type AgentState = typeof State.State;
 export type AgentUpdate = typeof State.Update;
+
+/** Objections raised against one attempt. */
+export function objectionsFor(state: Pick<AgentState, "objections">, attempt: number): Objection[] {
+  return state.objections.filter((objection) => objection.attempt === attempt);
+}
+
+/** The update a node returns to keep the current program from running, e.g. a static check. */
+export function blockExecution(state: Pick<AgentState, "attempt">, source: string, finding: { type: string; message: string }): AgentUpdate {
+  return { objections: [{ attempt: state.attempt + 1, source, ...finding }] };
+}
+
+/** The update a node returns after execution to fail an attempt that ran cleanly. */
+export function failAttempt(state: Pick<AgentState, "attempt">, source: string, finding: { type: string; message: string }): AgentUpdate {
+  return { objections: [{ attempt: state.attempt, source, ...finding }] };
+}

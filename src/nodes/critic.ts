@@ -2,7 +2,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { AIMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
 import { readSettings, type Settings } from "../graph/context.js";
-import type { AgentState, AgentUpdate, Critique, Execution, ModelCallUsage } from "../graph/state.js";
+import { objectionsFor, type AgentState, type AgentUpdate, type Critique, type Execution, type ModelCallUsage } from "../graph/state.js";
 import { planModelCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { countMessageTokens, countTokens } from "../tools/tokens.js";
@@ -135,6 +135,11 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     if (!run) throw new Error("critic reached without an execution result; check the graph's edges");
 
     let { critique, failure } = judgeRun(run, Boolean(state.tests?.trim()));
+    const [objection] = critique.passed ? objectionsFor(state, state.attempt) : [];
+    if (objection) {
+      failure = { type: objection.type, message: objection.message };
+      critique = { passed: false, summary: `${objection.source}: ${objection.type}: ${objection.message}`, diagnosis: objection.message };
+    }
     const usage: ModelCallUsage[] = [];
     if (critique.passed && settings.llmReview && !state.tests?.trim()) {
       const outcome = await reviewWithModel(deps.resolveModel("critic", settings), state, run, settings, runtime.signal);
@@ -148,6 +153,7 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     }
 
     const fingerprint = failure ? fingerprintError(failure.type, failure.message) : undefined;
+    const ran = state.draft?.hasCode !== false;
     const reviewTokens = usage.reduce((sum, call) => sum + call.inputTokens + call.outputTokens, 0);
     const score = scoreAttempt(run, critique.passed);
     const update: AgentUpdate = {
@@ -157,7 +163,7 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
         {
           attempt: state.attempt,
           node: state.draft?.author ?? "generator",
-          codeHash: hashCode(state.draft?.problem ? "" : state.code),
+          codeHash: hashCode(ran ? state.code : ""),
           outcome: failure ? failure.type : "passed",
           fingerprint,
           tokens: (state.draft?.tokens ?? 0) + reviewTokens,
@@ -166,7 +172,7 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
       errors: failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [],
     };
     if (!state.best || score >= state.best.score) {
-      update.best = { attempt: state.attempt, code: state.draft?.problem ? state.best?.code ?? "" : state.code, score };
+      update.best = { attempt: state.attempt, code: ran ? state.code : (state.best?.code ?? ""), score };
     }
     if (critique.passed) {
       update.status = "passed";

@@ -1,5 +1,5 @@
 import { readSettings } from "../graph/context.js";
-import type { Execution } from "../graph/state.js";
+import { objectionsFor, type Execution } from "../graph/state.js";
 import { assembleProgram, locateFailure } from "../tools/assemble.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
@@ -26,12 +26,13 @@ function notRun(type: string, message: string): Execution {
   };
 }
 
-/** Runs the program, then the acceptance tests, in the sandbox; every run counts as an attempt. */
+/** Runs the program, then the acceptance tests, in the sandbox; every run counts as an attempt, even one an objection kept from running. */
 export function createExecutorNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
     const settings = readSettings(runtime.context);
     const attempt = state.attempt + 1;
-    if (state.draft?.problem) return { attempt, lastRun: notRun("NoCodeError", state.draft.problem) };
+    const [objection] = objectionsFor(state, attempt);
+    if (objection) return { attempt, lastRun: notRun(objection.type, objection.message) };
 
     const program = assembleProgram(state.code, state.tests, state.language);
     const sandbox = deps.getSandbox(settings.sandbox);

@@ -35,15 +35,19 @@ export async function writeProgram(args: {
     reply = await callModel(args.model, args.messages, node, { outputCap: plan.outputCap, signal: args.signal });
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;
-    return { status: "model_error", reason: `The ${node} model call failed: ${describeError(error)}` };
+    return { status: "model_error", reason: `The ${node} model call failed: ${describeError(error)}`, resumeFrom: node };
   }
 
   const tokens = reply.usage.inputTokens + reply.usage.outputTokens;
   const extraction = extractCode(reply.text, state.language);
   if (extraction.code === null) {
-    return { usage: [reply.usage], draft: { author: node, tokens, problem: extraction.problem } };
+    return {
+      usage: [reply.usage],
+      draft: { author: node, tokens, hasCode: false },
+      objections: [{ attempt: state.attempt + 1, source: node, type: "NoCodeError", message: extraction.problem }],
+    };
   }
-  return { usage: [reply.usage], code: extraction.code, draft: { author: node, tokens } };
+  return { usage: [reply.usage], code: extraction.code, draft: { author: node, tokens, hasCode: true } };
 }
 
 export function describeError(error: unknown): string {

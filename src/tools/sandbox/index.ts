@@ -1,3 +1,5 @@
+import { BwrapLauncher, probeBwrap } from "./bwrap-backend.js";
+import { ContainerSandbox, type ContainerOptions } from "./container-backend.js";
 import { resolveLimits } from "./limits.js";
 import { LocalSandbox, type PrewarmMode } from "./local-sandbox.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process-backend.js";
@@ -6,6 +8,8 @@ import type { Language, Sandbox, SandboxKind, SandboxLimits } from "./types.js";
 export * from "./types.js";
 export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
 export { parseError, CODE_FILE_NAME } from "./parse-error.js";
+export { probeBwrap } from "./bwrap-backend.js";
+export { buildContainerCommand, DEFAULT_CONTAINER_IMAGES, type ContainerOptions } from "./container-backend.js";
 
 export interface SandboxOptions {
   /** Backend to use; `auto` (the default) picks bwrap when it works here, else the process backend. */
@@ -18,6 +22,8 @@ export interface SandboxOptions {
    * run; a list also warms those languages at once; `false` starts every run cold.
    */
   prewarm?: boolean | readonly Language[];
+  /** For `kind: "container"`: the engine CLI (default docker) and the image(s). */
+  container?: ContainerOptions;
 }
 
 /** A sandbox that can also be asked to warm interpreters ahead of need. */
@@ -29,17 +35,32 @@ export interface ManagedSandbox extends Sandbox {
 
 /**
  * Makes a sandbox for generated code. Synchronous so graphs and CLIs can build one where they need
- * it; interpreters are located on the first run.
+ * it; the bwrap probe runs once per process and interpreters are located on the first run.
  */
 export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   const limits = resolveLimits(options.limits);
   const kind = options.kind ?? "auto";
   const prewarmMode: PrewarmMode = options.prewarm === false ? "off" : "after-first-use";
-  if (kind !== "process" && kind !== "auto") {
-    throw new Error(`sandbox kind ${JSON.stringify(kind)} is not available yet`);
+
+  let sandbox: LocalSandbox;
+  if (kind === "bwrap" || kind === "auto") {
+    const probe = probeBwrap();
+    if (probe.usable) {
+      sandbox = new LocalSandbox(new BwrapLauncher(limits, probe.host), limits, prewarmMode);
+    } else if (kind === "bwrap") {
+      throw new Error(`the bwrap sandbox is not available: ${probe.reason}`);
+    } else {
+      warnProcessBackendOnce();
+      sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
+    }
+  } else if (kind === "process") {
+    warnProcessBackendOnce();
+    sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
+  } else if (kind === "container") {
+    return new ContainerSandbox(limits, options.container);
+  } else {
+    throw new Error(`unknown sandbox kind ${JSON.stringify(kind)}`);
   }
-  warnProcessBackendOnce();
-  const sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
   if (Array.isArray(options.prewarm)) void sandbox.prewarm(options.prewarm);
   return sandbox;
 }

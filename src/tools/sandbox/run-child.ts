@@ -23,7 +23,7 @@ export interface LaunchedProgram {
 
 export interface CollectOptions {
   language: Language;
-  stdin: string | undefined;
+  stdin: string | Buffer | undefined;
   timeoutMs: number;
   maxOutputBytes: number;
   hooks?: RunHooks;
@@ -102,7 +102,7 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
 
     // A program may exit without reading its input; the broken pipe is expected, not a failure.
     child.stdin?.on("error", () => undefined);
-    if (options.stdin) child.stdin?.write(options.stdin);
+    if (options.stdin !== undefined && options.stdin.length > 0) child.stdin?.write(options.stdin);
     child.stdin?.end();
     options.release?.();
   });

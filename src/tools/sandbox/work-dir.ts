@@ -18,11 +18,7 @@ export class WorkDir {
 
   /** Writes `content` at a relative path inside the work dir; anything escaping it is refused. */
   async writeFile(name: string, content: string): Promise<void> {
-    const relative = normalize(name);
-    if (isAbsolute(relative) || relative === ".." || relative.startsWith(`..${sep}`) || relative === ".") {
-      throw new Error(`sandbox file name must stay inside the work dir: ${JSON.stringify(name)}`);
-    }
-    const target = join(this.path, relative);
+    const target = join(this.path, safeRelativePath(name));
     const parent = dirname(target);
     if (parent !== this.path) {
       await mkdir(parent, { recursive: true });
@@ -41,4 +37,13 @@ async function chownUpTo(directory: string, root: string, owner: { uid: number; 
   for (let current = directory; current !== root && current.startsWith(root); current = dirname(current)) {
     await chown(current, owner.uid, owner.gid);
   }
+}
+
+/** Normalises a file name from a request; refuses anything that would land outside the work dir. */
+export function safeRelativePath(name: string): string {
+  const relative = normalize(name);
+  if (name === "" || isAbsolute(relative) || relative === "." || relative === ".." || relative.startsWith(`..${sep}`)) {
+    throw new Error(`sandbox file name must stay inside the work dir: ${JSON.stringify(name)}`);
+  }
+  return relative;
 }
