@@ -12,25 +12,22 @@
  * only `Type: message` per failure, as the tutorial passes `str(e)`, while selfheal's fixer gets
  * the traceback: that favours the baseline, so the ratio is conservative.
  *
- * Run: npm run bench:prompts [-- --task HumanEval/0]
+ * Run: npm run bench:prompts [-- --task HumanEval/0]   one task's series (HumanEval/0 by default)
+ *      npm run bench:prompts -- --limit 20           the first 20 tasks, one line each, and medians
  */
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { loadDataset, buildHiddenTests, type BenchmarkTask } from "../src/benchmark/dataset.js";
 import { generateMutantCandidates } from "../src/benchmark/mutants.js";
 import { buildBenchmarkTask } from "../src/benchmark/run.js";
+import { parseSettings } from "../src/graph/context.js";
 import { createAgent } from "../src/graph/index.js";
 import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";
 import { assembleProgram } from "../src/tools/assemble.js";
-import { createSandbox } from "../src/tools/sandbox/index.js";
+import { createSandbox, type Sandbox } from "../src/tools/sandbox/index.js";
 import { ScriptedChatModel } from "../src/tools/scripted-model.js";
 import { countMessageTokens } from "../src/tools/tokens.js";
 
 const ATTEMPTS = 5;
-
-function taskIdFromArgs(argv: readonly string[]): string {
-  const index = argv.indexOf("--task");
-  return index >= 0 && argv[index + 1] ? argv[index + 1]! : "HumanEval/0";
-}
 
 /**
  * Five wrong bodies, each failing with a different error class, so the agent repairs five
@@ -50,71 +47,129 @@ function failingBodies(task: BenchmarkTask): string[] {
 
 const reply = (program: string) => `Here is the corrected implementation.\n\n\`\`\`python\n${program.trimEnd()}\n\`\`\`\n`;
 
-async function main(): Promise<void> {
-  const taskId = taskIdFromArgs(process.argv);
-  const [task] = await loadDataset({ taskIds: [taskId] });
-  if (!task) throw new Error(`no task ${taskId}`);
+interface PromptSeries {
+  task: BenchmarkTask;
+  /** Prompt tokens selfheal sent at attempts 1..5 (fewer if the run ended early). */
+  selfheal: number[];
+  fullHistory: number[];
+  endedAs: string;
+  failures: string[];
+}
+
+async function measure(task: BenchmarkTask, sandbox: Sandbox): Promise<PromptSeries> {
   const programs = failingBodies(task).map((body) => task.prompt + body);
   const replies = programs.map(reply);
   const tests = buildHiddenTests(task);
   const taskText = buildBenchmarkTask(task);
-  const sandbox = createSandbox({ prewarm: ["python"] });
 
-  try {
-    // selfheal: the real agent, with a scripted model that records every prompt it is sent.
-    const model = new ScriptedChatModel(replies);
-    const state = await createAgent({ model, sandbox }).invoke(
-      { task: taskText, language: "python", tests },
-      { context: { maxAttempts: ATTEMPTS, tokenBudget: 1_000_000, model: "scripted" }, recursionLimit: 100 },
+  // selfheal: the real agent, with a scripted model that records every prompt it is sent.
+  const model = new ScriptedChatModel(replies);
+  const state = await createAgent({ model, sandbox }).invoke(
+    { task: taskText, language: "python", tests },
+    { context: parseSettings({ maxAttempts: ATTEMPTS, tokenBudget: 1_000_000, model: "scripted" }), recursionLimit: 100 },
+  );
+  const selfheal = await Promise.all(model.prompts.map((messages) => countMessageTokens(messages)));
+
+  // Full history: the tutorial's loop, replayed with the same replies and the real errors.
+  const failures: string[] = [];
+  for (const program of programs) {
+    const result = await sandbox.run({ language: "python", code: assembleProgram(program, tests, "python").source, timeoutMs: 10_000 });
+    failures.push(result.error ? `${result.error.type}: ${result.error.message}` : `status ${result.status}`);
+  }
+  const conversation: BaseMessage[] = buildGeneratorPrompt({ task: taskText, language: "python" });
+  const fullHistory: number[] = [];
+  for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+    fullHistory.push(await countMessageTokens(conversation));
+    conversation.push(
+      new AIMessage(replies[attempt]!),
+      new HumanMessage(`Your solution failed the code execution test: ${failures[attempt]}`),
+      new HumanMessage("Now, try again. Invoke the code tool to structure the output with a prefix, imports, and code block:"),
     );
-    const selfheal = await Promise.all(model.prompts.map((messages) => countMessageTokens(messages)));
+  }
+  const endedAs = `${state.status} after ${state.attempt} attempts (${state.history.map((entry) => entry.outcome).join(", ")})`;
+  return { task, selfheal, fullHistory, endedAs, failures };
+}
 
-    // Full history: the tutorial's loop, replayed with the same replies and the real errors.
-    const failures: string[] = [];
-    for (const program of programs) {
-      const result = await sandbox.run({ language: "python", code: assembleProgram(program, tests, "python").source, timeoutMs: 10_000 });
-      failures.push(result.error ? `${result.error.type}: ${result.error.message}` : `status ${result.status}`);
-    }
-    const conversation: BaseMessage[] = buildGeneratorPrompt({ task: taskText, language: "python" });
-    const fullHistory: number[] = [];
-    for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
-      fullHistory.push(await countMessageTokens(conversation));
-      conversation.push(
-        new AIMessage(replies[attempt]!),
-        new HumanMessage(`Your solution failed the code execution test: ${failures[attempt]}`),
-        new HumanMessage("Now, try again. Invoke the code tool to structure the output with a prefix, imports, and code block:"),
-      );
-    }
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
 
-    const lines = [
-      `Prompt tokens per attempt, ${task.task_id} (${task.entry_point}), a scripted run failing ${ATTEMPTS} times`,
-      `selfheal run ended: ${state.status} after ${state.attempt} attempts; failures: ${state.history.map((entry) => entry.outcome).join(", ")}`,
+function printSeries(series: PromptSeries): void {
+  const { task, selfheal, fullHistory } = series;
+  const lines = [
+    `Prompt tokens per attempt, ${task.task_id} (${task.entry_point}), a scripted run failing ${ATTEMPTS} times`,
+    `selfheal run ended: ${series.endedAs}`,
+    "",
+    "attempt  selfheal  full-history  selfheal/full",
+  ];
+  for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
+    const ours = selfheal[attempt];
+    const theirs = fullHistory[attempt]!;
+    lines.push(
+      `${String(attempt + 1).padStart(7)}  ${String(ours ?? "-").padStart(8)}  ${String(theirs).padStart(12)}  ${ours === undefined ? "-" : (ours / theirs).toFixed(2).padStart(13)}`,
+    );
+  }
+  const at2 = selfheal[1];
+  const at5 = selfheal[ATTEMPTS - 1];
+  if (at2 !== undefined && at5 !== undefined) {
+    const growth = at5 / at2;
+    const ratio = at5 / fullHistory[ATTEMPTS - 1]!;
+    lines.push(
       "",
-      "attempt  selfheal  full-history  selfheal/full",
-    ];
-    for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
-      const ours = selfheal[attempt];
-      const theirs = fullHistory[attempt]!;
-      lines.push(
-        `${String(attempt + 1).padStart(7)}  ${String(ours ?? "-").padStart(8)}  ${String(theirs).padStart(12)}  ${ours === undefined ? "-" : (ours / theirs).toFixed(2).padStart(13)}`,
-      );
-    }
-    const at2 = selfheal[1];
-    const at5 = selfheal[ATTEMPTS - 1];
-    const full5 = fullHistory[ATTEMPTS - 1]!;
-    if (at2 !== undefined && at5 !== undefined) {
-      const growth = at5 / at2;
-      const ratio = at5 / full5;
-      lines.push(
-        "",
-        `selfheal attempt 5 / attempt 2: ${growth.toFixed(2)}x (target <= 1.2x: ${growth <= 1.2 ? "met" : "NOT met"})`,
-        `selfheal / full history at attempt 5: ${ratio.toFixed(2)} (target <= 0.5: ${ratio <= 0.5 ? "met" : "NOT met"})`,
-      );
-    } else {
-      lines.push("", `selfheal made only ${selfheal.length} model calls; the run did not reach attempt 5.`);
-    }
-    process.stdout.write(`${lines.join("\n")}\n`);
+      `selfheal attempt 5 / attempt 2: ${growth.toFixed(2)}x (target <= 1.2x: ${growth <= 1.2 ? "met" : "NOT met"})`,
+      `selfheal / full history at attempt 5: ${ratio.toFixed(2)} (target <= 0.5: ${ratio <= 0.5 ? "met" : "NOT met"})`,
+    );
+  } else {
+    lines.push("", `selfheal made only ${selfheal.length} model calls; the run did not reach attempt 5.`);
+  }
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** One line per task and the medians, for `--limit N`: one task's figures depend on its size. */
+function printSummary(all: PromptSeries[]): void {
+  const complete = all.filter((series) => series.selfheal.length >= ATTEMPTS);
+  const lines = [`Prompt growth over ${all.length} tasks (${complete.length} reached attempt 5)`, "", "task            at2   at5  full@5  at5/at2  at5/full"];
+  const growths: number[] = [];
+  const ratios: number[] = [];
+  for (const { task, selfheal, fullHistory } of complete) {
+    const growth = selfheal[ATTEMPTS - 1]! / selfheal[1]!;
+    const ratio = selfheal[ATTEMPTS - 1]! / fullHistory[ATTEMPTS - 1]!;
+    growths.push(growth);
+    ratios.push(ratio);
+    lines.push(
+      `${task.task_id.padEnd(14)} ${String(selfheal[1]).padStart(5)} ${String(selfheal[ATTEMPTS - 1]).padStart(5)} ${String(fullHistory[ATTEMPTS - 1]).padStart(7)} ${growth.toFixed(2).padStart(8)} ${ratio.toFixed(2).padStart(9)}`,
+    );
+  }
+  if (complete.length > 0) {
+    lines.push(
+      "",
+      `median at5/at2: ${median(growths).toFixed(2)}x (max ${Math.max(...growths).toFixed(2)}); target <= 1.2x`,
+      `median at5/full: ${median(ratios).toFixed(2)} (min ${Math.min(...ratios).toFixed(2)}, max ${Math.max(...ratios).toFixed(2)}); target <= 0.5`,
+    );
+  }
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+function flag(argv: readonly string[], name: string): string | undefined {
+  const index = argv.indexOf(name);
+  return index >= 0 ? argv[index + 1] : undefined;
+}
+
+async function main(): Promise<void> {
+  const limit = flag(process.argv, "--limit");
+  const tasks = limit === undefined
+    ? await loadDataset({ taskIds: [flag(process.argv, "--task") ?? "HumanEval/0"] })
+    : await loadDataset({ limit: Number(limit) });
+  const sandbox = createSandbox({ prewarm: ["python"] });
+  try {
+    const all: PromptSeries[] = [];
+    for (const task of tasks) all.push(await measure(task, sandbox));
+    if (all.length === 1) printSeries(all[0]!);
+    else printSummary(all);
   } finally {
+    // close() waits for unreferenced interpreters; keep the loop alive until it is done.
     const keepAlive = setInterval(() => undefined, 1_000);
     await sandbox.close();
     clearInterval(keepAlive);

@@ -1,5 +1,16 @@
 export { createAgent, buildAgentGraph, createNodeDeps, graph, type Agent, type AgentOptions } from "./graph/index.js";
 export {
+  CORE_NODES,
+  verifierNode,
+  type AgentExtensions,
+  type CoreNodeName,
+  type ExtraStep,
+  type Finding,
+  type NodeReplacement,
+  type Verifier,
+  type VerifierContext,
+} from "./graph/extensions.js";
+export {
   State,
   RunInputSchema,
   mergeErrors,
@@ -20,6 +31,7 @@ export type {
   Execution,
   HistoryEntry,
   Objection,
+  Note,
   RunInput,
   Usage,
   ModelCallUsage,

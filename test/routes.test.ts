@@ -27,6 +27,7 @@ function stateWith(overrides: Partial<AgentState>): AgentState {
     usage: emptyUsage(),
     best: undefined,
     objections: [],
+    notes: [],
     rewrittenFor: [],
     status: "running",
     reason: undefined,

@@ -42,8 +42,8 @@ const messageText = (message: BaseMessage): string =>
  */
 export class SimulatedBenchmarkModel extends BaseChatModel {
   private readonly scripts: SimulatedScript[];
-  /** Replies sent, for tests and the report. */
-  calls = 0;
+  /** Every prompt received, in order: lets tests check what the model was (and was not) shown. */
+  readonly prompts: BaseMessage[][] = [];
 
   constructor(scripts: readonly SimulatedScript[], params: BaseChatModelParams = {}) {
     super(params);
@@ -82,7 +82,7 @@ export class SimulatedBenchmarkModel extends BaseChatModel {
   }
 
   async _generate(messages: BaseMessage[]): Promise<ChatResult> {
-    this.calls += 1;
+    this.prompts.push(messages);
     const program = this.answer(messages);
     const text =
       program === null

@@ -179,6 +179,16 @@ export const RunInputSchema = z.object({
 });
 export type RunInput = z.input<typeof RunInputSchema>;
 
+export const NoteSchema = z.object({
+  /** The node that wrote it. */
+  source: z.string(),
+  attempt: z.number().int(),
+  message: z.string(),
+  /** Structured detail for programs that read the result. */
+  data: z.unknown().optional(),
+});
+export type Note = z.infer<typeof NoteSchema>;
+
 export const State = new StateSchema({
   ...RunInputSchema.shape,
   /** The current program. */
@@ -212,6 +222,11 @@ export const State = new StateSchema({
   objections: new ReducedValue(z.array(ObjectionSchema).default(() => []), {
     inputSchema: z.array(ObjectionSchema),
     reducer: (current: Objection[], added: Objection[]) => [...current, ...added],
+  }),
+  /** Remarks from nodes that are worth showing the user but fail nothing, e.g. which written tests were dropped. */
+  notes: new ReducedValue(z.array(NoteSchema).default(() => []), {
+    inputSchema: z.array(NoteSchema),
+    reducer: (current: Note[], added: Note[]) => [...current, ...added],
   }),
   /** Fingerprints that already got their one fresh rewrite. */
   rewrittenFor: z.array(z.string()).default(() => []),

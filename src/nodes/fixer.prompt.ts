@@ -47,7 +47,7 @@ export function buildFixerPrompt(args: {
   const parts = [
     `Task:\n${args.task}`,
     args.code.trim() ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\`` : "Current program: none yet.",
-    `Latest failure:\n${describeFailure(args.run)}`,
+    `Latest failure: ${args.critique?.summary ?? "the run failed"}\n${describeFailure(args.run)}`,
   ];
   if (args.critique?.diagnosis) parts.push(`Diagnosis:\n${args.critique.diagnosis}`);
   if (earlier.length > 0) parts.push(`Other errors seen earlier in this run (do not reintroduce them):\n${earlier.map((line) => `- ${line}`).join("\n")}`);

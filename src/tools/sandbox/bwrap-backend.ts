@@ -47,26 +47,28 @@ let probeResult: BwrapProbe | undefined;
  * many containers, or where unprivileged user namespaces are disabled), by running `true` in a
  * sandbox built exactly as a real run's.
  */
-export function probeBwrap(): BwrapProbe {
-  probeResult ??= runProbe();
+export function probeBwrap(options: { path?: string } = {}): BwrapProbe {
+  // Only the real PATH is cached; another search path is a what-if question (tests ask it).
+  if (options.path !== undefined) return runProbe(options.path);
+  probeResult ??= runProbe(process.env.PATH ?? "");
   return probeResult;
 }
 
-function runProbe(): BwrapProbe {
+function runProbe(searchPath: string): BwrapProbe {
   if (process.platform !== "linux") return { usable: false, reason: "bubblewrap only works on Linux" };
-  const bwrap = findOnPath("bwrap");
+  const bwrap = findOnPath("bwrap", searchPath);
   if (!bwrap) {
     return { usable: false, reason: "bubblewrap is not installed; install it with `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap`" };
   }
-  const prlimit = findOnPath("prlimit");
+  const prlimit = findOnPath("prlimit", searchPath);
   if (!prlimit) return { usable: false, reason: "prlimit (util-linux) is needed to set limits inside the bwrap sandbox" };
   const isRoot = process.getuid?.() === 0;
-  const setpriv = isRoot ? findOnPath("setpriv") : null;
+  const setpriv = isRoot ? findOnPath("setpriv", searchPath) : null;
   if (isRoot && !setpriv) {
     return { usable: false, reason: "running as root needs setpriv (util-linux) to run code as an unprivileged user" };
   }
   const host: BwrapHost = { bwrap, prlimit, setpriv };
-  const trueCommand = findOnPath("true") ?? "/bin/true";
+  const trueCommand = findOnPath("true", searchPath) ?? "/bin/true";
   const probeDir = join(getSupportDir(), "probe-work");
   mkdirSync(probeDir, { recursive: true, mode: 0o777 });
   const argv = buildBwrapArgv({

@@ -51,8 +51,8 @@ async function resolveNode(): Promise<Interpreter | null> {
   return { executable, prefixes: [dirname(dirname(executable))] };
 }
 
-export function findOnPath(command: string): string | null {
-  for (const directory of (process.env.PATH ?? "").split(delimiter)) {
+export function findOnPath(command: string, searchPath: string = process.env.PATH ?? ""): string | null {
+  for (const directory of searchPath.split(delimiter)) {
     if (!directory) continue;
     const candidate = join(directory, command);
     try {

@@ -135,19 +135,25 @@ export class LocalSandbox implements Sandbox {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.pendingReleases);
     const pending = [...this.warm.values()];
     this.warm.clear();
-    await Promise.all(
-      pending.map(async (entry) => {
-        const warm = await entry;
-        if (!warm) return;
-        warm.program.killAll();
-        warm.control.destroy();
-        await waitForExit(warm.program.child);
-        await warm.reservation.release();
-      }),
-    );
+    // The warm children are unreferenced; without this timer Node could exit halfway through close().
+    const keepAlive = setInterval(() => undefined, 60_000);
+    try {
+      await Promise.all(
+        pending.map(async (entry) => {
+          const warm = await entry;
+          if (!warm) return;
+          warm.program.killAll();
+          warm.control.destroy();
+          await waitForExit(warm.program.child);
+          await warm.reservation.release();
+        }),
+      );
+      await Promise.all(this.pendingReleases);
+    } finally {
+      clearInterval(keepAlive);
+    }
   }
 
   private async takeWarm(language: Language): Promise<WarmProgram | null> {

@@ -1,6 +1,17 @@
+import { rmSync } from "node:fs";
 import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, normalize, sep } from "node:path";
+
+/**
+ * Work dirs not yet removed. A sandbox that is never closed leaves its pre-warmed interpreter's dir
+ * behind when the process exits (the interpreter itself exits when its control pipe closes), so
+ * whatever is left is removed on exit.
+ */
+const liveWorkDirs = new Set<string>();
+process.once("exit", () => {
+  for (const path of liveWorkDirs) rmSync(path, { recursive: true, force: true });
+});
 
 /** The one writable directory of a run; the code and `request.files` are written here. */
 export class WorkDir {
@@ -12,6 +23,7 @@ export class WorkDir {
 
   static async create(owner: { uid: number; gid: number } | null = null): Promise<WorkDir> {
     const path = await mkdtemp(join(tmpdir(), "selfheal-run-"));
+    liveWorkDirs.add(path);
     if (owner) await chown(path, owner.uid, owner.gid);
     return new WorkDir(path, owner);
   }
@@ -30,6 +42,7 @@ export class WorkDir {
 
   async remove(): Promise<void> {
     await rm(this.path, { recursive: true, force: true, maxRetries: 3 });
+    liveWorkDirs.delete(this.path);
   }
 }
 

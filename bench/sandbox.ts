@@ -1,0 +1,144 @@
+/**
+ * Sandbox latency and throughput, side by side: a bare interpreter spawn, the process backend, and
+ * bwrap cold and pre-warmed, each running `print(1)`. Prints a table; asserts nothing.
+ *
+ *   npm run bench:sandbox [-- --runs 100 --throughput-runs 40]
+ */
+import { spawn } from "node:child_process";
+import { cpus, loadavg } from "node:os";
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+
+import { createSandbox, probeBwrap, type ManagedSandbox } from "../src/tools/sandbox/index.js";
+import { resolveInterpreters } from "../src/tools/sandbox/interpreters.js";
+import type { RunRequest } from "../src/tools/sandbox/types.js";
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: "string", default: "100" },
+    "throughput-runs": { type: "string", default: "40" },
+  },
+});
+const RUNS = Number(values.runs);
+const THROUGHPUT_RUNS = Number(values["throughput-runs"]);
+const REQUEST: RunRequest = { language: "python", code: "print(1)\n" };
+
+interface Contender {
+  name: string;
+  /** One run, timed from the call to the result. */
+  runOnce: () => Promise<void>;
+  /** Untimed work between two timed runs (letting the next interpreter warm up). */
+  between?: () => Promise<void>;
+  close?: () => Promise<void>;
+}
+
+interface Row {
+  name: string;
+  p50: number;
+  p90: number;
+  serial: number;
+  concurrent4: number;
+}
+
+function percentile(sorted: number[], fraction: number): number {
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
+  return sorted[index] ?? Number.NaN;
+}
+
+async function latency(contender: Contender): Promise<number[]> {
+  const durations: number[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    await contender.between?.();
+    const started = performance.now();
+    await contender.runOnce();
+    durations.push(performance.now() - started);
+  }
+  return durations.sort((a, b) => a - b);
+}
+
+/** Runs per second with `concurrency` runs in flight at all times. */
+async function throughput(contender: Contender, concurrency: number): Promise<number> {
+  let started = 0;
+  const begin = performance.now();
+  const worker = async (): Promise<void> => {
+    while (started < THROUGHPUT_RUNS) {
+      started += 1;
+      await contender.runOnce();
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return THROUGHPUT_RUNS / ((performance.now() - begin) / 1000);
+}
+
+function bareSpawn(executable: string): Contender {
+  return {
+    name: `bare spawn (${executable} -I -c "print(1)")`,
+    runOnce: () =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(executable, ["-I", "-c", "print(1)"], { stdio: ["ignore", "pipe", "pipe"] });
+        child.stdout.resume();
+        child.stderr.resume();
+        child.once("error", reject);
+        child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`exit ${code}`))));
+      }),
+  };
+}
+
+function sandboxContender(name: string, sandbox: ManagedSandbox, warm: boolean): Contender {
+  return {
+    name,
+    runOnce: async () => {
+      const result = await sandbox.run(REQUEST);
+      if (result.status !== "ok") throw new Error(`${name}: ${result.status} ${result.stderr}`);
+    },
+    ...(warm ? { between: () => sandbox.prewarm(["python"]) } : {}),
+    close: () => sandbox.close(),
+  };
+}
+
+async function main(): Promise<void> {
+  const python = (await resolveInterpreters()).python;
+  if (!python) throw new Error("python3 not found");
+
+  const contenders: Contender[] = [
+    bareSpawn(python.executable),
+    sandboxContender("process backend, cold", createSandbox({ kind: "process", prewarm: false }), false),
+    sandboxContender("process backend, pre-warmed", createSandbox({ kind: "process" }), true),
+  ];
+  const bwrap = probeBwrap();
+  if (bwrap.usable) {
+    contenders.push(
+      sandboxContender("bwrap, cold", createSandbox({ kind: "bwrap", prewarm: false }), false),
+      sandboxContender("bwrap, pre-warmed", createSandbox({ kind: "bwrap" }), true),
+    );
+  } else {
+    console.log(`bwrap skipped: ${bwrap.reason}`);
+  }
+
+  console.log(`${cpus().length} CPUs, load average ${loadavg().map((load) => load.toFixed(2)).join(" ")}; ${RUNS} runs for latency, ${THROUGHPUT_RUNS} per throughput figure`);
+  const rows: Row[] = [];
+  for (const contender of contenders) {
+    // Warm the file cache and the interpreter lookup before timing anything.
+    for (let run = 0; run < 3; run++) await contender.runOnce();
+    const durations = await latency(contender);
+    const serial = await throughput(contender, 1);
+    const concurrent4 = await throughput(contender, 4);
+    rows.push({ name: contender.name, p50: percentile(durations, 0.5), p90: percentile(durations, 0.9), serial, concurrent4 });
+    await contender.close?.();
+  }
+
+  const nameWidth = Math.max(...rows.map((row) => row.name.length));
+  console.log(`\n${"".padEnd(nameWidth)}  p50 ms  p90 ms  runs/s x1  runs/s x4`);
+  for (const row of rows) {
+    console.log(
+      `${row.name.padEnd(nameWidth)}  ${row.p50.toFixed(1).padStart(6)}  ${row.p90.toFixed(1).padStart(6)}  ${row.serial.toFixed(1).padStart(9)}  ${row.concurrent4.toFixed(1).padStart(9)}`,
+    );
+  }
+  const bare = rows[0];
+  const cold = rows.find((row) => row.name === "bwrap, cold");
+  const warm = rows.find((row) => row.name === "bwrap, pre-warmed");
+  if (bare && cold) console.log(`\nbwrap cold p50 / bare spawn p50 = ${(cold.p50 / bare.p50).toFixed(2)} (target <= 1.3)`);
+  if (warm) console.log(`bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)`);
+}
+
+await main();

@@ -1,0 +1,10 @@
+import { createSandbox } from "../src/tools/sandbox/index.js";
+import { describeHostileSuite, PROCESS_BACKEND_GAPS } from "./hostile-suite.js";
+
+const MAX_PROCESSES = 32;
+
+describeHostileSuite("hostile code against the process backend", {
+  createSandbox: () => createSandbox({ kind: "process", limits: { maxProcesses: MAX_PROCESSES, memoryMb: 256 } }),
+  maxProcesses: MAX_PROCESSES,
+  uncontained: PROCESS_BACKEND_GAPS,
+});

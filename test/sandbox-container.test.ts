@@ -1,0 +1,105 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { describe, expect, it } from "vitest";
+
+import { buildContainerCommand, encodeTar } from "../src/tools/sandbox/container-backend.js";
+import { createSandbox, DEFAULT_LIMITS } from "../src/tools/sandbox/index.js";
+import { findOnPath } from "../src/tools/sandbox/interpreters.js";
+
+/** The value that follows `flag` in an argv, e.g. `--memory` -> `512m`. */
+function flagValue(argv: string[], flag: string): string | undefined {
+  const index = argv.indexOf(flag);
+  return index === -1 ? undefined : argv[index + 1];
+}
+
+function dockerDaemonReachable(): boolean {
+  if (!findOnPath("docker")) return false;
+  try {
+    execFileSync("docker", ["version", "--format", "{{.Server.Version}}"], { stdio: "ignore", timeout: 5_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("the container command", () => {
+  const command = buildContainerCommand({
+    engine: "docker",
+    image: "python:3.12-slim",
+    language: "python",
+    limits: DEFAULT_LIMITS,
+    name: "selfheal-test",
+  });
+
+  it("runs a throwaway container reading the program from stdin", () => {
+    expect(command.slice(0, 4)).toEqual(["docker", "run", "--rm", "-i"]);
+    expect(flagValue(command, "--name")).toBe("selfheal-test");
+  });
+
+  it("cuts the network and drops every capability", () => {
+    expect(flagValue(command, "--network")).toBe("none");
+    expect(flagValue(command, "--cap-drop")).toBe("ALL");
+    expect(flagValue(command, "--security-opt")).toBe("no-new-privileges");
+    expect(flagValue(command, "--user")).toBe("65534:65534");
+  });
+
+  it("applies the memory, process, CPU and file limits", () => {
+    expect(flagValue(command, "--memory")).toBe("512m");
+    expect(flagValue(command, "--memory-swap")).toBe("512m");
+    expect(flagValue(command, "--pids-limit")).toBe("64");
+    expect(command).toContain("cpu=10:11");
+    expect(command).toContain(`fsize=${16 * 1024 * 1024}:${16 * 1024 * 1024}`);
+  });
+
+  it("mounts the image read-only with a tmpfs work dir", () => {
+    expect(command).toContain("--read-only");
+    expect(flagValue(command, "--tmpfs")).toMatch(/^\/work:rw,/);
+    expect(flagValue(command, "--workdir")).toBe("/work");
+  });
+
+  it("runs the code as `python3 -I -u main.py` after unpacking it", () => {
+    expect(command.at(-4)).toBe("python:3.12-slim");
+    expect(command.at(-1)).toMatch(/^tar -x -C \/work && .* exec python3 -I -u main\.py$/);
+  });
+
+  it("caps the Node heap for JavaScript and can use podman", () => {
+    const node = buildContainerCommand({ engine: "podman", image: "node:20-slim", language: "javascript", limits: DEFAULT_LIMITS, name: "n" });
+    expect(node[0]).toBe("podman");
+    expect(node.at(-1)).toMatch(/exec node --max-old-space-size=512 main\.js$/);
+  });
+
+  it("packs files into a tar archive that tar can unpack", () => {
+    const directory = mkdtempSync(join(tmpdir(), "selfheal-tar-test-"));
+    try {
+      const archive = join(directory, "files.tar");
+      writeFileSync(archive, encodeTar({ "main.py": "print('héllo')\n", "data/in.txt": "42\n" }));
+      execFileSync("tar", ["-x", "-C", directory, "-f", archive]);
+      expect(readFileSync(join(directory, "main.py"), "utf8")).toBe("print('héllo')\n");
+      expect(readFileSync(join(directory, "data/in.txt"), "utf8")).toBe("42\n");
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(dockerDaemonReachable())("the container backend without a reachable engine", () => {
+  it("returns unavailable with docker's own message, quickly", async () => {
+    const sandbox = createSandbox({ kind: "container" });
+    const started = Date.now();
+    const result = await sandbox.run({ language: "python", code: "print(1)" });
+    expect(sandbox.kind).toBe("container");
+    expect(result.status).toBe("unavailable");
+    expect(result.stderr.trim().length).toBeGreaterThan(0);
+    if (findOnPath("docker")) expect(result.stderr).toMatch(/docker/i);
+    expect(Date.now() - started).toBeLessThan(6_000);
+  });
+
+  it("returns unavailable when the engine CLI is not installed", async () => {
+    const sandbox = createSandbox({ kind: "container", container: { command: "podman" } });
+    const result = await sandbox.run({ language: "javascript", code: "console.log(1)" });
+    expect(result.status).toBe("unavailable");
+  });
+});
