@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEMO_FIXED_PROGRAM } from "../src/cli/demo.js";
+import { DEMO_FIXED_CODE } from "../src/cli/demo.js";
 import { runCli } from "./cli-helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
 
@@ -26,7 +26,7 @@ describe("selfheal demo", () => {
     expect(summary.errors).toEqual([expect.objectContaining({ type: "ZeroDivisionError", count: 1 })]);
     expect(summary.usage.byNode).toHaveProperty("generator");
     expect(summary.usage.byNode).toHaveProperty("fixer");
-    expect(summary.code).toBe(DEMO_FIXED_PROGRAM.slice(DEMO_FIXED_PROGRAM.indexOf("```python\n") + 10, DEMO_FIXED_PROGRAM.lastIndexOf("```")));
+    expect(summary.code).toBe(DEMO_FIXED_CODE);
   });
 });
 

@@ -7,8 +7,7 @@ export const DEMO_TASK =
   "of a list of numbers, and None for each of them when the list is empty. Check it on [10, 20, 20, 40, 50].";
 
 /** The first draft forgets the empty list, so it really crashes with ZeroDivisionError. */
-export const DEMO_FIRST_PROGRAM = `\`\`\`python
-from collections import Counter
+const DRAFT = `from collections import Counter
 
 
 def calculate_statistics(numbers):
@@ -27,33 +26,18 @@ print("statistics of [10, 20, 20, 40, 50]:", result)
 assert result == {"mean": 28.0, "median": 20, "mode": 20}, result
 assert calculate_statistics([]) == {"mean": None, "median": None, "mode": None}
 print("all checks passed")
-\`\`\``;
+`;
 
-export const DEMO_FIXED_PROGRAM = `The traceback shows a ZeroDivisionError for the empty list: \`sum([]) / 0\`. Return None for each statistic before dividing.
-
-\`\`\`python
-from collections import Counter
-
-
-def calculate_statistics(numbers):
-    """Mean, median and mode of a list of numbers; None for each when the list is empty."""
-    if not numbers:
+/** The repair is exactly one guard, so the demo shows a fix, not a rewrite. */
+const GUARD = `    if not numbers:
         return {"mean": None, "median": None, "mode": None}
-    ordered = sorted(numbers)
-    count = len(ordered)
-    mean = sum(ordered) / count
-    middle = count // 2
-    median = ordered[middle] if count % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    mode = Counter(ordered).most_common(1)[0][0]
-    return {"mean": mean, "median": median, "mode": mode}
+`;
+export const DEMO_FIXED_CODE = DRAFT.replace("    ordered = sorted(numbers)\n", `${GUARD}    ordered = sorted(numbers)\n`);
 
-
-result = calculate_statistics([10, 20, 20, 40, 50])
-print("statistics of [10, 20, 20, 40, 50]:", result)
-assert result == {"mean": 28.0, "median": 20, "mode": 20}, result
-assert calculate_statistics([]) == {"mean": None, "median": None, "mode": None}
-print("all checks passed")
-\`\`\``;
+export const DEMO_FIRST_PROGRAM = `\`\`\`python\n${DRAFT}\`\`\``;
+export const DEMO_FIXED_PROGRAM =
+  "The traceback shows a ZeroDivisionError for the empty list: `sum([]) / 0`. Return None for each statistic before dividing.\n\n" +
+  `\`\`\`python\n${DEMO_FIXED_CODE}\`\`\``;
 
 /**
  * The demo's scripted model: it writes the buggy draft, and repairs it only when the fixer's
