@@ -17,7 +17,7 @@
  */
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { loadDataset, buildHiddenTests, type BenchmarkTask } from "../src/benchmark/dataset.js";
-import { generateMutantCandidates } from "../src/benchmark/mutants.js";
+import { findEffectiveMutants } from "../src/benchmark/mutants.js";
 import { buildBenchmarkTask } from "../src/benchmark/run.js";
 import { parseSettings } from "../src/graph/context.js";
 import { createAgent } from "../src/graph/index.js";
@@ -31,11 +31,13 @@ const ATTEMPTS = 5;
 
 /**
  * Five wrong bodies, each failing with a different error class, so the agent repairs five
- * distinct failures instead of stopping early as stuck on a repeat.
+ * distinct failures instead of stopping early as stuck on a repeat. The first is an effective
+ * mutant (checked in the sandbox), so it really fails the hidden tests.
  */
-function failingBodies(task: BenchmarkTask): string[] {
-  const firstParameter = /def\s+\w+\s*\(\s*(\w+)/.exec(task.prompt.slice(task.prompt.lastIndexOf(`def ${task.entry_point}`)))?.[1] ?? "x";
-  const mutant = generateMutantCandidates(task.canonical_solution).find((candidate) => candidate.operator === "comparison");
+async function failingBodies(task: BenchmarkTask, sandbox: Sandbox): Promise<string[]> {
+  const signature = task.prompt.slice(task.prompt.lastIndexOf(`def ${task.entry_point}`));
+  const firstParameter = /def\s+\w+\s*\(\s*(\w+)/.exec(signature)?.[1] ?? "x";
+  const [mutant] = (await findEffectiveMutants(task, sandbox, { maxMutants: 1 })).effective;
   return [
     mutant?.solution ?? "    return None\n",
     `    return undefined_helper(${firstParameter})\n`,
@@ -57,7 +59,7 @@ interface PromptSeries {
 }
 
 async function measure(task: BenchmarkTask, sandbox: Sandbox): Promise<PromptSeries> {
-  const programs = failingBodies(task).map((body) => task.prompt + body);
+  const programs = (await failingBodies(task, sandbox)).map((body) => task.prompt + body);
   const replies = programs.map(reply);
   const tests = buildHiddenTests(task);
   const taskText = buildBenchmarkTask(task);

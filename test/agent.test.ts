@@ -183,3 +183,13 @@ describe("the self-correcting loop", () => {
     ]);
   });
 });
+
+describe("the fixer's compact context", () => {
+  it("does not send task lines twice when the program repeats them", async () => {
+    const { taskWithoutRepeats } = await import("../src/nodes/fixer.prompt.js");
+    const task = 'Complete the function below.\n\ndef add(a, b):\n    """Return the sum of a and b.\n    >>> add(1, 2)\n    3\n    """\n';
+    const code = 'def add(a, b):\n    """Return the sum of a and b.\n    >>> add(1, 2)\n    3\n    """\n    return a - b\n';
+    expect(taskWithoutRepeats(task, code)).toBe("Complete the function below.\n\n[5 lines of the task are repeated verbatim in the current program below]\n");
+    expect(taskWithoutRepeats("Write a function.\nIt adds.\nThat is all.", "print(1)")).toBe("Write a function.\nIt adds.\nThat is all.");
+  });
+});

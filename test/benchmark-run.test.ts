@@ -15,8 +15,9 @@ import { createSandbox } from "../src/tools/sandbox/index.js";
 const sandbox = createSandbox({ prewarm: ["python"] });
 afterAll(() => sandbox.close());
 
-// A spread of real tasks: plain loops, a helper in the prompt (32, 38), string work (10), a fold (55).
-const TASK_IDS = ["HumanEval/0", "HumanEval/10", "HumanEval/32", "HumanEval/38", "HumanEval/55"];
+// A spread of real tasks: plain loops, helpers in the prompt (32, 38, 50), string work (10), a fold (55).
+// In 50 the first mutant's body equals the prompt's own encode_shift body.
+const TASK_IDS = ["HumanEval/0", "HumanEval/10", "HumanEval/32", "HumanEval/38", "HumanEval/50", "HumanEval/55"];
 let tasks: BenchmarkTask[];
 let model: SimulatedBenchmarkModel;
 
@@ -44,9 +45,9 @@ function withoutTimes(report: BenchmarkReport) {
 describe("benchmark run with the simulated model", () => {
   it("fails each task with its mutant, repairs it from the traceback and reports the pass", async () => {
     const report = await simulatedRun();
-    expect(report.tasks).toBe(5);
+    expect(report.tasks).toBe(TASK_IDS.length);
     expect(report.solvedFirstAttempt).toBe(0);
-    expect(report.solvedWithinLimit).toBe(5);
+    expect(report.solvedWithinLimit).toBe(TASK_IDS.length);
     expect(report.passAt1).toBe(0);
     expect(report.passWithinLimit).toBe(1);
     expect(report.meanAttemptsSolved).toBe(2);
@@ -81,16 +82,16 @@ describe("benchmark run with the simulated model", () => {
   it("counts tasks as failed, by error class, when the attempt limit leaves no room to repair", async () => {
     const report = await simulatedRun({ maxAttempts: 1 });
     expect(report.solvedWithinLimit).toBe(0);
-    expect(report.statusCounts.failed).toBe(5);
+    expect(report.statusCounts.failed).toBe(TASK_IDS.length);
     const failures = Object.values(report.failuresByErrorClass).reduce((sum, count) => sum + count, 0);
-    expect(failures).toBe(5);
+    expect(failures).toBe(TASK_IDS.length);
     expect(report.meanAttemptsSolved).toBeNull();
     expect(report.tokens.inputPerSolved).toBeNull();
   }, 60_000);
 
   it("counts budget-exhausted tasks", async () => {
     const report = await simulatedRun({ tokenBudget: 50 });
-    expect(report.statusCounts.budget_exhausted).toBe(5);
+    expect(report.statusCounts.budget_exhausted).toBe(TASK_IDS.length);
     expect(report.solvedWithinLimit).toBe(0);
   }, 60_000);
 

@@ -90,7 +90,7 @@ const CONDITION_ENDERS = new Set(["else", "for", "if", ","]);
 /** Tokens before which an `in` is a membership test rather than the `in` of a `for`. */
 const EXPRESSION_STARTERS = new Set(["if", "elif", "while", "and", "or", "not", "return", "=", "lambda", "else", "assert", "(", "[", "{", ":", "yield"]);
 
-/** Keywords after which `-x` is unary, so swapping it would not be an arithmetic mistake. */
+/** Keywords that are values, so they end an operand like a name does (`True - x` is binary). */
 const VALUE_KEYWORDS = new Set(["True", "False", "None"]);
 
 /** Whether the token ends an operand, which makes a following `+`, `-` or `[` binary/subscript. */

@@ -76,7 +76,9 @@ export class SimulatedBenchmarkModel extends BaseChatModel {
     const script = this.scripts.find((candidate) => conversation.includes(candidate.task.prompt.trim()));
     if (script === undefined) return null;
     const { task, mutant } = script;
-    const alreadyTried = mutant !== undefined && conversation.includes(mutant.solution.trim());
+    // The whole wrong program, not just its body: a mutated body can equal a helper already in
+    // the prompt (HumanEval/50's decode with `+` is its encode), which would look "tried" at once.
+    const alreadyTried = mutant !== undefined && conversation.includes((task.prompt + mutant.solution).trim());
     const body = mutant === undefined || alreadyTried ? task.canonical_solution : mutant.solution;
     return task.prompt + body;
   }

@@ -24,11 +24,12 @@ export async function judgeCompletion(
 ): Promise<JudgeVerdict> {
   const result = await sandbox.run({ language: "python", code: buildCheckProgram(task, completion), timeoutMs });
   const passed = result.status === "ok";
-  const error = result.error ? `${result.error.type}: ${result.error.message}` : passed ? undefined : firstLine(result.stderr);
+  const error = result.error ? `${result.error.type}: ${result.error.message}` : passed ? undefined : lastLine(result.stderr);
   return { passed, status: result.status, durationMs: result.durationMs, ...(error ? { error } : {}) };
 }
 
-function firstLine(text: string): string | undefined {
+/** Python prints the exception last, so the last line of stderr names the failure. */
+function lastLine(text: string): string | undefined {
   const line = text.trim().split("\n").at(-1)?.trim();
   return line === "" ? undefined : line;
 }

@@ -68,7 +68,7 @@ export function judgeRun(run: Execution, hasTests: boolean): Judgement {
     const assertion = /Assertion/i.test(run.error.type);
     const diagnosis = assertion
       ? `An assertion failed${at}: the program computes a wrong result for that case. Fix the logic, not the check, unless the check contradicts the task.`
-      : `${run.error.type} raised${at}: ${run.error.message}`;
+      : `Raised${at}.`;
     return failed({ type: run.error.type, message: run.error.message }, `${run.error.type}: ${run.error.message}`, diagnosis);
   }
   if (run.status === "killed") {

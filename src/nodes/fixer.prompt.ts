@@ -18,6 +18,35 @@ export function summarizeErrors(errors: ErrorRecord[], except?: string): string[
     .map((record) => clip(`${record.type}: ${record.message.split("\n")[0]} (seen ${record.count}x)`, FIXER_LIMITS.errorLineChars));
 }
 
+/** Runs of at least this many task lines found verbatim in the program are not sent twice. */
+const REPEATED_RUN_LINES = 3;
+
+/**
+ * The task often carries code the program repeats (a signature and docstring to complete). The
+ * fixer sees the program whole, so the task keeps a pointer instead of a second copy; it is the
+ * largest part of the prompt that does not need to be there.
+ */
+export function taskWithoutRepeats(task: string, code: string): string {
+  const codeLines = code.split("\n").map((line) => line.trim());
+  const codeText = `\n${codeLines.join("\n")}\n`;
+  const taskLines = task.split("\n");
+  const output: string[] = [];
+  let index = 0;
+  while (index < taskLines.length) {
+    let end = index;
+    // Grow the run while the trimmed task lines still appear, in order and adjacent, in the program.
+    while (end < taskLines.length && taskLines[end]!.trim() !== "" && codeText.includes(`\n${taskLines.slice(index, end + 1).map((line) => line.trim()).join("\n")}\n`)) end++;
+    if (end - index >= REPEATED_RUN_LINES) {
+      output.push(`[${end - index} lines of the task are repeated verbatim in the current program below]`);
+      index = end;
+    } else {
+      output.push(taskLines[index]!);
+      index++;
+    }
+  }
+  return output.join("\n");
+}
+
 export function describeFailure(run: Execution): string {
   const parts: string[] = [];
   if (run.error?.traceback) parts.push(`Traceback:\n${tail(run.error.traceback, FIXER_LIMITS.tracebackChars)}`);
@@ -45,7 +74,7 @@ export function buildFixerPrompt(args: {
   ].join("\n");
   const earlier = summarizeErrors(args.errors, args.latestFingerprint);
   const parts = [
-    `Task:\n${args.task}`,
+    `Task:\n${taskWithoutRepeats(args.task, args.code)}`,
     args.code.trim() ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\`` : "Current program: none yet.",
     `Latest failure: ${args.critique?.summary ?? "the run failed"}\n${describeFailure(args.run)}`,
   ];
