@@ -45,15 +45,21 @@ function percentile(sorted: number[], fraction: number): number {
   return sorted[index] ?? Number.NaN;
 }
 
-async function latency(contender: Contender): Promise<number[]> {
-  const durations: number[] = [];
+/**
+ * Latency of every contender, measured round-robin (one run of each per round) so a change in the
+ * machine's load during the benchmark hits all of them alike instead of whichever ran then.
+ */
+async function latencies(contenders: Contender[]): Promise<number[][]> {
+  const durations = contenders.map((): number[] => []);
   for (let run = 0; run < RUNS; run++) {
-    await contender.between?.();
-    const started = performance.now();
-    await contender.runOnce();
-    durations.push(performance.now() - started);
+    for (const [index, contender] of contenders.entries()) {
+      await contender.between?.();
+      const started = performance.now();
+      await contender.runOnce();
+      durations[index]?.push(performance.now() - started);
+    }
   }
-  return durations.sort((a, b) => a - b);
+  return durations.map((list) => list.sort((a, b) => a - b));
 }
 
 /** Runs per second with `concurrency` runs in flight at all times. */
@@ -115,17 +121,20 @@ async function main(): Promise<void> {
     console.log(`bwrap skipped: ${bwrap.reason}`);
   }
 
-  console.log(`${cpus().length} CPUs, load average ${loadavg().map((load) => load.toFixed(2)).join(" ")}; ${RUNS} runs for latency, ${THROUGHPUT_RUNS} per throughput figure`);
+  const load = (): string => loadavg().map((value) => value.toFixed(2)).join(" ");
+  console.log(`${cpus().length} CPUs, load average ${load()}; ${RUNS} runs per contender for latency, ${THROUGHPUT_RUNS} per throughput figure`);
+  // Warm the file cache and the interpreter lookup before timing anything.
+  for (const contender of contenders) for (let run = 0; run < 3; run++) await contender.runOnce();
+  const durations = await latencies(contenders);
   const rows: Row[] = [];
-  for (const contender of contenders) {
-    // Warm the file cache and the interpreter lookup before timing anything.
-    for (let run = 0; run < 3; run++) await contender.runOnce();
-    const durations = await latency(contender);
+  for (const [index, contender] of contenders.entries()) {
+    const sorted = durations[index] ?? [];
     const serial = await throughput(contender, 1);
     const concurrent4 = await throughput(contender, 4);
-    rows.push({ name: contender.name, p50: percentile(durations, 0.5), p90: percentile(durations, 0.9), serial, concurrent4 });
+    rows.push({ name: contender.name, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), serial, concurrent4 });
     await contender.close?.();
   }
+  console.log(`load average at the end ${load()}`);
 
   const nameWidth = Math.max(...rows.map((row) => row.name.length));
   console.log(`\n${"".padEnd(nameWidth)}  p50 ms  p90 ms  runs/s x1  runs/s x4`);

@@ -47,7 +47,11 @@ describe("the bwrap command line", () => {
   it("makes the work dir the only writable bind", () => {
     const writable = mountTargets(argv).filter((mount) => mount.flag !== "--ro-bind");
     expect(writable).toEqual([{ flag: "--bind", source: base.workDir, target: SANDBOX_WORK_DIR }]);
-    expect(argv[argv.indexOf("--tmpfs") - 2]).toBe("--size");
+    argv.forEach((argument, index) => {
+      if (argument === "--tmpfs") expect(argv[index - 2]).toBe("--size");
+    });
+    // The tree bwrap builds (/, /etc, /dev) is made read-only once the mounts are in place.
+    expect(argv.slice(argv.lastIndexOf("--remount-ro"), argv.lastIndexOf("--remount-ro") + 2)).toEqual(["--remount-ro", "/"]);
   });
 
   it("shows no host home, project or account files", () => {

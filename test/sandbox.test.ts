@@ -1,8 +1,15 @@
-import { existsSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createSandbox, DEFAULT_LIMITS, probeBwrap, type ManagedSandbox } from "../src/tools/sandbox/index.js";
+import { InterpreterMissingError, resolveInterpreters } from "../src/tools/sandbox/interpreters.js";
+import { resolveLimits } from "../src/tools/sandbox/limits.js";
+import { LocalSandbox, type Launcher } from "../src/tools/sandbox/local-sandbox.js";
+import { WorkDir } from "../src/tools/sandbox/work-dir.js";
 import type { OutputStream, RunRequest } from "../src/tools/sandbox/types.js";
 
 const bwrapUsable = probeBwrap().usable;
@@ -26,6 +33,27 @@ describe("createSandbox", () => {
 
   it("rejects a limit that would switch the limit off", () => {
     expect(() => createSandbox({ kind: "process", limits: { timeoutMs: 0 } })).toThrow(/timeoutMs/);
+  });
+
+  it("reports a run as unavailable when the interpreter is missing", async () => {
+    const noPython: Launcher = {
+      kind: "process",
+      async reserve() {
+        const workDir = await WorkDir.create();
+        return {
+          workDir,
+          spawn: (language) => {
+            throw new InterpreterMissingError(language);
+          },
+          release: () => workDir.remove(),
+        };
+      },
+    };
+    const sandbox = new LocalSandbox(noPython, resolveLimits(), "off");
+    const result = await sandbox.run({ language: "python", code: "print(1)" });
+    expect(result.status).toBe("unavailable");
+    expect(result.stderr).toContain("python3 was not found");
+    await sandbox.close();
   });
 
   it("names the package to install when bubblewrap is missing", () => {
@@ -155,10 +183,52 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
     expect(result.status).toBe("memory_limit");
   });
 
+  it("caps Node memory outside the heap too (buffers)", async () => {
+    const code = "const hoard = [];\nfor (;;) hoard.push(Buffer.alloc(64 * 1024 * 1024, 1));\n";
+    const result = await run({ language: "javascript", code });
+    expect(result.status).toBe("memory_limit");
+  });
+
+  it("reports CPU time used up as a timeout", async () => {
+    const limited = createSandbox({ kind, limits: { cpuSeconds: 1 }, prewarm: false });
+    try {
+      const result = await limited.run({ language: "python", code: "while True:\n    pass\n", timeoutMs: 8_000 });
+      expect(result.status).toBe("timeout");
+      expect(result.signal).toBe("SIGXCPU");
+      expect(result.durationMs).toBeLessThan(6_000);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("starts every run in a fresh work dir", async () => {
     await run({ language: "python", code: "open('left-behind.txt', 'w').write('x')\nleaked = 1\n" });
     const result = await run({ language: "python", code: "import os\nprint(os.path.exists('left-behind.txt'), 'leaked' in globals())\n" });
     expect(result.stdout).toBe("False False\n");
+  });
+});
+
+describe.skipIf(!bwrapUsable)("the bwrap file system", () => {
+  it("is writable only in /work, /tmp and /dev/shm", async () => {
+    const sandbox = createSandbox({ kind: "bwrap", prewarm: false });
+    const targets = ["/work/a", "/tmp/a", "/dev/shm/a", "/a", "/etc/a", "/usr/a", "/dev/a", "/.selfheal/a"];
+    const code = [
+      "import json",
+      "writable = []",
+      `for target in ${JSON.stringify(targets)}:`,
+      "    try:",
+      "        open(target, 'w').write('x')",
+      "        writable.append(target)",
+      "    except OSError:",
+      "        pass",
+      "print(json.dumps(writable))",
+    ].join("\n");
+    try {
+      const result = await sandbox.run({ language: "python", code });
+      expect(JSON.parse(result.stdout)).toEqual(["/work/a", "/tmp/a", "/dev/shm/a"]);
+    } finally {
+      await sandbox.close();
+    }
   });
 });
 
@@ -241,4 +311,61 @@ describe.each(LOCAL_KINDS)("pre-warmed runs on the %s backend", (kind) => {
     const after = await sandbox.run({ language: "python", code: "print('still usable')" });
     expect(after.stdout).toBe("still usable\n");
   });
+});
+
+describe("the Python bootstrap, against a plain `python3 -I -u main.py`", () => {
+  let sandbox: ManagedSandbox;
+  let python: string;
+  let directory: string;
+
+  beforeAll(async () => {
+    sandbox = createSandbox({ kind: "process", prewarm: false });
+    const interpreter = (await resolveInterpreters()).python;
+    if (!interpreter) throw new Error("python3 is needed for these tests");
+    python = interpreter.executable;
+    directory = mkdtempSync(join(tmpdir(), "selfheal-bootstrap-test-"));
+  });
+
+  afterAll(async () => {
+    await sandbox.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  /** What the real interpreter prints for this program, run the way the brief describes. */
+  function runDirectly(code: string) {
+    writeFileSync(join(directory, "main.py"), code);
+    const direct = spawnSync(python, ["-I", "-u", "main.py"], { cwd: directory, encoding: "utf8", input: "" });
+    return { stdout: direct.stdout, stderr: normalise(direct.stderr), exitCode: direct.status };
+  }
+
+  /** Work dirs and object addresses differ from run to run; nothing else may. */
+  function normalise(stderr: string): string {
+    return stderr.replace(/"\/[^"]*\/main\.py"/g, '"main.py"').replace(/0x[0-9a-f]+/g, "0x…");
+  }
+
+  const programs: Record<string, string> = {
+    "a runtime error in a function": "def half(x):\n    return x / 0\n\nprint('before')\nhalf(4)\n",
+    "a syntax error": "print('never')\nif True\n    pass\n",
+    "a chained exception": "try:\n    int('x')\nexcept ValueError as error:\n    raise KeyError('k') from error\n",
+    "sys.exit with a message": "import sys\nsys.exit('giving up')\n",
+    "sys.exit with a code": "import sys\nprint('partial')\nsys.exit(3)\n",
+    "atexit handlers and a late thread": [
+      "import atexit, threading, time",
+      "atexit.register(lambda: print('atexit ran'))",
+      "def late():",
+      "    time.sleep(0.2)",
+      "    print('thread finished')",
+      "threading.Thread(target=late).start()",
+      "print('main done')",
+    ].join("\n"),
+    "an exception raised in an atexit handler": "import atexit\natexit.register(lambda: 1 / 0)\nprint('ok')\n",
+  };
+
+  for (const [name, code] of Object.entries(programs)) {
+    it(`matches it on ${name}`, async () => {
+      const expected = runDirectly(code);
+      const result = await sandbox.run({ language: "python", code });
+      expect({ stdout: result.stdout, stderr: normalise(result.stderr), exitCode: result.exitCode }).toEqual(expected);
+    });
+  }
 });

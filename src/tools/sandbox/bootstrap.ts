@@ -1,6 +1,10 @@
+import type { ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { Socket } from "node:net";
 import { join } from "node:path";
+
+import { tempDirPrefix } from "./temp-dirs.js";
+import type { Language } from "./types.js";
 
 /**
  * Pre-warmed runs start the interpreter before the code exists. The bootstrap below tells the host
@@ -10,9 +14,26 @@ import { join } from "node:path";
  * If fd 3 closes first (the host went away), it exits quietly.
  */
 export const PYTHON_BOOTSTRAP = `
-import os, sys, types
+import os, resource, sys, types
+
+# Limits arrive as arguments, "as=536870912:536870912" and so on, and hold before any code exists.
+for setting in sys.argv[1:]:
+    name, _, values = setting.partition("=")
+    kind = getattr(resource, "RLIMIT_" + name.upper(), None)
+    if kind is None:
+        continue
+    soft, _, hard = values.partition(":")
+    soft, hard = int(soft), int(hard)
+    current_hard = resource.getrlimit(kind)[1]
+    if current_hard != resource.RLIM_INFINITY:
+        hard = min(hard, current_hard)
+    resource.setrlimit(kind, (min(soft, hard), hard))
+
 try:
     os.write(3, b"r")
+except OSError:
+    pass
+try:
     go = os.read(3, 1)
 except OSError:
     go = b""
@@ -32,7 +53,7 @@ def finish(status):
             pass
     import atexit
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             stream.flush()
         except BaseException:
@@ -85,6 +106,10 @@ const signal = Buffer.alloc(1);
 let received = 0;
 try {
   fs.writeSync(CONTROL_FD, "r");
+} catch {
+  // The host may have sent "g" and gone already; whether to run is decided by what we read.
+}
+try {
   for (;;) {
     try {
       received = fs.readSync(CONTROL_FD, signal, 0, 1, null);
@@ -105,6 +130,23 @@ require("node:module").runMain();
 
 export const BOOTSTRAP_FILE_NAME = "selfheal-bootstrap.cjs";
 
+/**
+ * Whether a run starts through the bootstrap. Python always does, pre-warmed or not: the bootstrap
+ * skips the ~10 ms of module teardown at exit that no program can observe, and one code path means
+ * one traceback format. Node only does when pre-warmed; `node main.js` exits fast on its own.
+ */
+export function usesBootstrap(language: Language, warm: boolean): boolean {
+  return warm || language === "python";
+}
+
+/** Tells a bootstrapped interpreter that its code is in place; it starts at once or when loaded. */
+export function sendGo(child: ChildProcess): void {
+  const control = child.stdio[3];
+  if (!(control instanceof Socket)) return;
+  control.on("error", () => undefined);
+  control.end("g");
+}
+
 let supportDir: string | undefined;
 
 /**
@@ -113,7 +155,7 @@ let supportDir: string | undefined;
  */
 export function getSupportDir(): string {
   if (supportDir) return supportDir;
-  const directory = mkdtempSync(join(tmpdir(), "selfheal-support-"));
+  const directory = mkdtempSync(tempDirPrefix("support"));
   // Readable by the unprivileged uid a bwrap run uses; nothing in it is secret.
   chmodSync(directory, 0o755);
   writeFileSync(join(directory, BOOTSTRAP_FILE_NAME), NODE_BOOTSTRAP, { mode: 0o444 });

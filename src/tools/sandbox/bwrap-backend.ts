@@ -2,10 +2,10 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 
-import { getSupportDir } from "./bootstrap.js";
-import { findOnPath, resolveInterpreters, type Interpreters } from "./interpreters.js";
+import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
+import { interpreterCommand } from "./command.js";
+import { findOnPath, InterpreterMissingError, resolveInterpreters, type Interpreters } from "./interpreters.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
-import { interpreterArgs, prlimitArgs } from "./process-backend.js";
 import type { LaunchedProgram } from "./run-child.js";
 import type { Language, SandboxLimits } from "./types.js";
 import { WorkDir } from "./work-dir.js";
@@ -70,7 +70,7 @@ function runProbe(searchPath: string): BwrapProbe {
   const host: BwrapHost = { bwrap, prlimit, setpriv };
   const trueCommand = findOnPath("true", searchPath) ?? "/bin/true";
   const probeDir = join(getSupportDir(), "probe-work");
-  mkdirSync(probeDir, { recursive: true, mode: 0o777 });
+  mkdirSync(probeDir, { recursive: true });
   const argv = buildBwrapArgv({
     host,
     hostUid: isRoot ? HOST_UID_BASE : null,
@@ -95,7 +95,7 @@ export interface BwrapArgvInput {
   supportDir: string;
   /** Interpreter install dirs to bind read-only at the same path. */
   prefixes: string[];
-  /** The program to start inside, already wrapped in prlimit. */
+  /** The program to start inside, with its limits (see `interpreterCommand`). */
   command: string[];
   env?: Record<string, string>;
   tmpfsBytes?: number;
@@ -164,12 +164,19 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
   // /etc: only what the C library, Python and Node read at start; no shadow, no host accounts.
   argv.push(...minimalEtc(input.supportDir));
 
+  const tmpfsSize = String(input.tmpfsBytes ?? 64 * MIB);
   argv.push(
     "--proc", "/proc",
     "--dev", "/dev",
-    "--size", String(input.tmpfsBytes ?? 64 * MIB), "--tmpfs", "/tmp",
+    // Sized, because a tmpfs fills the host's memory; /dev/shm is kept for multiprocessing.
+    "--size", tmpfsSize, "--tmpfs", "/dev/shm",
+    "--size", tmpfsSize, "--tmpfs", "/tmp",
     "--ro-bind", input.supportDir, SANDBOX_SUPPORT_DIR,
     "--bind", input.workDir, SANDBOX_WORK_DIR,
+    // bwrap builds the tree on an unbounded tmpfs owned by the sandbox user (/, /etc, /dev); once
+    // the mounts are in place nothing there needs writing.
+    "--remount-ro", "/dev",
+    "--remount-ro", "/",
     "--chdir", SANDBOX_WORK_DIR,
     "--clearenv",
   );
@@ -247,16 +254,17 @@ export class BwrapLauncher implements Launcher {
 
   private spawn(interpreters: Interpreters, workDir: WorkDir, hostUid: number | null, language: Language, warm: boolean): LaunchedProgram {
     const interpreter = interpreters[language];
-    if (!interpreter) {
-      const child = spawn(language === "python" ? "python3" : "node", [], { stdio: "pipe" });
-      return { child, killAll: () => child.kill("SIGKILL") };
-    }
-    const command = [
-      this.host.prlimit,
-      ...prlimitArgs(language, this.limits, { maxProcesses: true }),
-      "--",
-      ...interpreterArgs(language, interpreter.executable, this.limits, warm, SANDBOX_SUPPORT_DIR),
-    ];
+    if (!interpreter) throw new InterpreterMissingError(language);
+    const command = interpreterCommand({
+      language,
+      executable: interpreter.executable,
+      limits: this.limits,
+      warm,
+      supportDir: SANDBOX_SUPPORT_DIR,
+      prlimit: this.host.prlimit,
+      // Inside its own user namespace the count is per sandbox, so the process cap is safe to set.
+      maxProcesses: true,
+    });
     const argv = buildBwrapArgv({
       host: this.host,
       hostUid,
@@ -272,8 +280,9 @@ export class BwrapLauncher implements Launcher {
       // bwrap, its pid-namespace init and the program share this group; killing the group kills
       // the init, and the kernel then kills everything left in the namespace, setsid'd or not.
       detached: true,
-      stdio: ["pipe", "pipe", "pipe", warm ? "pipe" : "ignore"],
+      stdio: ["pipe", "pipe", "pipe", usesBootstrap(language, warm) ? "pipe" : "ignore"],
     });
+    if (!warm) sendGo(child);
     const killAll = (): void => {
       if (child.pid === undefined) return;
       try {

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 
 import { CODE_FILE_NAME } from "./parse-error.js";
-import { collectRun } from "./run-child.js";
+import { collectRun, unavailableResult } from "./run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxLimits } from "./types.js";
 import { safeRelativePath } from "./work-dir.js";
 
@@ -94,7 +94,7 @@ export class ContainerSandbox implements Sandbox {
   async run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
     const startedAt = performance.now();
     const problem = await this.checkEngine();
-    if (problem !== null) return unavailable(problem, startedAt);
+    if (problem !== null) return unavailableResult(problem, startedAt);
 
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
     const argv = buildContainerCommand({
@@ -167,18 +167,6 @@ export class ContainerSandbox implements Sandbox {
     this.engineReady = problem === null;
     return problem;
   }
-}
-
-function unavailable(message: string, startedAt: number): RunResult {
-  return {
-    status: "unavailable",
-    exitCode: null,
-    signal: null,
-    stdout: "",
-    stderr: `${message}\n`,
-    truncated: false,
-    durationMs: performance.now() - startedAt,
-  };
 }
 
 /** A minimal ustar archive of regular files; enough for `tar -x` in any image. */

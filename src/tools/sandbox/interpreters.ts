@@ -16,6 +16,14 @@ export interface Interpreter {
 
 export type Interpreters = Record<Language, Interpreter | null>;
 
+/** No usable interpreter for the language on this host; the run is reported as `unavailable`. */
+export class InterpreterMissingError extends Error {
+  constructor(readonly language: Language) {
+    super(`${language === "python" ? "python3" : "node"} was not found on PATH, so ${language} code cannot run here`);
+    this.name = "InterpreterMissingError";
+  }
+}
+
 let cached: Promise<Interpreters> | undefined;
 
 /**

@@ -2,8 +2,9 @@ import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 
+import { InterpreterMissingError } from "./interpreters.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
-import { collectRun, type LaunchedProgram } from "./run-child.js";
+import { collectRun, unavailableResult, type LaunchedProgram } from "./run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxLimits } from "./types.js";
 import type { WorkDir } from "./work-dir.js";
 
@@ -39,13 +40,14 @@ interface WarmProgram {
 /**
  * A `Sandbox` on top of a local launcher. Each run gets a fresh work dir and interpreter that is
  * thrown away afterwards, so nothing leaks between runs. With pre-warming, the interpreter for the
- * next run of the same language is started as soon as one is used, so a run only pays for writing
- * its files and executing the code, not for starting Python or Node.
+ * next run of the same language is started right after a run returns, so the next run only pays
+ * for writing its files and executing the code, not for starting Python or Node.
  */
 export class LocalSandbox implements Sandbox {
   readonly kind: "process" | "bwrap";
   private readonly warm = new Map<Language, Promise<WarmProgram | null>>();
   private readonly pendingReleases = new Set<Promise<unknown>>();
+  private readonly scheduled = new Map<Language, NodeJS.Immediate>();
   private closed = false;
 
   constructor(
@@ -59,6 +61,9 @@ export class LocalSandbox implements Sandbox {
   async run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
     const startedAt = performance.now();
     const timeoutMs = request.timeoutMs ?? this.limits.timeoutMs;
+    // A run that arrives before the next interpreter even started goes cold; starting that one too
+    // would only compete with this run for the CPU.
+    this.cancelScheduledWarming(request.language);
     const warm = await this.takeWarm(request.language);
 
     const reservation = warm?.reservation ?? (await this.launcher.reserve());
@@ -80,7 +85,13 @@ export class LocalSandbox implements Sandbox {
         warm.control.end("g");
       };
     } else {
-      program = reservation.spawn(request.language, false);
+      try {
+        program = reservation.spawn(request.language, false);
+      } catch (error) {
+        this.releaseLater(reservation);
+        if (error instanceof InterpreterMissingError) return unavailableResult(error.message, startedAt);
+        throw error;
+      }
     }
 
     try {
@@ -95,9 +106,7 @@ export class LocalSandbox implements Sandbox {
       });
     } finally {
       if (warm) warm.control.destroy();
-      // Spawning blocks the event loop for a few milliseconds, so the next interpreter is started
-      // after this run has its result rather than while it is being timed.
-      if (this.prewarmMode !== "off") setImmediate(() => this.startWarming(request.language));
+      if (this.prewarmMode !== "off") this.scheduleWarming(request.language);
       // Removing the work dir takes a few milliseconds the caller need not wait for; close() does.
       this.releaseLater(reservation);
     }
@@ -135,6 +144,7 @@ export class LocalSandbox implements Sandbox {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const language of [...this.scheduled.keys()]) this.cancelScheduledWarming(language);
     const pending = [...this.warm.values()];
     this.warm.clear();
     // The warm children are unreferenced; without this timer Node could exit halfway through close().
@@ -170,6 +180,27 @@ export class LocalSandbox implements Sandbox {
     return warm;
   }
 
+  /**
+   * Spawning blocks the event loop for a few milliseconds, so the next interpreter is started on
+   * the next turn of the loop, after this run's caller has its result.
+   */
+  private scheduleWarming(language: Language): void {
+    if (this.scheduled.has(language)) return;
+    this.scheduled.set(
+      language,
+      setImmediate(() => {
+        this.scheduled.delete(language);
+        this.startWarming(language);
+      }),
+    );
+  }
+
+  private cancelScheduledWarming(language: Language): void {
+    const pending = this.scheduled.get(language);
+    if (pending) clearImmediate(pending);
+    this.scheduled.delete(language);
+  }
+
   private startWarming(language: Language): void {
     if (this.closed || this.warm.has(language)) return;
     const entry = this.spawnWarm(language).catch(() => null);
@@ -178,7 +209,13 @@ export class LocalSandbox implements Sandbox {
 
   private async spawnWarm(language: Language): Promise<WarmProgram | null> {
     const reservation = await this.launcher.reserve();
-    const program = reservation.spawn(language, true);
+    let program: LaunchedProgram;
+    try {
+      program = reservation.spawn(language, true);
+    } catch (error) {
+      await reservation.release();
+      throw error;
+    }
     const control = program.child.stdio[3];
     if (!(control instanceof Socket)) {
       program.killAll();

@@ -15,8 +15,9 @@ export interface LaunchedProgram {
   /** Kills the whole run (process group or namespace); must be safe to call many times. */
   killAll(): void;
   /**
-   * True when the child is a wrapper (bwrap) that reports a program killed by signal N as exit
-   * code 128 + N, so the signal can be recovered for the status.
+   * True when the child is a wrapper (bwrap, docker) that reports a program killed by signal N as
+   * exit code 128 + N, so the signal can be recovered for the status. A program that itself exits
+   * with 129-192 is then read as killed; no wrapper gives us a way to tell the two apart.
    */
   exitCodeEncodesSignal?: boolean;
 }
@@ -139,16 +140,15 @@ interface RunOutcome {
 }
 
 /** Out of memory as Python, V8 or the C runtime report it. */
-const MEMORY_EXHAUSTED = /\bMemoryError\b|JavaScript heap out of memory|std::bad_alloc|Cannot allocate memory/;
+const MEMORY_EXHAUSTED = /\bMemoryError\b|JavaScript heap out of memory|Array buffer allocation failed|std::bad_alloc|Cannot allocate memory/;
 
 /** Why the run ended, most specific reason first: our own kills, then limits, then the exit code. */
 export function classifyRun(outcome: RunOutcome): RunStatus {
   if (outcome.killedFor) return outcome.killedFor;
   // The kernel sends SIGXCPU when RLIMIT_CPU runs out: the program used up its time.
   if (outcome.signal === "SIGXCPU") return "timeout";
-  if (outcome.error?.type === "MemoryError" || (outcome.exitCode !== 0 && MEMORY_EXHAUSTED.test(outcome.stderr))) {
-    return "memory_limit";
-  }
+  const failed = outcome.exitCode !== 0 || outcome.signal !== null;
+  if (failed && (outcome.error?.type === "MemoryError" || MEMORY_EXHAUSTED.test(outcome.stderr))) return "memory_limit";
   if (outcome.signal) return "killed";
   if (outcome.truncated) return "output_limit";
   return outcome.exitCode === 0 ? "ok" : "error";
@@ -159,4 +159,17 @@ function signalName(signalNumber: number): NodeJS.Signals | null {
     if (number === signalNumber) return name as NodeJS.Signals;
   }
   return null;
+}
+
+/** The result of a run that could not start: no interpreter, no container engine. */
+export function unavailableResult(message: string, startedAt: number): RunResult {
+  return {
+    status: "unavailable",
+    exitCode: null,
+    signal: null,
+    stdout: "",
+    stderr: `${message}\n`,
+    truncated: false,
+    durationMs: performance.now() - startedAt,
+  };
 }

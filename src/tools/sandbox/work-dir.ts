@@ -1,7 +1,8 @@
 import { rmSync } from "node:fs";
 import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, normalize, sep } from "node:path";
+
+import { tempDirPrefix } from "./temp-dirs.js";
 
 /**
  * Work dirs not yet removed. A sandbox that is never closed leaves its pre-warmed interpreter's dir
@@ -22,7 +23,7 @@ export class WorkDir {
   ) {}
 
   static async create(owner: { uid: number; gid: number } | null = null): Promise<WorkDir> {
-    const path = await mkdtemp(join(tmpdir(), "selfheal-run-"));
+    const path = await mkdtemp(tempDirPrefix("run"));
     liveWorkDirs.add(path);
     if (owner) await chown(path, owner.uid, owner.gid);
     return new WorkDir(path, owner);

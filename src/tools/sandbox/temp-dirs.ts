@@ -1,0 +1,46 @@
+import { readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Every temporary dir the sandbox makes is named `selfheal-<kind>-<pid>-XXXXXX`. Dirs are removed
+ * when a run ends and on exit, but a process that is killed (a test worker torn down, a CI job
+ * cancelled) never gets to; the pid in the name lets the next process sweep those up.
+ */
+export function tempDirPrefix(kind: "run" | "support"): string {
+  sweepOnce();
+  return join(tmpdir(), `selfheal-${kind}-${process.pid}-`);
+}
+
+const OUR_TEMP_DIR = /^selfheal-(?:run|support)-(\d+)-/;
+let swept = false;
+
+function sweepOnce(): void {
+  if (swept) return;
+  swept = true;
+  let entries: string[];
+  try {
+    entries = readdirSync(tmpdir());
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    const pid = Number(OUR_TEMP_DIR.exec(entry)?.[1]);
+    if (!pid || pid === process.pid || isAlive(pid)) continue;
+    try {
+      rmSync(join(tmpdir(), entry), { recursive: true, force: true });
+    } catch {
+      // Someone else's, or already gone: not ours to worry about.
+    }
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to another user.
+    return error instanceof Error && "code" in error && error.code === "EPERM";
+  }
+}
