@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 export const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -32,5 +32,68 @@ export function runCli(args: string[], options: { env?: Record<string, string>; 
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(options.input ?? "");
+  });
+}
+
+export interface RunningCli {
+  child: ChildProcess;
+  /** What the process has printed to stderr so far. */
+  stderr(): string;
+  /** Resolves when the process exits, with everything it printed. */
+  done: Promise<CliResult>;
+}
+
+/** Starts the real `selfheal` binary and returns at once, for tests that kill it mid-run. */
+export function startCli(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): RunningCli {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: options.cwd ?? REPO,
+    env: cleanEnv(options.env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk) => (stdout += chunk));
+  child.stderr?.on("data", (chunk) => (stderr += chunk));
+  const done = new Promise<CliResult>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+  return { child, stderr: () => stderr, done };
+}
+
+/** Polls until `condition` holds; fails with `what` after `timeoutMs`. */
+export async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Runs the real binary inside a pseudo-terminal (util-linux `script`), so it sees a person at a
+ * keyboard; each reply is typed once its prompt has appeared, in order. Everything the program
+ * printed, stdout and stderr alike, comes back as `stdout`.
+ */
+export function runInTerminal(args: string[], replies: Array<{ after: string; type: string }>, options: { env?: Record<string, string> } = {}): Promise<CliResult> {
+  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, BIN, ...args].map(quote).join(" ");
+  return new Promise((resolve, reject) => {
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: REPO, env: cleanEnv(options.env), stdio: ["pipe", "pipe", "pipe"] });
+    let screen = "";
+    let typedUpTo = 0;
+    const pending = [...replies];
+    child.stdout.on("data", (chunk) => {
+      screen += chunk;
+      const next = pending[0];
+      const at = next ? screen.indexOf(next.after, typedUpTo) : -1;
+      if (next && at >= 0) {
+        pending.shift();
+        typedUpTo = at + next.after.length;
+        child.stdin.write(next.type);
+      }
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout: screen, stderr: "" }));
   });
 }

@@ -7,6 +7,7 @@ export interface StubRequest {
   max_tokens?: number;
   max_completion_tokens?: number;
   stream?: boolean;
+  stream_options?: { include_usage?: boolean };
 }
 
 /** What the stub answers one request with: a reply (with optional usage), an HTTP error, or a delay first. */
@@ -17,7 +18,10 @@ export type StubAnswer =
 export interface OpenAIStub {
   /** Base URL to use as OPENAI_BASE_URL, ending in /v1. */
   url: string;
+  port: number;
   requests: StubRequest[];
+  /** When each request arrived (Date.now()), in the same order as `requests`. */
+  receivedAt: number[];
   close(): Promise<void>;
 }
 
@@ -31,8 +35,12 @@ async function readBody(request: IncomingMessage): Promise<string> {
  * A local OpenAI-compatible chat completions server: the real ChatOpenAI client talks to it over
  * HTTP, so tests exercise the same path as a real provider, with scripted answers.
  */
-export async function startOpenAIStub(answer: (request: StubRequest, index: number) => StubAnswer): Promise<OpenAIStub> {
+export async function startOpenAIStub(
+  answer: (request: StubRequest, index: number) => StubAnswer,
+  options: { port?: number } = {},
+): Promise<OpenAIStub> {
   const requests: StubRequest[] = [];
+  const receivedAt: number[] = [];
   const server: Server = createServer(async (req, res) => {
     if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
       res.writeHead(404).end();
@@ -40,31 +48,61 @@ export async function startOpenAIStub(answer: (request: StubRequest, index: numb
     }
     const body = JSON.parse(await readBody(req)) as StubRequest;
     const index = requests.push(body) - 1;
+    receivedAt.push(Date.now());
     const reply = answer(body, index);
     if ("status" in reply) {
       res.writeHead(reply.status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: reply.message ?? `stub error ${reply.status}`, type: "server_error" } }));
       return;
     }
-    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (reply.delayMs) {
+      // A client killed mid-request (the crash tests) must not leave a timer holding the server open.
+      let clientGone = false;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, reply.delayMs);
+        res.once("close", () => {
+          clientGone = true;
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      if (clientGone) return;
+    }
     const usage = reply.usage ?? { prompt_tokens: 0, completion_tokens: 0 };
+    const totals = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+    const head = { id: `chatcmpl-stub-${index}`, created: Math.floor(Date.now() / 1000), model: body.model };
+    const finishReason = reply.finishReason ?? "stop";
+    if (body.stream) {
+      // Server-sent events, as OpenAI streams: the content, then the finish reason, then (when
+      // asked for) the usage in a chunk of its own. The LangGraph server streams model calls.
+      const event = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      event({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta: { role: "assistant", content: reply.content }, finish_reason: null }] });
+      event({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: finishReason }] });
+      if (body.stream_options?.include_usage) event({ ...head, object: "chat.completion.chunk", choices: [], usage: totals });
+      res.end("data: [DONE]\n\n");
+      return;
+    }
     res.writeHead(200, { "content-type": "application/json" });
     res.end(
       JSON.stringify({
-        id: `chatcmpl-stub-${index}`,
+        ...head,
         object: "chat.completion",
-        created: Math.floor(Date.now() / 1000),
-        model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content: reply.content }, finish_reason: reply.finishReason ?? "stop" }],
-        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+        choices: [{ index: 0, message: { role: "assistant", content: reply.content }, finish_reason: finishReason }],
+        usage: totals,
       }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, "127.0.0.1", resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/v1`,
+    port,
     requests,
+    receivedAt,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,21 +1,37 @@
+import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { z } from "zod";
 import { createAgent } from "../graph/index.js";
-import { formatIssues, InvalidSettingsError, parseSettings, type SettingsInput } from "../graph/context.js";
+import { formatIssues, InvalidSettingsError, parseSettings } from "../graph/context.js";
 import { RunInputSchema, type RunInput } from "../graph/state.js";
-import { hasModelConfig, MissingModelConfigError } from "../tools/models.js";
+import { describeLocation } from "../tools/checkpointer.js";
+import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
+import { canAskPerson, terminalApprover } from "./approval-prompt.js";
+import { registerBenchCommand } from "./bench.js";
 import { createDemoModel, DEMO_BANNER, DEMO_TASK } from "./demo.js";
+import { formatCheckpoints, listCheckpoints } from "./history.js";
+import { addSettingOptions, settingsFromFlags, type SettingFlags } from "./options.js";
+import { ProgressReporter } from "./progress.js";
+import { resumeRun, type ResumeFlags } from "./resume.js";
 import { EXIT, streamRun } from "./run.js";
+import { formatRuns, listRuns } from "./runs.js";
+import {
+  abortOnCtrlC,
+  addStoreOptions,
+  resumeCommandFor,
+  threadExists,
+  UsageError,
+  withStore,
+  withThreadLease,
+  type StoreFlags,
+} from "./session.js";
 
-/** A usage or configuration error: exit 2 with one clear line. */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
+export { UsageError } from "./session.js";
 
-function integer(value: string): number {
+function positiveInteger(value: string): number {
   const parsed = Number(value);
-  if (!Number.isInteger(parsed)) throw new InvalidArgumentError("expected a whole number");
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a whole number of at least 1");
   return parsed;
 }
 
@@ -25,28 +41,50 @@ function validateInput(input: unknown): RunInput {
   return result.data;
 }
 
-interface RunFlags {
+interface RunFlags extends SettingFlags, StoreFlags {
   language: string;
   tests?: string;
-  maxAttempts?: number;
-  tokenBudget?: number;
-  timeout?: number;
-  model?: string;
-  sandbox?: string;
-  llmReview?: boolean;
+  approve?: boolean;
+  thread?: string;
   json?: boolean;
   out?: string;
 }
 
-function settingsFromFlags(flags: RunFlags): SettingsInput {
-  return {
-    maxAttempts: flags.maxAttempts,
-    tokenBudget: flags.tokenBudget,
-    timeoutMs: flags.timeout,
-    model: flags.model,
-    sandbox: flags.sandbox as SettingsInput["sandbox"],
-    llmReview: flags.llmReview,
-  };
+/** `selfheal run`: a new run in a new (or named) thread, checkpointed at every step. */
+async function startRun(task: string, flags: RunFlags): Promise<number> {
+  const tests = flags.tests
+    ? await readFile(flags.tests, "utf8").catch(() => {
+        throw new UsageError(`--tests: cannot read ${flags.tests}`);
+      })
+    : undefined;
+  const input = validateInput({ task, language: flags.language, tests });
+  const settings = parseSettings({ ...settingsFromFlags(flags), approval: Boolean(flags.approve) });
+  if (!hasModelConfig()) throw new MissingModelConfigError();
+  modelRetriesFromEnv();
+
+  return withStore(flags, async (store) => {
+    const threadId = flags.thread ?? randomUUID();
+    if (await threadExists(store, threadId)) {
+      throw new UsageError(`thread ${threadId} already has a run; continue it with \`${resumeCommandFor(threadId, flags)}\``);
+    }
+    return withThreadLease(store, threadId, async () => {
+      await store.saveRun({ threadId, task: input.task, settings, createdAt: new Date().toISOString() });
+      new ProgressReporter().note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
+      const ctrlC = abortOnCtrlC();
+      try {
+        return await streamRun(createAgent({ checkpointer: store.checkpointer }), input, settings, {
+          json: flags.json,
+          out: flags.out,
+          threadId,
+          resumeCommand: resumeCommandFor(threadId, flags),
+          approve: canAskPerson() ? terminalApprover() : undefined,
+          signal: ctrlC.signal,
+        });
+      } finally {
+        ctrlC.dispose();
+      }
+    });
+  });
 }
 
 export function buildProgram(): Command {
@@ -55,37 +93,73 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
 
-  program
+  const run = program
     .command("run")
-    .description("solve a task: generate, execute, judge and fix until it passes or a budget says stop")
+    .description("solve a task: generate, execute, judge and fix until it passes or a budget says stop; every step is checkpointed")
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(["python", "javascript"]).default("python"))
-    .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")
-    .option("--max-attempts <n>", "programs to execute before giving up (default 4)", integer)
-    .option("--token-budget <n>", "total tokens the run may spend (default 40000)", integer)
-    .option("--timeout <ms>", "wall-clock limit per execution (default 10000)", integer)
-    .option("-m, --model <name>", "model name (default $SELFHEAL_MODEL or gpt-4o-mini)")
-    .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]))
-    .option("--llm-review", "ask the critic model to review runs that have no tests")
+    .option("-t, --tests <file>", "acceptance tests in the same language, run after the program");
+  addSettingOptions(run)
+    .option("--approve", "pause before each execution for a person to approve, reject or edit the program")
+    .option("--thread <id>", "thread id for this run (default: a new random id)")
     .option("--json", "print a JSON result instead of the code")
-    .option("-o, --out <file>", "write the result to a file instead of stdout")
-    .action(async (task: string, flags: RunFlags) => {
-      const tests = flags.tests ? await readFile(flags.tests, "utf8").catch(() => {
-        throw new UsageError(`--tests: cannot read ${flags.tests}`);
-      }) : undefined;
-      const input = validateInput({ task, language: flags.language, tests });
-      const settings = parseSettings(settingsFromFlags(flags));
-      if (!hasModelConfig()) throw new MissingModelConfigError();
-      process.exitCode = await streamRun(createAgent(), input, settings, { json: flags.json, out: flags.out });
+    .option("-o, --out <file>", "write the result to a file instead of stdout");
+  addStoreOptions(run).action(async (task: string, flags: RunFlags) => {
+    process.exitCode = await startRun(task, flags);
+  });
+
+  const resume = program
+    .command("resume")
+    .description("continue a stopped run from its last checkpoint, decide a pending approval, or fork from an earlier checkpoint")
+    .argument("<thread>", "the thread id printed by `selfheal run`")
+    .option("--approve", "approve the program waiting for approval")
+    .option("--reject <reason>", "reject it; the reason reaches the fixer like an error")
+    .option("--edit <file>", "run the program in this file instead")
+    .option("--from <checkpoint>", "time travel: fork the run from this checkpoint (see `selfheal history`) into a new thread")
+    .option("--thread <id>", "with --from: the new thread's id (default: a new random id)");
+  addSettingOptions(resume)
+    .option("--json", "print a JSON result instead of the code")
+    .option("-o, --out <file>", "write the result to a file instead of stdout");
+  addStoreOptions(resume).action(async (threadId: string, flags: ResumeFlags) => {
+    process.exitCode = await resumeRun(threadId, flags);
+  });
+
+  const history = program
+    .command("history")
+    .description("list a thread's checkpoints: step, the node that wrote it, attempt, status, checkpoint id")
+    .argument("<thread>", "the thread id")
+    .option("--json", "print JSON");
+  addStoreOptions(history).action(async (threadId: string, flags: StoreFlags & { json?: boolean }) => {
+    process.exitCode = await withStore(flags, async (store) => {
+      const rows = await listCheckpoints(createAgent({ checkpointer: store.checkpointer }), store.checkpointer, threadId);
+      if (rows.length === 0) throw new UsageError(`no run with thread id ${threadId} in ${describeLocation(store.location)}`);
+      process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatCheckpoints(rows));
+      return EXIT.passed;
     });
+  });
+
+  const runs = program
+    .command("runs")
+    .description("list the runs in the store: thread, status, attempts, tokens, last update, task")
+    .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
+    .option("--json", "print JSON");
+  addStoreOptions(runs).action(async (flags: StoreFlags & { json?: boolean; limit: number }) => {
+    process.exitCode = await withStore(flags, async (store) => {
+      const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit);
+      process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
+      return EXIT.passed;
+    });
+  });
 
   program
     .command("demo")
-    .description("watch a scripted model write a buggy program, see it crash, and fix it (no API key needed)")
+    .description("watch a scripted model write a buggy program, see it crash, and fix it (no API key needed; not stored)")
     .option("--json", "print a JSON result instead of the code")
     .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]))
     .action(async (flags: { json?: boolean; sandbox?: string }) => {
       const settings = parseSettings({ model: "scripted-demo", sandbox: flags.sandbox });
+      // The demo is not checkpointed: its scripted model lives in this process, so a stored demo
+      // run could not be resumed with the same model anyway.
       const agent = createAgent({ model: createDemoModel() });
       process.exitCode = await streamRun(agent, { task: DEMO_TASK, language: "python" }, settings, {
         json: flags.json,
@@ -93,6 +167,7 @@ export function buildProgram(): Command {
       });
     });
 
+  registerBenchCommand(program);
   return program;
 }
 

@@ -8,15 +8,28 @@ type Write = (text: string) => void;
  * what the program prints, the error that failed it, and the tokens spent so far.
  */
 export class ProgressReporter {
-  private tokens = 0;
-  private attempt = 0;
+  private tokens: number;
+  private attempt: number;
 
-  constructor(private readonly write: Write = (text) => process.stderr.write(text)) {}
+  /** A resumed run starts counting from where its checkpoint left off. */
+  constructor(
+    private readonly write: Write = (text) => process.stderr.write(text),
+    from: { attempt: number; tokens: number } = { attempt: 0, tokens: 0 },
+  ) {
+    this.attempt = from.attempt;
+    this.tokens = from.tokens;
+  }
+
+  /** Free-form line in the same voice, for the CLI's own messages (thread id, approval, resume hints). */
+  note(text: string): void {
+    this.line(text);
+  }
 
   taskStarted(name: string): void {
     const label: Record<string, string> = {
       generator: this.attempt === 0 ? "generating a program" : "writing a fresh program (the same error kept coming back)",
       executor: `executing attempt ${this.attempt + 1}`,
+      approval: "",
       fixer: "fixing",
       critic: "",
       finish: "",

@@ -1,18 +1,38 @@
 import { writeFile } from "node:fs/promises";
+import { Command, isInterrupted } from "@langchain/langgraph";
 import type { Agent } from "../graph/index.js";
 import type { Settings } from "../graph/context.js";
 import type { AgentState, RunInput } from "../graph/state.js";
+import type { ApprovalDecision, ApprovalRequest } from "../nodes/approval.js";
 import type { OutputEvent } from "../nodes/executor.js";
 import { ProgressReporter } from "./progress.js";
 
-export const EXIT = { passed: 0, failed: 1, usage: 2, awaitingApproval: 3 } as const;
+/** 130 is what a shell reports for a process stopped by Ctrl-C. */
+export const EXIT = { passed: 0, failed: 1, usage: 2, awaitingApproval: 3, stopped: 130 } as const;
+
+/** Answers one approval request, or returns "later" to leave the run waiting in its checkpoint. */
+export type ApprovalHandler = (request: ApprovalRequest) => Promise<ApprovalDecision | "later">;
+
+/** What a step of the graph starts from: a new run's input, a Command (resume, goto), or null (continue). */
+export type RunStart = RunInput | Command | null;
 
 export interface RunOptions {
   json?: boolean;
   out?: string;
+  /** The thread to run in; needs an agent with a checkpointer. */
   threadId?: string;
+  /** The command that continues this thread, shown when the run stops before it ends. */
+  resumeCommand?: string;
   /** Printed first, e.g. that the model is scripted. */
   banner?: string;
+  /** Decides approval requests; without one the run stops awaiting approval (exit 3). */
+  approve?: ApprovalHandler;
+  /** The state a resumed run starts from, so progress counts on from its attempts and tokens. */
+  from?: Pick<AgentState, "attempt" | "usage">;
+  /** More fields for the `--json` result, e.g. which checkpoint a fork came from. */
+  extraSummary?: Record<string, unknown>;
+  /** Aborted on Ctrl-C: the run stops, its checkpoints stay. */
+  signal?: AbortSignal;
 }
 
 /** The `--json` result: the fields a script needs to act on the run. */
@@ -30,34 +50,106 @@ export function summarizeRun(state: AgentState, threadId?: string) {
   };
 }
 
-/** Streams one run with live progress on stderr; returns the process exit code. */
-export async function streamRun(agent: Agent, input: RunInput | null, settings: Settings, options: RunOptions = {}): Promise<number> {
-  const reporter = new ProgressReporter();
-  if (options.banner) process.stderr.write(`${options.banner}\n`);
-  let final: AgentState | undefined;
-  const stream = await agent.stream(input, {
+interface StreamOutcome {
+  state: AgentState;
+  /** Set when the graph paused in `interrupt()` before an execution. */
+  approvalRequest?: ApprovalRequest;
+}
+
+async function streamOnce(agent: Agent, start: RunStart, settings: Settings, options: RunOptions, reporter: ProgressReporter): Promise<StreamOutcome> {
+  let state: AgentState | undefined;
+  let approvalRequest: ApprovalRequest | undefined;
+  const stream = await agent.stream(start, {
     context: settings,
     configurable: options.threadId ? { thread_id: options.threadId } : {},
     streamMode: ["updates", "custom", "tasks", "values"],
     recursionLimit: 200,
+    // Each checkpoint is written before the next step starts, so a process killed at any moment
+    // loses at most the step it was in; "async" could also lose the one before.
+    durability: "sync",
+    signal: options.signal,
   });
   for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
     if (mode === "custom" && isOutputEvent(chunk)) reporter.output(chunk);
     else if (mode === "tasks" && isTaskStart(chunk)) reporter.taskStarted(chunk.name);
     else if (mode === "updates") {
       for (const [node, update] of Object.entries(chunk as Record<string, unknown>)) {
-        if (update && typeof update === "object") reporter.update(node, update);
+        if (node !== "__interrupt__" && update && typeof update === "object") reporter.update(node, update);
       }
-    } else if (mode === "values") final = chunk as AgentState;
+    } else if (mode === "values") {
+      // When the graph pauses, the last values chunk carries only `__interrupt__`; the state is the one before it.
+      if (isInterrupted<ApprovalRequest>(chunk)) approvalRequest = chunk.__interrupt__[0]?.value;
+      else state = chunk as AgentState;
+    }
   }
-  if (!final) throw new Error("the run produced no state");
-  reporter.finished(final);
+  // A run resumed straight into a pause may stream no full state at all: read it from the checkpoint.
+  if (!state && options.threadId) state = (await agent.getState({ configurable: { thread_id: options.threadId } })).values as AgentState;
+  if (!state) throw new Error("the run produced no state");
+  return { state, approvalRequest };
+}
 
-  const summary = summarizeRun(final, options.threadId);
-  const text = options.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code;
-  if (options.out) await writeFile(options.out, text);
+function describeDecision(decision: ApprovalDecision): string {
+  switch (decision.action) {
+    case "approve":
+      return "approved: running it";
+    case "reject":
+      return `rejected: ${decision.reason}`;
+    case "edit":
+      return "edited: running the edited program";
+  }
+}
+
+async function emit(text: string, out?: string): Promise<void> {
+  if (out) await writeFile(out, text);
   else process.stdout.write(text);
+}
+
+/**
+ * Runs the graph from `start` until it ends or waits for a person, with live progress on stderr;
+ * answers approval requests through `options.approve`. Returns the process exit code.
+ */
+export async function streamRun(agent: Agent, start: RunStart, settings: Settings, options: RunOptions = {}): Promise<number> {
+  const from = options.from ?? { attempt: 0, usage: { totalTokens: 0 } };
+  const reporter = new ProgressReporter(undefined, { attempt: from.attempt, tokens: from.usage.totalTokens });
+  if (options.banner) process.stderr.write(`${options.banner}\n`);
+
+  let next: RunStart = start;
+  let outcome: StreamOutcome;
+  try {
+    for (;;) {
+      outcome = await streamOnce(agent, next, settings, options, reporter);
+      const request = outcome.approvalRequest;
+      if (!request) break;
+      const decision = options.approve ? await options.approve(request) : "later";
+      if (decision === "later") return await stopForApproval(outcome.state, request, options, reporter);
+      reporter.note(describeDecision(decision));
+      next = new Command({ resume: decision });
+    }
+  } catch (error) {
+    if (!options.signal?.aborted) throw error;
+    reporter.note(`stopped; the run is saved${options.resumeCommand ? `: continue it with \`${options.resumeCommand}\`` : ""}`);
+    return EXIT.stopped;
+  }
+
+  const final = outcome.state;
+  reporter.finished(final);
+  if (final.status === "model_error" && options.resumeCommand) {
+    reporter.note(`the run is saved: \`${options.resumeCommand}\` repeats the ${final.resumeFrom ?? "failed"} call once the model server answers`);
+  }
+  const summary = { ...summarizeRun(final, options.threadId), ...options.extraSummary };
+  await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code, options.out);
   return final.status === "passed" ? EXIT.passed : EXIT.failed;
+}
+
+/** No one to ask here: leave the run paused, show the program, say how to decide later. */
+async function stopForApproval(state: AgentState, request: ApprovalRequest, options: RunOptions, reporter: ProgressReporter): Promise<number> {
+  reporter.note(`awaiting approval of attempt ${request.attempt} in thread ${options.threadId ?? "(none)"}; the program is on stdout`);
+  if (options.resumeCommand) {
+    reporter.note(`decide with: ${options.resumeCommand} --approve | --reject "reason" | --edit FILE`);
+  }
+  const summary = { ...summarizeRun(state, options.threadId), ...options.extraSummary, status: "awaiting_approval", approval: request };
+  await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : request.code, options.out);
+  return EXIT.awaitingApproval;
 }
 
 function isOutputEvent(chunk: unknown): chunk is OutputEvent {

@@ -1,6 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
+import { InvalidSettingsError } from "../graph/context.js";
 import type { ModelCallUsage } from "../graph/state.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 
@@ -29,6 +30,22 @@ export function hasModelConfig(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.OPENAI_API_KEY || env.OPENAI_BASE_URL);
 }
 
+export const DEFAULT_MODEL_RETRIES = 3;
+
+/**
+ * How often a failed model request (429, 5xx, timeout, connection refused) is retried,
+ * from `SELFHEAL_MODEL_RETRIES`; a bad value is a configuration error, not a silent default.
+ */
+export function modelRetriesFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SELFHEAL_MODEL_RETRIES?.trim();
+  if (raw === undefined || raw === "") return DEFAULT_MODEL_RETRIES;
+  const retries = Number(raw);
+  if (!Number.isInteger(retries) || retries < 0 || retries > 10) {
+    throw new InvalidSettingsError(`SELFHEAL_MODEL_RETRIES must be a whole number from 0 to 10, got "${raw}"`);
+  }
+  return retries;
+}
+
 /**
  * Builds a ChatOpenAI from the environment. Called only when a node needs a model that was not
  * injected, so importing the graph (as Studio does) never needs a key.
@@ -45,8 +62,12 @@ export function createChatModel(
     maxTokens: options.maxTokens,
     // Local OpenAI-compatible servers ignore the key, but the client refuses to start without one.
     apiKey: env.OPENAI_API_KEY ?? "not-needed",
-    configuration: env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : undefined,
-    maxRetries: 3,
+    // Retries belong to the openai SDK, not LangChain's caller: the SDK retries 408, 409, 429,
+    // 5xx and refused connections with exponential backoff (0.5 s, 1 s, 2 s ... with jitter) and
+    // honours a server's retry-after. LangChain's caller would re-raise a 429 that has no
+    // retry-after at once, and would multiply the SDK's attempts if both retried.
+    configuration: { ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}), maxRetries: modelRetriesFromEnv(env) },
+    maxRetries: 0,
   });
 }
 
@@ -67,6 +88,14 @@ export interface ModelReply {
   usage: ModelCallUsage;
   /** True when the provider sent no usage and the numbers come from our tokenizer. */
   estimated: boolean;
+  /** True when the provider stopped the reply at the output cap: whatever it holds is incomplete. */
+  truncated: boolean;
+}
+
+/** OpenAI-compatible servers say `finish_reason: "length"`; Anthropic says `stop_reason: "max_tokens"`. */
+function stoppedAtOutputCap(reply: AIMessage): boolean {
+  const metadata = reply.response_metadata ?? {};
+  return metadata.finish_reason === "length" || metadata.stop_reason === "max_tokens";
 }
 
 /** Invokes the model and reports its token use: the provider's numbers, else our own count. */
@@ -78,18 +107,21 @@ export async function callModel(
 ): Promise<ModelReply> {
   const reply = (await withOutputCap(model, options.outputCap).invoke(messages, { signal: options.signal })) as AIMessage;
   const text = messageText(reply);
+  const truncated = stoppedAtOutputCap(reply);
   const reported = reply.usage_metadata;
   if (reported && reported.input_tokens + reported.output_tokens > 0) {
     return {
       text,
       usage: { node, inputTokens: reported.input_tokens, outputTokens: reported.output_tokens },
       estimated: false,
+      truncated,
     };
   }
   return {
     text,
     usage: { node, inputTokens: await countMessageTokens(messages), outputTokens: await countTokens(text) },
     estimated: true,
+    truncated,
   };
 }
 

@@ -39,7 +39,14 @@ export async function writeProgram(args: {
   }
 
   const tokens = reply.usage.inputTokens + reply.usage.outputTokens;
-  const extraction = extractCode(reply.text, state.language);
+  // A reply cut off at the output cap may still hold an unclosed fence that would parse as code;
+  // running half a program teaches the fixer nothing, so it counts as a reply with no program.
+  const extraction = reply.truncated
+    ? {
+        code: null,
+        problem: `The reply was cut off at the output cap of ${plan.outputCap} tokens before the program was complete. Reply with a shorter, complete program in one fenced block.`,
+      }
+    : extractCode(reply.text, state.language);
   if (extraction.code === null) {
     return {
       usage: [reply.usage],

@@ -1,0 +1,158 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface, type Interface } from "node:readline/promises";
+import type { ApprovalDecision, ApprovalRequest } from "../nodes/approval.js";
+import type { ApprovalHandler } from "./run.js";
+
+export interface PromptIO {
+  input: NodeJS.ReadableStream & { isTTY?: boolean };
+  output: NodeJS.WritableStream;
+  /** A shell command; the file to edit is passed as its last argument. */
+  editor: string;
+}
+
+/** A person can answer only when both the keyboard and the screen are a terminal. */
+export function canAskPerson(): boolean {
+  return Boolean(process.stdin.isTTY && process.stderr.isTTY);
+}
+
+export function editorCommand(env: NodeJS.ProcessEnv = process.env): string {
+  return env.VISUAL || env.EDITOR || "vi";
+}
+
+const EXTENSIONS: Record<ApprovalRequest["language"], string> = { python: ".py", javascript: ".js" };
+
+function numbered(code: string): string {
+  const lines = code.replace(/\n$/, "").split("\n");
+  const width = String(lines.length).length;
+  return lines.map((line, index) => `${String(index + 1).padStart(width)} | ${line}`).join("\n");
+}
+
+/**
+ * Opens the program in the person's editor and returns what they saved. The path goes through
+ * an environment variable, so an EDITOR with arguments (`code --wait`) and odd temp paths both work.
+ */
+export function editInEditor(request: ApprovalRequest, editor: string): { code?: string; problem?: string } {
+  const dir = mkdtempSync(join(tmpdir(), "selfheal-edit-"));
+  const file = join(dir, `attempt-${request.attempt}${EXTENSIONS[request.language]}`);
+  try {
+    writeFileSync(file, request.code);
+    const result = spawnSync(`${editor} "$SELFHEAL_EDIT_FILE"`, {
+      shell: true,
+      stdio: "inherit",
+      env: { ...process.env, SELFHEAL_EDIT_FILE: file },
+    });
+    if (result.error) return { problem: `could not start the editor (${editor}): ${result.error.message}` };
+    if (result.status !== 0) return { problem: `the editor (${editor}) exited with code ${result.status}; nothing changed` };
+    const code = readFileSync(file, "utf8");
+    if (code.trim() === "") return { problem: "the edited program is empty" };
+    if (code === request.code) return { problem: "no changes were saved" };
+    return { code };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Lines typed (or piped) in answer to questions. readline drops a line that arrives while no
+ * question is pending, which piped input does all the time, so lines queue here instead. The
+ * interface is closed while the editor owns the terminal and opened again afterwards.
+ */
+class AnswerReader {
+  private rl: Interface | undefined;
+  private readonly lines: string[] = [];
+  private waiting: ((line: string | undefined) => void) | undefined;
+  private ended = false;
+
+  constructor(private readonly io: Pick<PromptIO, "input" | "output">) {}
+
+  async ask(question: string): Promise<string | undefined> {
+    const rl = this.open();
+    rl?.setPrompt(question);
+    rl?.prompt();
+    const queued = this.lines.shift();
+    if (queued !== undefined || this.ended) return queued;
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  /** Hands the terminal to another program; what was already typed stays queued. */
+  pause(): void {
+    const rl = this.rl;
+    this.rl = undefined;
+    rl?.close();
+  }
+
+  private open(): Interface | undefined {
+    if (this.rl || this.ended) return this.rl;
+    const rl = createInterface({ input: this.io.input, output: this.io.output, terminal: Boolean(this.io.input.isTTY) });
+    rl.on("line", (line) => this.deliver(line));
+    // Closed by pause() is not the end of the input; closed by itself (Ctrl-D, end of a pipe) is.
+    rl.once("close", () => {
+      if (this.rl !== rl) return;
+      this.ended = true;
+      this.deliver(undefined);
+    });
+    // Ctrl-C at the prompt means "not now": the run stays paused and can be resumed later.
+    rl.on("SIGINT", () => rl.close());
+    this.rl = rl;
+    return rl;
+  }
+
+  private deliver(line: string | undefined): void {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    if (waiting) waiting(line);
+    else if (line !== undefined) this.lines.push(line);
+  }
+}
+
+/** Shows the program and asks approve / reject with a reason / edit / decide later. */
+export async function askForApproval(request: ApprovalRequest, io: PromptIO): Promise<ApprovalDecision | "later"> {
+  const say = (text: string) => io.output.write(`${text}\n`);
+  say(`\nselfheal: attempt ${request.attempt} wants to run this ${request.language} program:`);
+  say(numbered(request.code));
+  const answers = new AnswerReader(io);
+  try {
+    for (;;) {
+      const answer = await answers.ask("approve (a), reject with a reason (r), edit in your editor (e), or decide later (q)? ");
+      // The input ended (Ctrl-D, a closed pipe): nobody is there to decide, so leave the run waiting.
+      if (answer === undefined) return "later";
+      switch (answer.trim().toLowerCase()) {
+        case "a":
+        case "approve":
+          return { action: "approve" };
+        case "r":
+        case "reject": {
+          for (;;) {
+            const reason = (await answers.ask("reason (the fixer gets it like an error): "))?.trim();
+            if (reason === undefined) return "later";
+            if (reason) return { action: "reject", reason };
+            say("a rejection needs a reason");
+          }
+        }
+        case "e":
+        case "edit": {
+          answers.pause();
+          const edited = editInEditor(request, io.editor);
+          if (edited.code !== undefined) return { action: "edit", code: edited.code };
+          say(`selfheal: ${edited.problem}`);
+          break;
+        }
+        case "q":
+        case "later":
+          return "later";
+        default:
+          say("answer a, r, e or q");
+      }
+    }
+  } finally {
+    answers.pause();
+  }
+}
+
+/** The approval handler for a terminal session: asks the person at the keyboard. */
+export function terminalApprover(): ApprovalHandler {
+  return (request) => askForApproval(request, { input: process.stdin, output: process.stderr, editor: editorCommand() });
+}

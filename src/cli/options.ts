@@ -1,0 +1,42 @@
+import { InvalidArgumentError, Option, type Command } from "commander";
+import type { SettingsInput } from "../graph/context.js";
+
+/** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
+export interface SettingFlags {
+  maxAttempts?: number;
+  tokenBudget?: number;
+  timeout?: number;
+  model?: string;
+  sandbox?: SettingsInput["sandbox"];
+  llmReview?: boolean;
+}
+
+function integer(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed)) throw new InvalidArgumentError("expected a whole number");
+  return parsed;
+}
+
+/** No defaults here: an absent flag must stay undefined, so `resume` keeps the run's own setting. */
+export function addSettingOptions(command: Command): Command {
+  return command
+    .option("--max-attempts <n>", "programs to execute before giving up (default 4)", integer)
+    .option("--token-budget <n>", "total tokens the run may spend (default 40000)", integer)
+    .option("--timeout <ms>", "wall-clock limit per execution (default 10000)", integer)
+    .option("-m, --model <name>", "model name (default $SELFHEAL_MODEL or gpt-4o-mini)")
+    .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]))
+    .option("--llm-review", "ask the critic model to review runs that have no tests");
+}
+
+/** Only the flags that were given, ready to lay over stored or default settings. */
+export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
+  const given: Partial<SettingsInput> = {
+    maxAttempts: flags.maxAttempts,
+    tokenBudget: flags.tokenBudget,
+    timeoutMs: flags.timeout,
+    model: flags.model,
+    sandbox: flags.sandbox,
+    llmReview: flags.llmReview,
+  };
+  return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+}

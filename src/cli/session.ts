@@ -1,0 +1,67 @@
+import { Option, type Command } from "commander";
+import { openRunStore, resolveStoreLocation, ThreadBusyError, type RunStore } from "../tools/checkpointer.js";
+
+/** Where the CLI keeps runs; shared by every command that reads or writes them. */
+export interface StoreFlags {
+  db?: string;
+  postgres?: string;
+}
+
+export function addStoreOptions(command: Command): Command {
+  return command
+    .addOption(new Option("--db <path>", "SQLite file for checkpoints (default .selfheal/checkpoints.db, or $SELFHEAL_DB)").conflicts("postgres"))
+    .option("--postgres <url>", "store checkpoints in PostgreSQL, shared by many workers (or $SELFHEAL_POSTGRES_URL)");
+}
+
+/** A usage or configuration error: exit 2 with one clear line. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** Opens the store the flags and environment name, runs `use`, and always closes it. */
+export async function withStore<T>(flags: StoreFlags, use: (store: RunStore) => Promise<T>): Promise<T> {
+  const store = await openRunStore(resolveStoreLocation(flags));
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Runs `use` while this process holds the thread, so two workers never advance one run at once. */
+export async function withThreadLease<T>(store: RunStore, threadId: string, use: () => Promise<T>): Promise<T> {
+  let lease;
+  try {
+    lease = await store.lease(threadId);
+  } catch (error) {
+    if (error instanceof ThreadBusyError) throw new UsageError(`${error.message}; try again when it stops`);
+    throw error;
+  }
+  try {
+    return await use();
+  } finally {
+    await lease.release();
+  }
+}
+
+export async function threadExists(store: RunStore, threadId: string): Promise<boolean> {
+  if (await store.getRun(threadId)) return true;
+  return (await store.checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) !== undefined;
+}
+
+/**
+ * The command that continues a thread. A store chosen by flag is repeated (a PostgreSQL URL as a
+ * placeholder: it may hold a password); one chosen by environment is found again the same way.
+ */
+export function resumeCommandFor(threadId: string, flags: StoreFlags): string {
+  const store = flags.postgres ? " --postgres URL" : flags.db ? ` --db ${JSON.stringify(flags.db)}` : "";
+  return `selfheal resume ${threadId}${store}`;
+}
+
+/** Ctrl-C stops the run between steps instead of killing the process mid-write. */
+export function abortOnCtrlC(): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const onSigint = () => controller.abort();
+  process.once("SIGINT", onSigint);
+  return { signal: controller.signal, dispose: () => process.off("SIGINT", onSigint) };
+}
