@@ -51,7 +51,10 @@ export class ProgressReporter {
       this.line(`${node}: ${objection.type}: ${objection.message}`);
     }
     const run = update.lastRun;
-    if (run) this.line(`attempt ${this.attempt}: ${run.status} in ${Math.round(run.durationMs)} ms`);
+    if (run) {
+      this.line(run.ran ? `attempt ${this.attempt}: ${run.status} in ${Math.round(run.durationMs)} ms` : `attempt ${this.attempt}: not run (${run.error?.type ?? "blocked"})`);
+    }
+    for (const note of Array.isArray(update.notes) ? update.notes : []) this.line(`${note.source}: ${note.message}`);
     const critique = update.critique;
     if (critique) {
       this.line(critique.passed ? `attempt ${this.attempt}: passed` : `attempt ${this.attempt}: failed: ${firstLine(critique.summary)}`);

@@ -46,6 +46,7 @@ export function summarizeRun(state: AgentState, threadId?: string) {
     history: state.history,
     usage: state.usage,
     best: state.best,
+    notes: state.notes,
     ...(threadId ? { threadId } : {}),
   };
 }

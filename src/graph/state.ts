@@ -21,6 +21,8 @@ export const ExecutionSchema = z.object({
   truncated: z.boolean(),
   durationMs: z.number(),
   error: ParsedErrorSchema.optional(),
+  /** False when an objection kept the program from running at all. */
+  ran: z.boolean().default(true),
   /** True when the failure was raised inside the acceptance tests rather than the program. */
   failedInTests: z.boolean().default(false),
   /** Where the failure happened, from 0 (first line) to 1 (last test line); used to rank attempts. */

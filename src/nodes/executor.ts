@@ -21,6 +21,7 @@ function notRun(type: string, message: string): Execution {
     truncated: false,
     durationMs: 0,
     error: { type, message, line: null, traceback: "" },
+    ran: false,
     failedInTests: false,
     progress: null,
   };
@@ -40,6 +41,6 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
       { language: state.language, code: program.source, timeoutMs: settings.timeoutMs },
       { onOutput: (stream, line) => runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent) },
     );
-    return { attempt, lastRun: { ...result, ...locateFailure(result.error?.line, program) } };
+    return { attempt, lastRun: { ...result, ran: true, ...locateFailure(result.error?.line, program) } };
   };
 }
