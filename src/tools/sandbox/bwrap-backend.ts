@@ -6,7 +6,7 @@ import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
 import { interpreterCommand } from "./command.js";
 import { findOnPath, InterpreterMissingError, resolveInterpreters, type Interpreters } from "./interpreters.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
-import type { LaunchedProgram } from "./run-child.js";
+import { killProcessGroup, type LaunchedProgram } from "./run-child.js";
 import type { Language, SandboxLimits } from "./types.js";
 import { WorkDir } from "./work-dir.js";
 
@@ -283,14 +283,7 @@ export class BwrapLauncher implements Launcher {
       stdio: ["pipe", "pipe", "pipe", usesBootstrap(language, warm) ? "pipe" : "ignore"],
     });
     if (!warm) sendGo(child);
-    const killAll = (): void => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    };
+    const killAll = (): void => killProcessGroup(child);
     return { child, killAll, exitCodeEncodesSignal: true };
   }
 }

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 
 import { CODE_FILE_NAME } from "./parse-error.js";
-import { collectRun, unavailableResult } from "./run-child.js";
+import { collectRun, killProcessGroup, unavailableResult } from "./run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxLimits } from "./types.js";
 import { safeRelativePath } from "./work-dir.js";
 
@@ -114,11 +114,7 @@ export class ContainerSandbox implements Sandbox {
         killer.on("error", () => undefined);
         killer.unref();
       }
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
+      killProcessGroup(child);
     };
     const result = await collectRun(
       { child, killAll, exitCodeEncodesSignal: true },

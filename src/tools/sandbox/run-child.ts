@@ -10,6 +10,16 @@ import type { Language, ParsedError, RunHooks, RunResult, RunStatus } from "./ty
 const DRAIN_GRACE_MS = 250;
 
 /** A started program: the child we watch and how to kill everything it may have spawned. */
+/** Kills a detached child's whole process group; one already gone is fine. */
+export function killProcessGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // The group is already gone.
+  }
+}
+
 export interface LaunchedProgram {
   child: ChildProcess;
   /** Kills the whole run (process group or namespace); must be safe to call many times. */
