@@ -9,8 +9,11 @@ import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
 const fence = (code: string) => `\`\`\`python\n${code}\n\`\`\``;
 
 describe("selfheal demo", () => {
+  // Each test stores its runs in a directory of its own, as a newcomer's checkout would.
+  const freshDir = () => mkdtempSync(join(tmpdir(), "selfheal-demo-"));
+
   it("shows a real crash, a fix and a pass with no API key, and says the model is scripted", async () => {
-    const result = await runCli(["demo"]);
+    const result = await runCli(["demo"], { cwd: freshDir() });
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/SCRIPTED/);
     expect(result.stderr).toMatch(/ZeroDivisionError: division by zero/);
@@ -19,7 +22,8 @@ describe("selfheal demo", () => {
   });
 
   it("prints a JSON result with --json", async () => {
-    const result = await runCli(["demo", "--json"]);
+    const dir = freshDir();
+    const result = await runCli(["demo", "--json"], { cwd: dir });
     expect(result.code).toBe(0);
     const summary = JSON.parse(result.stdout);
     expect(summary).toMatchObject({ status: "passed", attempt: 2 });
@@ -27,6 +31,15 @@ describe("selfheal demo", () => {
     expect(summary.usage.byNode).toHaveProperty("generator");
     expect(summary.usage.byNode).toHaveProperty("fixer");
     expect(summary.code).toBe(DEMO_FIXED_CODE);
+
+    // Checkpointed in the embedded SQLite store: listed by `runs`, and forkable with no key.
+    const runs = await runCli(["runs", "--json"], { cwd: dir });
+    expect(JSON.parse(runs.stdout)).toEqual([expect.objectContaining({ threadId: summary.threadId, status: "passed" })]);
+    const history = JSON.parse((await runCli(["history", summary.threadId, "--json"], { cwd: dir })).stdout) as Array<{ node: string; checkpointId: string }>;
+    const afterFirstRun = history.find((row) => row.node === "executor");
+    const fork = await runCli(["resume", summary.threadId, "--from", afterFirstRun!.checkpointId, "--json"], { cwd: dir });
+    expect(fork.code).toBe(0);
+    expect(JSON.parse(fork.stdout)).toMatchObject({ status: "passed", attempt: 2, code: DEMO_FIXED_CODE });
   });
 });
 

@@ -2,6 +2,9 @@ import type { BaseMessage } from "@langchain/core/messages";
 import { ScriptedChatModel } from "../tools/scripted-model.js";
 import { messageText } from "../tools/tokens.js";
 
+/** The model name a demo run records, so `resume` knows to bring the scripted model back. */
+export const DEMO_MODEL_NAME = "scripted-demo";
+
 export const DEMO_TASK =
   "Write a Python function calculate_statistics(numbers) that returns a dict with the mean, median and mode " +
   "of a list of numbers, and None for each of them when the list is empty. Check it on [10, 20, 20, 40, 50].";
@@ -40,12 +43,12 @@ export const DEMO_FIXED_PROGRAM =
   `\`\`\`python\n${DEMO_FIXED_CODE}\`\`\``;
 
 /**
- * The demo's scripted model: it writes the buggy draft, and repairs it only when the fixer's
- * prompt carries the real ZeroDivisionError traceback from the sandbox.
+ * The demo's scripted model: it writes the buggy draft, and repairs it only when its prompt carries
+ * the real ZeroDivisionError traceback from the sandbox. It answers from the prompt alone, so a
+ * resumed or forked demo run gets the same answers as the original.
  */
 export function createDemoModel(): ScriptedChatModel {
   return new ScriptedChatModel([
-    DEMO_FIRST_PROGRAM,
     (messages: BaseMessage[]) =>
       messages.some((message) => messageText(message).includes("ZeroDivisionError")) ? DEMO_FIXED_PROGRAM : DEMO_FIRST_PROGRAM,
   ]);

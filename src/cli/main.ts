@@ -1,3 +1,4 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Command, InvalidArgumentError, Option } from "commander";
@@ -9,7 +10,7 @@ import { describeLocation } from "../tools/checkpointer.js";
 import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
 import { canAskPerson, terminalApprover } from "./approval-prompt.js";
 import { registerBenchCommand } from "./bench.js";
-import { createDemoModel, DEMO_BANNER, DEMO_TASK } from "./demo.js";
+import { createDemoModel, DEMO_BANNER, DEMO_MODEL_NAME, DEMO_TASK } from "./demo.js";
 import { formatCheckpoints, listCheckpoints } from "./history.js";
 import { addSettingOptions, settingsFromFlags, type SettingFlags } from "./options.js";
 import { ProgressReporter } from "./progress.js";
@@ -50,16 +51,22 @@ interface RunFlags extends SettingFlags, StoreFlags {
   out?: string;
 }
 
-/** `selfheal run`: a new run in a new (or named) thread, checkpointed at every step. */
-async function startRun(task: string, flags: RunFlags): Promise<number> {
+/** The demo's scripted model and banner; a real run builds its model from the environment. */
+interface ScriptedRun {
+  model: BaseChatModel;
+  banner: string;
+}
+
+/** `selfheal run` and `selfheal demo`: a new run in a new (or named) thread, checkpointed at every step. */
+async function startRun(task: string, flags: RunFlags, scripted?: ScriptedRun): Promise<number> {
   const tests = flags.tests
     ? await readFile(flags.tests, "utf8").catch(() => {
         throw new UsageError(`--tests: cannot read ${flags.tests}`);
       })
     : undefined;
   const input = validateInput({ task, language: flags.language, tests });
-  const settings = parseSettings({ ...settingsFromFlags(flags), approval: Boolean(flags.approve) });
-  if (!hasModelConfig()) throw new MissingModelConfigError();
+  const settings = parseSettings({ ...settingsFromFlags(flags), approval: Boolean(flags.approve), ...(scripted ? { model: DEMO_MODEL_NAME } : {}) });
+  if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
   modelRetriesFromEnv();
 
   return withStore(flags, async (store) => {
@@ -69,10 +76,11 @@ async function startRun(task: string, flags: RunFlags): Promise<number> {
     }
     return withThreadLease(store, threadId, async () => {
       await store.saveRun({ threadId, task: input.task, settings, createdAt: new Date().toISOString() });
+      if (scripted) process.stderr.write(`${scripted.banner}\n`);
       new ProgressReporter().note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       const ctrlC = abortOnCtrlC();
       try {
-        return await streamRun(createAgent({ checkpointer: store.checkpointer }), input, settings, {
+        return await streamRun(createAgent({ model: scripted?.model, checkpointer: store.checkpointer }), input, settings, {
           json: flags.json,
           out: flags.out,
           threadId,
@@ -151,21 +159,15 @@ export function buildProgram(): Command {
     });
   });
 
-  program
+  const demo = program
     .command("demo")
-    .description("watch a scripted model write a buggy program, see it crash, and fix it (no API key needed; not stored)")
+    .description("watch a scripted model write a buggy program, see it crash, and fix it (no API key needed)")
     .option("--json", "print a JSON result instead of the code")
-    .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]))
-    .action(async (flags: { json?: boolean; sandbox?: string }) => {
-      const settings = parseSettings({ model: "scripted-demo", sandbox: flags.sandbox });
-      // The demo is not checkpointed: its scripted model lives in this process, so a stored demo
-      // run could not be resumed with the same model anyway.
-      const agent = createAgent({ model: createDemoModel() });
-      process.exitCode = await streamRun(agent, { task: DEMO_TASK, language: "python" }, settings, {
-        json: flags.json,
-        banner: DEMO_BANNER,
-      });
-    });
+    .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]));
+  addStoreOptions(demo).action(async (flags: StoreFlags & Pick<RunFlags, "json" | "sandbox">) => {
+    // Checkpointed like any run, so `selfheal runs` and `selfheal history` show the embedded store at work.
+    process.exitCode = await startRun(DEMO_TASK, { ...flags, language: "python" }, { model: createDemoModel(), banner: DEMO_BANNER });
+  });
 
   registerBenchCommand(program);
   return program;

@@ -1,3 +1,4 @@
+import { createDemoModel, DEMO_MODEL_NAME } from "./demo.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Command, type StateSnapshot } from "@langchain/langgraph";
@@ -85,13 +86,15 @@ function approvalHandler(decision: ApprovalDecision | undefined): ApprovalHandle
 export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<number> {
   const decision = await decisionFromFlags(flags);
   if (flags.thread && !flags.from) throw new UsageError("--thread names the new thread of a fork: use it with --from");
-  if (!hasModelConfig()) throw new MissingModelConfigError();
   modelRetriesFromEnv();
 
   return withStore(flags, async (store) => {
     const reporter = new ProgressReporter();
-    const agent = createAgent({ checkpointer: store.checkpointer });
     const record = await store.getRun(threadId);
+    // A demo run is resumed with the same scripted model; any other needs a configured one.
+    const scripted = record?.settings.model === DEMO_MODEL_NAME && !flags.model;
+    if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
+    const agent = createAgent({ model: scripted ? createDemoModel() : undefined, checkpointer: store.checkpointer });
     if (!(await threadExists(store, threadId))) {
       throw new UsageError(`no run with thread id ${threadId} in ${describeLocation(store.location)}`);
     }
