@@ -1,3 +1,4 @@
+import { createServer } from "node:net";
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -96,4 +97,14 @@ export function runInTerminal(args: string[], replies: Array<{ after: string; ty
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout: screen, stderr: "" }));
   });
+}
+
+/** A port nothing listens on right now, for a server the test starts itself. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === "string") throw new Error("no free port");
+  return address.port;
 }

@@ -1,9 +1,8 @@
 import { mkdtempSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { runCli, startCli, waitFor } from "./cli-helpers.js";
+import { freePort, runCli, startCli, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
 
@@ -22,14 +21,6 @@ function workspace() {
 /** Each execution appends a line to `log`, so the test can count how often each attempt really ran. */
 const program = (log: string, body: string) => fence(`with open(${JSON.stringify(log)}, "a") as log:\n    log.write("ran\\n")\n${body}`);
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
 
 describe("durable runs: crash and resume", () => {
   it("resumes a run killed with SIGKILL mid-way in a new process without repeating a finished step", async () => {

@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentState } from "../src/index.js";
-import { cleanEnv, REPO, waitFor } from "./cli-helpers.js";
+import { cleanEnv, freePort, REPO, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
 
@@ -13,14 +12,6 @@ const LANGGRAPH_CLI = fileURLToPath(new URL("../node_modules/@langchain/langgrap
 
 // The graph as LangGraph Studio sees it: the real `langgraph-cli dev` server loading langgraph.json,
 // driven over HTTP with the official SDK; only the model behind it is a local stub.
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("no free port");
-  return address.port;
-}
 
 describe("the LangGraph server (what Studio talks to)", () => {
   let stub: OpenAIStub;

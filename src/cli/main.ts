@@ -12,7 +12,7 @@ import { canAskPerson, terminalApprover } from "./approval-prompt.js";
 import { registerBenchCommand } from "./bench.js";
 import { createDemoModel, DEMO_BANNER, DEMO_MODEL_NAME, DEMO_TASK } from "./demo.js";
 import { formatCheckpoints, listCheckpoints } from "./history.js";
-import { addSettingOptions, settingsFromFlags, type SettingFlags } from "./options.js";
+import { addOutputOptions, addSettingOptions, settingsFromFlags, type SettingFlags } from "./options.js";
 import { ProgressReporter } from "./progress.js";
 import { resumeRun, type ResumeFlags } from "./resume.js";
 import { EXIT, streamRun } from "./run.js";
@@ -107,11 +107,11 @@ export function buildProgram(): Command {
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(["python", "javascript"]).default("python"))
     .option("-t, --tests <file>", "acceptance tests in the same language, run after the program");
-  addSettingOptions(run)
-    .option("--approve", "pause before each execution for a person to approve, reject or edit the program")
-    .option("--thread <id>", "thread id for this run (default: a new random id)")
-    .option("--json", "print a JSON result instead of the code")
-    .option("-o, --out <file>", "write the result to a file instead of stdout");
+  addOutputOptions(
+    addSettingOptions(run)
+      .option("--approve", "pause before each execution for a person to approve, reject or edit the program")
+      .option("--thread <id>", "thread id for this run (default: a new random id)"),
+  );
   addStoreOptions(run).action(async (task: string, flags: RunFlags) => {
     process.exitCode = await startRun(task, flags);
   });
@@ -125,9 +125,7 @@ export function buildProgram(): Command {
     .option("--edit <file>", "run the program in this file instead")
     .option("--from <checkpoint>", "time travel: fork the run from this checkpoint (see `selfheal history`) into a new thread")
     .option("--thread <id>", "with --from: the new thread's id (default: a new random id)");
-  addSettingOptions(resume)
-    .option("--json", "print a JSON result instead of the code")
-    .option("-o, --out <file>", "write the result to a file instead of stdout");
+  addOutputOptions(addSettingOptions(resume));
   addStoreOptions(resume).action(async (threadId: string, flags: ResumeFlags) => {
     process.exitCode = await resumeRun(threadId, flags);
   });

@@ -40,3 +40,8 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
   };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
 }
+
+/** Where a command's result goes: the code on stdout, or JSON, or a file. */
+export function addOutputOptions(command: Command): Command {
+  return command.option("--json", "print a JSON result instead of the code").option("-o, --out <file>", "write the result to a file instead of stdout");
+}
