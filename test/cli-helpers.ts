@@ -18,24 +18,6 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, ...extra };
 }
 
-/** Runs the real `selfheal` binary with no terminal attached. */
-export function runCli(args: string[], options: { env?: Record<string, string>; cwd?: string; input?: string } = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: options.cwd ?? REPO,
-      env: cleanEnv(options.env),
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => (stdout += chunk));
-    child.stderr.on("data", (chunk) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? "");
-  });
-}
-
 export interface RunningCli {
   child: ChildProcess;
   /** What the process has printed to stderr so far. */
@@ -44,12 +26,19 @@ export interface RunningCli {
   done: Promise<CliResult>;
 }
 
-/** Starts the real `selfheal` binary and returns at once, for tests that kill it mid-run. */
-export function startCli(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): RunningCli {
+interface CliOptions {
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Written to stdin, which then closes (EOF at once when absent). */
+  input?: string;
+}
+
+/** Starts the real `selfheal` binary with no terminal attached and returns at once, for tests that kill it mid-run. */
+export function startCli(args: string[], options: CliOptions = {}): RunningCli {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: options.cwd ?? REPO,
     env: cleanEnv(options.env),
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["pipe", "pipe", "pipe"],
   });
   let stdout = "";
   let stderr = "";
@@ -59,7 +48,13 @@ export function startCli(args: string[], options: { env?: Record<string, string>
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
+  child.stdin?.end(options.input ?? "");
   return { child, stderr: () => stderr, done };
+}
+
+/** Runs the real `selfheal` binary to the end with no terminal attached. */
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return startCli(args, options).done;
 }
 
 /** Polls until `condition` holds; fails with `what` after `timeoutMs`. */
