@@ -68,7 +68,7 @@ async function measure(task: BenchmarkTask, sandbox: Sandbox): Promise<PromptSer
   const model = new ScriptedChatModel(replies);
   const state = await createAgent({ model, sandbox }).invoke(
     { task: taskText, language: "python", tests },
-    { context: parseSettings({ maxAttempts: ATTEMPTS, tokenBudget: 1_000_000, model: "scripted" }), recursionLimit: 100 },
+    { context: parseSettings({ maxAttempts: ATTEMPTS, tokenBudget: 1_000_000, model: "scripted" }) },
   );
   const selfheal = await Promise.all(model.prompts.map((messages) => countMessageTokens(messages)));
 

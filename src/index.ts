@@ -1,4 +1,4 @@
-export { createAgent, buildAgentGraph, createNodeDeps, graph, type Agent, type AgentOptions } from "./graph/index.js";
+export { createAgent, buildAgentGraph, createNodeDeps, withSettings, recursionLimitFor, graph, type Agent, type AgentOptions } from "./graph/index.js";
 export {
   CORE_NODES,
   verifierNode,
@@ -20,6 +20,7 @@ export {
   blockExecution,
   failAttempt,
   RUN_STATUSES,
+  DecisionSchema,
 } from "./graph/state.js";
 export type {
   AgentState,
@@ -36,23 +37,36 @@ export type {
   Usage,
   ModelCallUsage,
   RunStatusValue,
+  Decision,
 } from "./graph/state.js";
-export { SettingsSchema, ContextSchema, parseSettings, readSettings, InvalidSettingsError, type Settings, type SettingsInput } from "./graph/context.js";
+export {
+  SettingsSchema,
+  ContextSchema,
+  MAX_ATTEMPTS_LIMIT,
+  parseSettings,
+  InvalidSettingsError,
+  type ContextChannels,
+  type Settings,
+  type SettingsInput,
+} from "./graph/context.js";
 export {
   decideAfterCritic,
   routeAfterCritic,
   routeAfterWrite,
+  routeTowardsExecution,
   repeatStreak,
   AFTER_CRITIC_TARGETS,
   AFTER_WRITE_TARGETS,
+  TOWARDS_EXECUTION_TARGETS,
+  type AfterCriticDecision,
+  type StopDecision,
 } from "./graph/routes.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
 export { createCriticNode, judgeRun, scoreAttempt } from "./nodes/critic.js";
 export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
-export { finishNode } from "./nodes/finish.js";
 export { approvalNode, ApprovalDecisionSchema, type ApprovalDecision, type ApprovalRequest } from "./nodes/approval.js";
-export type { AgentNode, NodeDeps } from "./nodes/types.js";
+export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
 export { createChatModel, createModelResolver, hasModelConfig, type AgentModels } from "./tools/models.js";

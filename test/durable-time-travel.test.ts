@@ -39,7 +39,7 @@ describe("history, runs and time travel", () => {
     expect(history.code).toBe(0);
     const checkpoints: CheckpointRow[] = JSON.parse(history.stdout);
     expect(checkpoints.map((row) => row.node)).toEqual([
-      "input", "start", "generator", "approval", "executor", "critic", "fixer", "approval", "executor", "critic", "finish",
+      "input", "start", "generator", "executor", "critic", "fixer", "executor", "critic",
     ]);
     expect(checkpoints.at(-1)).toMatchObject({ attempt: 2, status: "passed", next: [] });
     const afterFirstFailure = checkpoints.find((row) => row.node === "critic" && row.next.includes("fixer"));

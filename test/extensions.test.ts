@@ -1,8 +1,7 @@
-import { END, START, StateGraph } from "@langchain/langgraph";
+import { START, StateGraph } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import {
   AFTER_CRITIC_TARGETS,
-  ContextSchema,
   createAgent,
   createCriticNode,
   createExecutorNode,
@@ -10,10 +9,10 @@ import {
   createNodeDeps,
   createSandbox,
   createFixerNode,
-  finishNode,
   parseSettings,
   routeAfterCritic,
   State,
+  withSettings,
   type Verifier,
 } from "../src/index.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
@@ -70,7 +69,7 @@ describe("extending the graph", () => {
         critic: (_deps, builtIn) => async (state, config) => {
           const update = await builtIn(state, config);
           if (state.lastRun?.stdout.trim() !== "right") {
-            return { ...update, status: "running", critique: { passed: false, summary: "wrong output", diagnosis: "print right" }, errors: [{ fingerprint: "wrong-output", type: "WrongOutput", message: "printed wrong", attempt: state.attempt }] };
+            return { ...update, status: "running", reason: undefined, decision: { next: "fixer" }, critique: { passed: false, summary: "wrong output", diagnosis: "print right" }, errors: [{ fingerprint: "wrong-output", type: "WrongOutput", message: "printed wrong", attempt: state.attempt }] };
           }
           return update;
         },
@@ -88,18 +87,16 @@ describe("extending the graph", () => {
 
   it("composes a graph of its own from the exported parts", async () => {
     const deps = createNodeDeps({ model: scriptedModel(fence("print(1/0)"), fence("print(1)")), sandbox });
-    const graph = new StateGraph(State, ContextSchema)
-      .addNode("generator", createGeneratorNode(deps))
-      .addNode("executor", createExecutorNode(deps))
-      .addNode("critic", createCriticNode(deps))
-      .addNode("fixer", createFixerNode(deps))
-      .addNode("finish", finishNode)
+    const graph = new StateGraph(State)
+      .addNode("generator", withSettings(createGeneratorNode(deps)))
+      .addNode("executor", withSettings(createExecutorNode(deps)))
+      .addNode("critic", withSettings(createCriticNode(deps)))
+      .addNode("fixer", withSettings(createFixerNode(deps)))
       .addEdge(START, "generator")
       .addEdge("generator", "executor")
       .addEdge("executor", "critic")
       .addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS])
       .addEdge("fixer", "executor")
-      .addEdge("finish", END)
       .compile();
     const result = await graph.invoke({ task: "Print 1." });
     expect(result.status).toBe("passed");

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { decideAfterCritic, repeatStreak, routeAfterWrite } from "../src/graph/routes.js";
+import { END } from "@langchain/langgraph";
+import { decideAfterCritic, repeatStreak, routeAfterCritic, routeAfterWrite, routeTowardsExecution } from "../src/graph/routes.js";
 import { emptyUsage, type AgentState, type HistoryEntry } from "../src/graph/state.js";
 
 const settings = { maxAttempts: 4, tokenBudget: 1000, repeatLimit: 2 };
@@ -29,6 +30,7 @@ function stateWith(overrides: Partial<AgentState>): AgentState {
     objections: [],
     notes: [],
     rewrittenFor: [],
+    decision: undefined,
     status: "running",
     reason: undefined,
     resumeFrom: undefined,
@@ -61,9 +63,12 @@ describe("decideAfterCritic", () => {
     expect(decision).toEqual({ next: "generator", fingerprint: "a" });
   });
 
-  it("stops as stuck when the error still repeats after its rewrite", () => {
-    const state = stateWith({ attempt: 3, history: [entry(1, "a"), entry(2, "a"), entry(3, "a")], rewrittenFor: ["a"] });
-    expect(decideAfterCritic(state, settings)).toMatchObject({ next: "finish", status: "stuck" });
+  it("stops as stuck when the error still repeats after its rewrite, naming the error", () => {
+    const errors = [{ fingerprint: "a", type: "KeyError", message: "'total'", count: 3, firstAttempt: 1, lastAttempt: 3 }];
+    const state = stateWith({ attempt: 3, history: [entry(1, "a"), entry(2, "a"), entry(3, "a")], rewrittenFor: ["a"], errors });
+    const decision = decideAfterCritic(state, settings);
+    expect(decision).toMatchObject({ next: "finish", status: "stuck" });
+    expect(decision.next === "finish" && decision.reason).toContain("KeyError: 'total'");
   });
 
   it("keeps fixing when a rewrite produced a different error", () => {
@@ -85,9 +90,33 @@ describe("repeatStreak", () => {
 });
 
 describe("routeAfterWrite", () => {
-  it("executes a new program and finishes a run a node already ended", () => {
-    expect(routeAfterWrite({ status: "running" })).toBe("approval");
-    expect(routeAfterWrite({ status: "budget_exhausted" })).toBe("finish");
-    expect(routeAfterWrite({ status: "model_error" })).toBe("finish");
+  it("executes a new program and ends a run a node already ended", () => {
+    expect(routeAfterWrite({ status: "running" })).toBe("execution");
+    expect(routeAfterWrite({ status: "budget_exhausted" })).toBe(END);
+    expect(routeAfterWrite({ status: "model_error" })).toBe(END);
+  });
+});
+
+describe("routeAfterCritic", () => {
+  it("follows the critic's decision without deciding again", () => {
+    expect(routeAfterCritic({ attempt: 1, decision: { next: "fixer" } })).toBe("fixer");
+    expect(routeAfterCritic({ attempt: 2, decision: { next: "generator", fingerprint: "a" } })).toBe("generator");
+    expect(routeAfterCritic({ attempt: 3, decision: { next: "finish", status: "failed", reason: "spent" } })).toBe(END);
+  });
+
+  it("says what is wrong when a replacement critic made no decision", () => {
+    expect(() => routeAfterCritic({ attempt: 1, decision: undefined })).toThrow(/made no decision for attempt 1/);
+  });
+});
+
+describe("routeTowardsExecution", () => {
+  it("skips the approval gate unless approval is on", () => {
+    expect(routeTowardsExecution({ attempt: 0, objections: [] })).toBe("executor");
+    expect(routeTowardsExecution({ attempt: 0, objections: [] }, { context: { approval: true } })).toBe("approval");
+  });
+
+  it("asks no one to approve an attempt an objection already fails", () => {
+    const objections = [{ attempt: 1, source: "generator", type: "NoCodeError", message: "no code" }];
+    expect(routeTowardsExecution({ attempt: 0, objections }, { context: { approval: true } })).toBe("executor");
   });
 });

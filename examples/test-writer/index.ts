@@ -1,5 +1,5 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { readSettings, type AgentUpdate, type ExtraStep } from "../../src/index.js";
+import { type AgentUpdate, type ExtraStep } from "../../src/index.js";
 import { planModelCall } from "../../src/tools/budget.js";
 import { extractCode } from "../../src/tools/extract-code.js";
 import { callModel } from "../../src/tools/models.js";
@@ -31,7 +31,7 @@ export function testWriter(options: TestWriterOptions = {}): ExtraStep {
     create: (deps) => async (state, config) => {
       const alreadyWritten = state.notes.some((note) => note.source === SOURCE);
       if (state.language !== "python" || state.attempt > 0 || alreadyWritten) return {};
-      const settings = readSettings(config.context);
+      const settings = config.context;
       const model = options.model ?? deps.resolveModel("generator", settings);
       const messages = buildTestWriterPrompt(state.task, options.maxTests ?? 8);
       const note = (message: string, data?: unknown): AgentUpdate["notes"] => [{ source: SOURCE, attempt: state.attempt + 1, message, data }];

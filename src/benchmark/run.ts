@@ -133,8 +133,7 @@ async function runTask(agent: Agent, task: BenchmarkTask, settings: Settings): P
   try {
     const state = await agent.invoke(
       { task: buildBenchmarkTask(task), language: "python", tests: buildHiddenTests(task) },
-      // Three nodes per attempt plus the generator and finish; the default limit of 25 would cut long runs short.
-      { context: settings, recursionLimit: settings.maxAttempts * 4 + 10 },
+      { context: settings },
     );
     return outcomeFromState(task.task_id, state, performance.now() - started);
   } catch (error) {

@@ -50,7 +50,7 @@ export async function listCheckpoints(agent: Agent, checkpointer: BaseCheckpoint
   return snapshots.reverse().map((snapshot) => {
     const id = String(snapshot.config.configurable?.checkpoint_id);
     const parentId = parents.get(id);
-    const values = snapshot.values as Partial<AgentState>;
+    const values: Partial<AgentState> = snapshot.values;
     return {
       step: snapshot.metadata?.step ?? 0,
       node: nodeLabel(writersOf(versionsSeen.get(id) ?? {}, parentId ? versionsSeen.get(parentId) : undefined), snapshot.metadata?.source),

@@ -32,7 +32,6 @@ export class ProgressReporter {
       approval: "",
       fixer: "fixing",
       critic: "",
-      finish: "",
     };
     const text = label[name] ?? `running ${name}`;
     if (text) this.line(text);

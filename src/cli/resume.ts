@@ -53,7 +53,7 @@ const awaitingApproval = (snapshot: StateSnapshot) => snapshot.tasks.some((task)
  * - ended otherwise: nothing to run.
  */
 function planResume(snapshot: StateSnapshot, agent: Agent): { start: RunStart } | { finished: AgentState } {
-  const values = snapshot.values as AgentState;
+  const values: AgentState = snapshot.values;
   if (snapshot.next.length > 0) return { start: null };
   if (values.status === "model_error" && values.resumeFrom && values.resumeFrom in agent.nodes) {
     return {
@@ -131,7 +131,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
         process.stdout.write(text);
         return plan.finished.status === "passed" ? EXIT.passed : EXIT.failed;
       }
-      const values = snapshot.values as AgentState;
+      const values: AgentState = snapshot.values;
       reporter.note(
         `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof Command ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
       );

@@ -64,27 +64,26 @@ async function streamOnce(agent: Agent, start: RunStart, settings: Settings, opt
     context: settings,
     configurable: options.threadId ? { thread_id: options.threadId } : {},
     streamMode: ["updates", "custom", "tasks", "values"],
-    recursionLimit: 200,
     // Each checkpoint is written before the next step starts, so a process killed at any moment
     // loses at most the step it was in; "async" could also lose the one before.
     durability: "sync",
     signal: options.signal,
   });
-  for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
+  for await (const [mode, chunk] of stream) {
     if (mode === "custom" && isOutputEvent(chunk)) reporter.output(chunk);
     else if (mode === "tasks" && isTaskStart(chunk)) reporter.taskStarted(chunk.name);
     else if (mode === "updates") {
-      for (const [node, update] of Object.entries(chunk as Record<string, unknown>)) {
+      for (const [node, update] of Object.entries(chunk)) {
         if (node !== "__interrupt__" && update && typeof update === "object") reporter.update(node, update);
       }
     } else if (mode === "values") {
       // When the graph pauses, the last values chunk carries only `__interrupt__`; the state is the one before it.
       if (isInterrupted<ApprovalRequest>(chunk)) approvalRequest = chunk.__interrupt__[0]?.value;
-      else state = chunk as AgentState;
+      else state = chunk;
     }
   }
   // A run resumed straight into a pause may stream no full state at all: read it from the checkpoint.
-  if (!state && options.threadId) state = (await agent.getState({ configurable: { thread_id: options.threadId } })).values as AgentState;
+  if (!state && options.threadId) state = (await agent.getState({ configurable: { thread_id: options.threadId } })).values;
   if (!state) throw new Error("the run produced no state");
   return { state, approvalRequest };
 }
@@ -154,7 +153,7 @@ async function stopForApproval(state: AgentState, request: ApprovalRequest, opti
 }
 
 function isOutputEvent(chunk: unknown): chunk is OutputEvent {
-  return typeof chunk === "object" && chunk !== null && (chunk as OutputEvent).kind === "output";
+  return typeof chunk === "object" && chunk !== null && "kind" in chunk && chunk.kind === "output";
 }
 
 function isTaskStart(chunk: unknown): chunk is { name: string; input: unknown } {

@@ -17,7 +17,7 @@ export interface RunRow {
 }
 
 export function describeStatus(snapshot: StateSnapshot): string {
-  const values = snapshot.values as Partial<AgentState>;
+  const values: Partial<AgentState> = snapshot.values;
   if (snapshot.tasks.some((task) => task.interrupts.length > 0)) return "awaiting approval";
   if (values.status && values.status !== "running") return values.status;
   return snapshot.next.length > 0 ? `unfinished (next: ${snapshot.next.join(", ")})` : (values.status ?? "empty");
@@ -37,7 +37,7 @@ export async function listRuns(store: RunStore, agent: Agent, limit: number): Pr
   const rows: RunRow[] = [];
   for (const threadId of threadIds) {
     const snapshot = await agent.getState({ configurable: { thread_id: threadId } });
-    const values = snapshot.values as Partial<AgentState>;
+    const values: Partial<AgentState> = snapshot.values;
     const record = records.get(threadId);
     rows.push({
       threadId,

@@ -1,6 +1,13 @@
+import type { BaseChannel } from "@langchain/langgraph";
 import { z } from "zod";
 
 const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
+
+/**
+ * The most attempts one run may take. The graph's recursion limit is derived from it, so any valid
+ * setting ends through the routers (failed, stuck, budget) and never through GraphRecursionError.
+ */
+export const MAX_ATTEMPTS_LIMIT = 100;
 
 /**
  * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
@@ -12,6 +19,7 @@ export const SettingsSchema = z.object({
     .number({ error: "maxAttempts must be a number" })
     .int("maxAttempts must be a whole number")
     .min(1, "maxAttempts must be at least 1")
+    .max(MAX_ATTEMPTS_LIMIT, `maxAttempts must be at most ${MAX_ATTEMPTS_LIMIT}`)
     .default(4),
   /** Total tokens (input + output, all models) the run may spend. */
   tokenBudget: z
@@ -44,17 +52,19 @@ export const SettingsSchema = z.object({
 
 export type Settings = z.infer<typeof SettingsSchema>;
 
-/**
- * The graph's context schema: every setting optional, so callers pass only what they change.
- * The defaults still come from SettingsSchema, applied by readSettings in each node.
- */
-export const ContextSchema = SettingsSchema.partial();
+/** What a caller passes as `context`: every setting optional, the defaults fill in the rest. */
 export type SettingsInput = z.input<typeof SettingsSchema>;
 
-/** Applies the defaults; LangGraph validates `context` but does not fill them in. */
-export function readSettings(context: unknown): Settings {
-  return SettingsSchema.parse(context ?? {});
-}
+/** Every setting optional, for callers that validate a partial context themselves. */
+export const ContextSchema = SettingsSchema.partial();
+
+/**
+ * The context as LangGraph's types see it: one optional channel per setting, so
+ * `invoke(input, { context: { maxAttempts: 3 } })` type-checks. (Given a zod object, LangGraph 1.7
+ * types the context as the schema's output with every key required, and at run time it validates
+ * the context without filling in the defaults; selfheal applies them once, in `resolveSettings`.)
+ */
+export type ContextChannels = { [K in keyof SettingsInput]?: BaseChannel<Exclude<SettingsInput[K], undefined>> };
 
 /** Validates settings and turns a zod failure into one readable line per bad field. */
 export function parseSettings(input: unknown): Settings {

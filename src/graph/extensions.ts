@@ -1,6 +1,5 @@
-import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import type { AgentNode, NodeDeps } from "../nodes/types.js";
-import { readSettings, type Settings } from "./context.js";
+import type { AgentNode, AgentRuntime, NodeDeps } from "../nodes/types.js";
+import type { Settings } from "./context.js";
 import { blockExecution, failAttempt, type AgentState } from "./state.js";
 
 /** What a verifier reports when the attempt must fail. */
@@ -13,7 +12,7 @@ export interface Finding {
 export interface VerifierContext {
   settings: Settings;
   deps: NodeDeps;
-  config: LangGraphRunnableConfig;
+  config: AgentRuntime;
 }
 
 /**
@@ -34,7 +33,7 @@ export interface Verifier {
  */
 export type ExtraStep = { name: string; node: AgentNode } | { name: string; create: (deps: NodeDeps) => AgentNode };
 
-export const CORE_NODES = ["generator", "approval", "executor", "critic", "fixer", "finish"] as const;
+export const CORE_NODES = ["generator", "approval", "executor", "critic", "fixer"] as const;
 export type CoreNodeName = (typeof CORE_NODES)[number];
 
 /** Builds a replacement for a core node; `builtIn` is the node it replaces, for wrapping. */
@@ -57,7 +56,7 @@ interface StagedNode {
 
 export function verifierNode(verifier: Verifier, deps: NodeDeps): AgentNode {
   return async (state, config) => {
-    const finding = await verifier.check(state, { settings: readSettings(config.context), deps, config });
+    const finding = await verifier.check(state, { settings: config.context, deps, config });
     if (!finding) return {};
     return verifier.stage === "before" ? blockExecution(state, verifier.name, finding) : failAttempt(state, verifier.name, finding);
   };

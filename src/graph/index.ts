@@ -1,19 +1,26 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { END, START, StateGraph, type BaseCheckpointSaver, type StateDefinitionInit } from "@langchain/langgraph";
+import {
+  END,
+  START,
+  StateGraph,
+  type BaseCheckpointSaver,
+  type GraphNode,
+  type LangGraphRunnableConfig,
+  type StateDefinitionInit,
+} from "@langchain/langgraph";
 import { approvalNode } from "../nodes/approval.js";
 import { createCriticNode } from "../nodes/critic.js";
 import { createExecutorNode } from "../nodes/executor.js";
-import { finishNode } from "../nodes/finish.js";
 import { createFixerNode } from "../nodes/fixer.js";
 import { createGeneratorNode } from "../nodes/generator.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createModelResolver } from "../tools/models.js";
 import { createSandbox } from "../tools/sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../tools/sandbox/types.js";
-import { ContextSchema } from "./context.js";
+import { MAX_ATTEMPTS_LIMIT, parseSettings, type ContextChannels, type SettingsInput } from "./context.js";
 import { stagedSteps, type AgentExtensions, type CoreNodeName } from "./extensions.js";
-import { AFTER_CRITIC_TARGETS, routeAfterCritic, routeAfterWrite } from "./routes.js";
-import { State } from "./state.js";
+import { AFTER_CRITIC_TARGETS, routeAfterCritic, routeAfterWrite, routeTowardsExecution, TOWARDS_EXECUTION_TARGETS } from "./routes.js";
+import { State, type AgentState, type AgentUpdate } from "./state.js";
 
 export interface AgentOptions extends AgentExtensions {
   /** Serves every role that has no model of its own. Built from the environment when absent. */
@@ -49,8 +56,30 @@ export function createNodeDeps(options: AgentOptions = {}): NodeDeps {
 }
 
 /**
- * The uncompiled graph: generator -> [before steps] -> approval -> executor -> [after steps] ->
- * critic -> (fixer -> ... | finish). Add nodes, edges or a checkpointer, then `compile()`.
+ * Nodes see the run's settings with every default filled in: LangGraph validates nothing here
+ * (the context schema is a type only) and fills in no defaults, so this is the one place that does.
+ */
+export function withSettings(node: AgentNode): GraphNode<typeof State, SettingsInput> {
+  return (state, config) => node(state, { ...config, context: parseSettings(config.context) });
+}
+
+/** Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the critic. */
+export function stepsPerAttempt(extraSteps: number): number {
+  return 4 + extraSteps;
+}
+
+/**
+ * A backstop only: the routers end every run (failed at maxAttempts, budget, stuck) well before
+ * it. It fits the largest valid maxAttempts with room for a resume and for time travel.
+ */
+export function recursionLimitFor(extraSteps: number): number {
+  return (MAX_ATTEMPTS_LIMIT + 1) * stepsPerAttempt(extraSteps) + 10;
+}
+
+/**
+ * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
+ * [after steps] -> critic -> fixer | generator (a fresh rewrite) | END. Add nodes, edges or a
+ * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
  */
 export function buildAgentGraph(options: AgentOptions = {}) {
   const deps = createNodeDeps(options);
@@ -60,31 +89,35 @@ export function buildAgentGraph(options: AgentOptions = {}) {
     executor: createExecutorNode(deps),
     critic: createCriticNode(deps),
     fixer: createFixerNode(deps),
-    finish: finishNode,
   };
-  const node = (name: CoreNodeName) => options.replace?.[name]?.(deps, core[name]) ?? core[name];
+  const node = (name: CoreNodeName) => withSettings(options.replace?.[name]?.(deps, core[name]) ?? core[name]);
   const { before, after } = stagedSteps(options, deps);
-  const towardsExecution = [...before.map((step) => step.name), "approval"];
-  const towardsCritic = ["executor", ...after.map((step) => step.name), "critic"];
-  // Written programs enter the first step before execution; Studio draws this path map as edges.
-  const afterWrite = { approval: towardsExecution[0]!, finish: "finish" };
 
   const graph = widenNodeNames(
-    new StateGraph(State, ContextSchema)
+    new StateGraph<typeof State, AgentState, AgentUpdate, typeof START, typeof State, typeof State, ContextChannels>(State)
       .addNode("generator", node("generator"))
       .addNode("approval", node("approval"))
       .addNode("executor", node("executor"))
       .addNode("critic", node("critic"))
-      .addNode("fixer", node("fixer"))
-      .addNode("finish", node("finish")),
+      .addNode("fixer", node("fixer")),
   );
-  for (const step of [...before, ...after]) graph.addNode(step.name, step.node);
+  for (const step of [...before, ...after]) graph.addNode(step.name, withSettings(step.node));
   graph.addEdge(START, "generator");
-  graph.addConditionalEdges("generator", routeAfterWrite, afterWrite);
-  graph.addConditionalEdges("fixer", routeAfterWrite, afterWrite);
-  chain(graph, [...towardsExecution, ...towardsCritic]);
+
+  // A written program enters the first step before execution; without one, the approval gate
+  // or the executor. Path maps name every target, so Studio draws every edge.
+  const firstStep = before[0]?.name;
+  const intoExecution = (state: AgentState, config: LangGraphRunnableConfig) => firstStep ?? routeTowardsExecution(state, config);
+  const afterWriteTargets = firstStep ? [firstStep, END] : [...TOWARDS_EXECUTION_TARGETS, END];
+  const afterWrite = (state: AgentState, config: LangGraphRunnableConfig) => (routeAfterWrite(state) === END ? END : intoExecution(state, config));
+  graph.addConditionalEdges("generator", afterWrite, afterWriteTargets);
+  graph.addConditionalEdges("fixer", afterWrite, afterWriteTargets);
+
+  chain(graph, before.map((step) => step.name));
+  const lastStep = before.at(-1)?.name;
+  if (lastStep) graph.addConditionalEdges(lastStep, routeTowardsExecution, [...TOWARDS_EXECUTION_TARGETS]);
+  chain(graph, ["approval", "executor", ...after.map((step) => step.name), "critic"]);
   graph.addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS]);
-  graph.addEdge("finish", END);
   return graph;
 }
 
@@ -99,9 +132,15 @@ function chain(graph: { addEdge(from: string, to: string): unknown }, names: str
   names.slice(1).forEach((name, index) => graph.addEdge(names[index]!, name));
 }
 
-/** A compiled selfheal agent; call `invoke({ task }, { context, configurable: { thread_id } })`. */
+/**
+ * A compiled selfheal agent: `invoke({ task }, { context: { maxAttempts: 3 }, configurable: { thread_id } })`.
+ * Its recursion limit fits every valid setting and every extra step, so callers never set one.
+ */
 export function createAgent(options: AgentOptions = {}) {
-  return buildAgentGraph(options).compile({ checkpointer: options.checkpointer, name: "selfheal" });
+  const extraSteps = (options.verifiers?.length ?? 0) + (options.before?.length ?? 0) + (options.after?.length ?? 0);
+  return buildAgentGraph(options)
+    .compile({ checkpointer: options.checkpointer, name: "selfheal" })
+    .withConfig({ recursionLimit: recursionLimitFor(extraSteps) });
 }
 
 export type Agent = ReturnType<typeof createAgent>;

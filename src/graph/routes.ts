@@ -1,9 +1,10 @@
-import { readSettings, type Settings } from "./context.js";
-import type { AgentState, RunStatusValue } from "./state.js";
+import { END } from "@langchain/langgraph";
+import { parseSettings, type Settings } from "./context.js";
+import { objectionsFor, type AgentState, type Decision } from "./state.js";
 
-/** Why a run ends when the critic sends it to `finish`. */
-export type StopDecision = { next: "finish"; status: Exclude<RunStatusValue, "running">; reason: string };
-export type AfterCriticDecision = { next: "fixer" } | { next: "generator"; fingerprint: string } | StopDecision;
+/** Why a run ends when the critic stops it. */
+export type StopDecision = Extract<Decision, { next: "finish" }>;
+export type AfterCriticDecision = Decision;
 
 /** How many of the latest attempts in a row failed with the same fingerprint. */
 export function repeatStreak(state: Pick<AgentState, "history">): { fingerprint?: string; count: number } {
@@ -17,11 +18,12 @@ export function repeatStreak(state: Pick<AgentState, "history">): { fingerprint?
 /**
  * The whole policy after a verdict, in the order that matters: a pass wins, then the hard
  * limits, then a repeating error earns one fresh rewrite, then stuck; otherwise repair.
+ * The critic calls it once per attempt and stores the answer in `decision`.
  */
 export function decideAfterCritic(
-  state: Pick<AgentState, "critique" | "attempt" | "usage" | "history" | "rewrittenFor">,
+  state: Pick<AgentState, "critique" | "attempt" | "usage" | "history" | "rewrittenFor"> & Partial<Pick<AgentState, "errors">>,
   settings: Pick<Settings, "maxAttempts" | "tokenBudget" | "repeatLimit">,
-): AfterCriticDecision {
+): Decision {
   if (state.critique?.passed) return { next: "finish", status: "passed", reason: state.critique.summary };
   if (state.attempt >= settings.maxAttempts) {
     return { next: "finish", status: "failed", reason: `Still failing after ${state.attempt} of ${settings.maxAttempts} attempts.` };
@@ -36,31 +38,49 @@ export function decideAfterCritic(
   const streak = repeatStreak(state);
   if (streak.fingerprint && streak.count >= settings.repeatLimit) {
     if (state.rewrittenFor.includes(streak.fingerprint)) {
-      return {
-        next: "finish",
-        status: "stuck",
-        reason: `The same error (${streak.fingerprint}) keeps coming back, even after a fresh rewrite.`,
-      };
+      return { next: "finish", status: "stuck", reason: `The same error keeps coming back, even after a fresh rewrite: ${describeRepeat(state, streak.fingerprint)}` };
     }
     return { next: "generator", fingerprint: streak.fingerprint };
   }
   return { next: "fixer" };
 }
 
-export const AFTER_CRITIC_TARGETS = ["fixer", "generator", "finish"] as const;
-export type AfterCriticTarget = (typeof AFTER_CRITIC_TARGETS)[number];
-
-export function routeAfterCritic(state: AgentState, config?: { context?: unknown }): AfterCriticTarget {
-  return decideAfterCritic(state, readSettings(config?.context)).next;
+/** The repeating error in words (a person reads this), with its fingerprint for scripts. */
+function describeRepeat(state: Pick<AgentState, "history"> & Partial<Pick<AgentState, "errors">>, fingerprint: string): string {
+  const record = state.errors?.find((error) => error.fingerprint === fingerprint);
+  const error = record ? `${record.type}: ${record.message}` : ([...state.history].reverse().find((entry) => entry.fingerprint === fingerprint)?.outcome ?? "an error");
+  return `${error} (fingerprint ${fingerprint}).`;
 }
 
-export const AFTER_WRITE_TARGETS = ["approval", "finish"] as const;
+export const AFTER_CRITIC_TARGETS = ["fixer", "generator", END] as const;
+export type AfterCriticTarget = (typeof AFTER_CRITIC_TARGETS)[number];
+
+/** Follows the critic's decision; a replacement critic must keep the built-in's `decision` (or make one with decideAfterCritic). */
+export function routeAfterCritic(state: Pick<AgentState, "decision" | "attempt">): AfterCriticTarget {
+  if (!state.decision) throw new Error(`the critic made no decision for attempt ${state.attempt}; a replacement critic must return one (see decideAfterCritic)`);
+  return state.decision.next === "finish" ? END : state.decision.next;
+}
+
+export const TOWARDS_EXECUTION_TARGETS = ["approval", "executor"] as const;
+export type TowardsExecutionTarget = (typeof TOWARDS_EXECUTION_TARGETS)[number];
+
+/**
+ * Into execution: through the approval gate only when approval is on and the attempt is still
+ * to run (an objection already fails it), so a run without approval pays no step for the gate.
+ */
+export function routeTowardsExecution(state: Pick<AgentState, "attempt" | "objections">, config?: { context?: unknown }): TowardsExecutionTarget {
+  const blocked = objectionsFor(state, state.attempt + 1).length > 0;
+  return parseSettings(config?.context).approval && !blocked ? "approval" : "executor";
+}
+
+export const AFTER_WRITE_TARGETS = ["execution", END] as const;
 export type AfterWriteTarget = (typeof AFTER_WRITE_TARGETS)[number];
 
 /**
- * After the generator or fixer: on towards execution (through the approval gate, which passes
- * straight through unless approval is on), unless the node already ended the run.
+ * After the generator or fixer: on towards execution, unless the node already ended the run
+ * (budget spent, model error). `execution` stands for the first step before execution; the
+ * graph maps it to that node.
  */
 export function routeAfterWrite(state: Pick<AgentState, "status">): AfterWriteTarget {
-  return state.status === "running" ? "approval" : "finish";
+  return state.status === "running" ? "execution" : END;
 }

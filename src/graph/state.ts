@@ -191,6 +191,18 @@ export const NoteSchema = z.object({
 });
 export type Note = z.infer<typeof NoteSchema>;
 
+/**
+ * What the critic decided after a verdict: repair, rewrite from scratch, or stop (and why). The
+ * critic decides once; routing reads the decision and nothing recomputes it.
+ */
+export const DecisionSchema = z.discriminatedUnion("next", [
+  z.object({ next: z.literal("fixer") }),
+  /** A fresh rewrite, told which error kept coming back. */
+  z.object({ next: z.literal("generator"), fingerprint: z.string() }),
+  z.object({ next: z.literal("finish"), status: z.enum(RUN_STATUSES).exclude(["running"]), reason: z.string() }),
+]);
+export type Decision = z.infer<typeof DecisionSchema>;
+
 export const State = new StateSchema({
   ...RunInputSchema.shape,
   /** The current program. */
@@ -230,6 +242,8 @@ export const State = new StateSchema({
     inputSchema: z.array(NoteSchema),
     reducer: (current: Note[], added: Note[]) => [...current, ...added],
   }),
+  /** The critic's decision on the latest attempt. */
+  decision: DecisionSchema.optional(),
   /** Fingerprints that already got their one fresh rewrite. */
   rewrittenFor: z.array(z.string()).default(() => []),
   /** `running` until the run ends, then why it ended. */

@@ -1,7 +1,6 @@
 import { interrupt } from "@langchain/langgraph";
 import { z } from "zod";
-import { readSettings } from "../graph/context.js";
-import { blockExecution, objectionsFor } from "../graph/state.js";
+import { blockExecution } from "../graph/state.js";
 import type { Language } from "../tools/sandbox/types.js";
 import type { AgentNode } from "./types.js";
 
@@ -22,12 +21,11 @@ export const ApprovalDecisionSchema = z.discriminatedUnion("action", [
 export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
 
 /**
- * With `approval` on, pauses before each execution until a person approves, rejects (the reason
- * reaches the fixer like an error) or edits the program. Otherwise it passes straight through.
+ * Pauses before an execution until a person approves, rejects (the reason reaches the fixer like
+ * an error) or edits the program. The graph routes through it only with `approval` on.
  */
-export const approvalNode: AgentNode = (state, runtime) => {
+export const approvalNode: AgentNode = (state) => {
   const attempt = state.attempt + 1;
-  if (!readSettings(runtime.context).approval || objectionsFor(state, attempt).length > 0) return {};
   const request: ApprovalRequest = { kind: "approval", attempt, language: state.language, code: state.code };
   const decision = ApprovalDecisionSchema.parse(interrupt(request));
   switch (decision.action) {

@@ -1,8 +1,9 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
-import { readSettings, type Settings } from "../graph/context.js";
-import { objectionsFor, type AgentState, type AgentUpdate, type Critique, type Execution, type ModelCallUsage } from "../graph/state.js";
+import type { Settings } from "../graph/context.js";
+import { addUsage, mergeErrors, objectionsFor, type AgentState, type AgentUpdate, type ErrorObservation, type HistoryEntry, type Critique, type Execution, type ModelCallUsage } from "../graph/state.js";
+import { decideAfterCritic } from "../graph/routes.js";
 import { planModelCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { countMessageTokens, countTokens } from "../tools/tokens.js";
@@ -130,7 +131,7 @@ async function reviewWithModel(
 /** Decides pass or fail, fingerprints the failure, and keeps the ledger of attempts and the best one. */
 export function createCriticNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
-    const settings = readSettings(runtime.context);
+    const settings = runtime.context;
     const run = state.lastRun;
     if (!run) throw new Error("critic reached without an execution result; check the graph's edges");
 
@@ -156,27 +157,34 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     const ran = state.draft?.hasCode !== false;
     const reviewTokens = usage.reduce((sum, call) => sum + call.inputTokens + call.outputTokens, 0);
     const score = scoreAttempt(run, critique.passed);
-    const update: AgentUpdate = {
-      critique,
-      usage,
-      history: [
-        {
-          attempt: state.attempt,
-          node: state.draft?.author ?? "generator",
-          codeHash: hashCode(ran ? state.code : ""),
-          outcome: failure ? failure.type : "passed",
-          fingerprint,
-          tokens: (state.draft?.tokens ?? 0) + reviewTokens,
-        },
-      ],
-      errors: failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [],
+    const entry: HistoryEntry = {
+      attempt: state.attempt,
+      node: state.draft?.author ?? "generator",
+      codeHash: hashCode(ran ? state.code : ""),
+      outcome: failure ? failure.type : "passed",
+      fingerprint,
+      tokens: (state.draft?.tokens ?? 0) + reviewTokens,
     };
+    const observed: ErrorObservation[] = failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [];
+    // The policy reads the state as it will be after this update, so it is decided here, once.
+    const decision = decideAfterCritic(
+      {
+        critique,
+        attempt: state.attempt,
+        usage: addUsage(state.usage, usage),
+        history: [...state.history, entry],
+        errors: mergeErrors(state.errors, observed),
+        rewrittenFor: state.rewrittenFor,
+      },
+      settings,
+    );
+    const update: AgentUpdate = { critique, usage, history: [entry], errors: observed, decision };
     if (!state.best || score >= state.best.score) {
       update.best = { attempt: state.attempt, code: ran ? state.code : (state.best?.code ?? ""), score };
     }
-    if (critique.passed) {
-      update.status = "passed";
-      update.reason = critique.summary;
+    if (decision.next === "finish") {
+      update.status = decision.status;
+      update.reason = decision.reason;
     }
     return update;
   };

@@ -1,4 +1,3 @@
-import { readSettings } from "../graph/context.js";
 import { objectionsFor, type Execution } from "../graph/state.js";
 import { assembleProgram, locateFailure } from "../tools/assemble.js";
 import type { AgentNode, NodeDeps } from "./types.js";
@@ -30,7 +29,7 @@ function notRun(type: string, message: string): Execution {
 /** Runs the program, then the acceptance tests, in the sandbox; every run counts as an attempt, even one an objection kept from running. */
 export function createExecutorNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
-    const settings = readSettings(runtime.context);
+    const settings = runtime.context;
     const attempt = state.attempt + 1;
     const [objection] = objectionsFor(state, attempt);
     if (objection) return { attempt, lastRun: notRun(objection.type, objection.message) };

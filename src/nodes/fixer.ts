@@ -1,4 +1,3 @@
-import { readSettings } from "../graph/context.js";
 import type { ModelRole } from "../tools/models.js";
 import { writeProgram } from "../tools/write-program.js";
 import { buildFixerPrompt } from "./fixer.prompt.js";
@@ -15,7 +14,7 @@ export function fixerRoleFor(errorType: string | undefined): Extract<ModelRole, 
 /** Repairs the current program from a compact context; never from the growing chat history. */
 export function createFixerNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
-    const settings = readSettings(runtime.context);
+    const settings = runtime.context;
     const run = state.lastRun;
     if (!run) throw new Error("fixer reached without an execution result; check the graph's edges");
     const latest = state.history.at(-1);

@@ -1,4 +1,3 @@
-import { readSettings } from "../graph/context.js";
 import type { AgentState } from "../graph/state.js";
 import { summarizeErrors } from "./fixer.prompt.js";
 import { buildGeneratorPrompt, type RewriteContext } from "./generator.prompt.js";
@@ -22,7 +21,7 @@ function rewriteContext(state: AgentState): { context: RewriteContext; fingerpri
 /** Writes the first program, or a fresh one when repairs keep hitting the same error. */
 export function createGeneratorNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
-    const settings = readSettings(runtime.context);
+    const settings = runtime.context;
     const rewrite = rewriteContext(state);
     const update = await writeProgram({
       node: "generator",

@@ -1,5 +1,6 @@
-import type { GraphNode } from "@langchain/langgraph";
-import type { State } from "../graph/state.js";
+import type { GraphNodeReturnValue, LangGraphRunnableConfig } from "@langchain/langgraph";
+import type { Settings } from "../graph/context.js";
+import type { AgentState, AgentUpdate } from "../graph/state.js";
 import type { ModelResolver } from "../tools/models.js";
 import type { Sandbox, SandboxKind } from "../tools/sandbox/types.js";
 
@@ -9,4 +10,8 @@ export interface NodeDeps {
   getSandbox: (kind: SandboxKind) => Sandbox;
 }
 
-export type AgentNode = GraphNode<typeof State>;
+/** A node's runtime: LangGraph's, with the run's settings resolved (every default filled in). */
+export type AgentRuntime = Omit<LangGraphRunnableConfig, "context"> & { context: Settings };
+
+/** Every selfheal node, core or extra: the state and the resolved settings in, a partial update out. */
+export type AgentNode = (state: AgentState, runtime: AgentRuntime) => GraphNodeReturnValue<AgentUpdate>;
