@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
+import { REPO } from "./cli-helpers.js";
 import {
   buildCheckProgram,
   DatasetError,
@@ -30,11 +31,11 @@ function writeTemp(name: string, content: string | Buffer): string {
 }
 
 describe("dataset", () => {
-  it("loads the shared HumanEval file with all 164 tasks", async () => {
+  it("loads the HumanEval file vendored in the repository with all 164 tasks", async () => {
     const tasks = await loadDataset();
     expect(tasks).toHaveLength(164);
     expect(tasks[0]?.task_id).toBe("HumanEval/0");
-    expect(resolveDatasetPath()).toMatch(/shared\/datasets\/humaneval\.jsonl\.gz$/);
+    expect(resolveDatasetPath()).toBe(join(REPO, "datasets", "humaneval.jsonl.gz"));
   });
 
   it("detects gzip by its magic bytes even when the name says plain jsonl", async () => {

@@ -21,8 +21,8 @@ export type BenchmarkTask = z.infer<typeof BenchmarkTaskSchema>;
 /** The repository root, found from this file so the CLI works from any working directory. */
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
-/** Default location of the shared datasets: a sibling of the repository. */
-export const DEFAULT_DATASET_DIR = resolve(REPO_ROOT, "..", "shared", "datasets");
+/** The datasets vendored in the repository (with their licences), so a bare clone can benchmark. */
+export const DEFAULT_DATASET_DIR = resolve(REPO_ROOT, "datasets");
 
 /** Names that resolve to a bundled dataset instead of a file path. */
 const NAMED_DATASETS: Record<string, string> = {
@@ -32,7 +32,7 @@ const NAMED_DATASETS: Record<string, string> = {
 export interface DatasetLocation {
   /** `humaneval` (the default) or a path to a `.jsonl` / `.jsonl.gz` file. */
   dataset?: string;
-  /** Where named datasets live; defaults to `../shared/datasets` beside the repo. */
+  /** Where named datasets live; defaults to the repository's `datasets/`. */
   datasetDir?: string;
 }
 

@@ -149,7 +149,7 @@ export function registerBenchCommand(program: Command): Command {
     .command("bench")
     .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
     .option("--dataset <name|file>", "humaneval, or a HumanEval-format .jsonl / .jsonl.gz file", "humaneval")
-    .option("--dataset-dir <dir>", "where named datasets live (default ../shared/datasets beside the repo, or $SELFHEAL_DATASET_DIR)")
+    .option("--dataset-dir <dir>", "where named datasets live (default the repository's datasets/, or $SELFHEAL_DATASET_DIR)")
     .option("--limit <n>", "run only the first N tasks", positiveInteger)
     .option("--tasks <ids>", "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5)")
     .option("--concurrency <n>", "tasks run at once", positiveInteger, 2)
