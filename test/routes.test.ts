@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decideAfterCritic, repeatStreak, routeAfterWrite } from "../src/graph/routes.js";
+import { decideAfterCritic, repeatStreak, routeAfterCritic, routeAfterWrite } from "../src/graph/routes.js";
 import { emptyUsage, type AgentState, type HistoryEntry } from "../src/graph/state.js";
 
 const settings = { maxAttempts: 4, tokenBudget: 1000, repeatLimit: 2 };
@@ -89,5 +89,13 @@ describe("routeAfterWrite", () => {
     expect(routeAfterWrite({ status: "running" })).toBe("approval");
     expect(routeAfterWrite({ status: "budget_exhausted" })).toBe("finish");
     expect(routeAfterWrite({ status: "model_error" })).toBe("finish");
+  });
+});
+
+describe("routeAfterCritic", () => {
+  it("finishes a run the critic stopped itself, even with attempts left and a failed verdict on record", () => {
+    const stopped = stateWith({ status: "model_error", resumeFrom: "critic" });
+    expect(routeAfterCritic(stopped, { context: settings })).toBe("finish");
+    expect(routeAfterCritic(stateWith({ status: "running" }), { context: settings })).toBe("fixer");
   });
 });

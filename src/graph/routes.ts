@@ -51,6 +51,8 @@ export const AFTER_CRITIC_TARGETS = ["fixer", "generator", "finish"] as const;
 export type AfterCriticTarget = (typeof AFTER_CRITIC_TARGETS)[number];
 
 export function routeAfterCritic(state: AgentState, config?: { context?: unknown }): AfterCriticTarget {
+  // The critic stops the run itself when the LLM review cannot be had (model_error, budget).
+  if (state.status !== "running") return "finish";
   return decideAfterCritic(state, readSettings(config?.context)).next;
 }
 
