@@ -137,6 +137,16 @@ describe("an LLM review that cannot be had is never a pass", () => {
     expect(reviewer.requests).toHaveLength(0);
   });
 
+  it("counts the review's tokens itself when the server reports no usage", async () => {
+    const reviewer = await server(() => ({ content: approval }));
+    const agent = await agentWithReviewerAt(reviewer.url);
+    const result = await agent.invoke({ task }, { context: parseSettings({ llmReview: true }) });
+    expect(result.status).toBe("passed");
+    expect(result.usage.byNode.critic?.calls).toBe(1);
+    expect(result.usage.byNode.critic?.inputTokens).toBeGreaterThan(50);
+    expect(result.usage.byNode.critic?.outputTokens).toBeGreaterThan(5);
+  });
+
   it("sends the review's planned output cap as max_tokens", async () => {
     const reviewer = await server(() => ({ content: approval, usage: { prompt_tokens: 90, completion_tokens: 20 } }));
     const agent = await agentWithReviewerAt(reviewer.url, { generatorUsage: { prompt_tokens: 1000, completion_tokens: 1000 } });

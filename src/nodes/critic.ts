@@ -135,7 +135,8 @@ async function reviewWithModel(
     const raw = "raw" in result ? result.raw : undefined;
     const review = ReviewSchema.parse(parsed);
     const reported = raw?.usage_metadata;
-    const usage = reported
+    // Some OpenAI-compatible servers send zero usage, which the client turns into empty fields.
+    const usage = reported && reported.input_tokens + reported.output_tokens > 0
       ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
       : { node: "critic", inputTokens: promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
     return { review, usage };
