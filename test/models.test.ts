@@ -1,7 +1,13 @@
+import { createRequire } from "node:module";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { HumanMessage } from "@langchain/core/messages";
+import { ChatOpenAI } from "@langchain/openai";
 import { describe, expect, it } from "vitest";
-import { createAgent, createSandbox, parseSettings } from "../src/index.js";
+import { createAgent, createChatModel, createSandbox, parseSettings } from "../src/index.js";
 import { planModelCall, MIN_OUTPUT_TOKENS } from "../src/tools/budget.js";
+import { callModel } from "../src/tools/models.js";
 import { fence, scriptedModel } from "./helpers.js";
+import { startOpenAIStub } from "./openai-stub.js";
 
 describe("model roles", () => {
   it("routes mechanical errors to the fixer model and logic failures to the strong fixer", async () => {
@@ -23,5 +29,50 @@ describe("planModelCall", () => {
     const refused = planModelCall({ promptTokens: 500, usedTokens: 39_400, tokenBudget: 40_000, maxOutputTokens: 2048 });
     expect(refused.ok).toBe(false);
     expect(MIN_OUTPUT_TOKENS).toBeGreaterThan(100);
+  });
+});
+
+describe("the output cap", () => {
+  it("reaches the provider as max_tokens from a ChatOpenAI of another copy of @langchain/openai, for programs and reviews", async () => {
+    // src imports the ESM build; the CJS build is a second copy with its own ChatOpenAI class, as
+    // a `file:` dependency or a nested node_modules would give.
+    const otherCopy = createRequire(import.meta.url)("@langchain/openai") as typeof import("@langchain/openai");
+    const stub = await startOpenAIStub((request) =>
+      "response_format" in request
+        ? { content: JSON.stringify({ passed: true, reasons: ["prints ok"], fixHint: "" }) }
+        : { content: fence("print('ok')") },
+    );
+    try {
+      const model = new otherCopy.ChatOpenAI({ model: "gpt-4o-mini", apiKey: "not-needed", configuration: { baseURL: stub.url } });
+      expect(model instanceof ChatOpenAI).toBe(false);
+      const agent = createAgent({ model, sandbox: createSandbox({ kind: "process" }) });
+      const settings = parseSettings({ llmReview: true, maxOutputTokens: 700 });
+      const result = await agent.invoke({ task: "Print ok." }, { context: settings });
+
+      expect(result.status).toBe("passed");
+      // The generator's cap is maxOutputTokens; the review's is that, at most 512.
+      expect(stub.requests.map((request) => request.max_tokens)).toEqual([700, 512]);
+    } finally {
+      await stub.close();
+    }
+  });
+
+  it("keeps what withConfig bound to a ChatOpenAI when it caps it", async () => {
+    const stub = await startOpenAIStub(() => ({ content: "fine" }));
+    try {
+      const bound = createChatModel("gpt-4o-mini", { temperature: 0 }, { OPENAI_BASE_URL: stub.url }).withConfig({ stop: ["END"] });
+      await callModel(bound as unknown as BaseChatModel, [new HumanMessage("hi")], "generator", { outputCap: 300 });
+      expect(stub.requests[0]).toMatchObject({ max_tokens: 300, stop: ["END"] });
+    } finally {
+      await stub.close();
+    }
+  });
+
+  it("leaves a chat model without a maxTokens field as it is", async () => {
+    const model = scriptedModel(fence("print('ok')"));
+    const agent = createAgent({ model, sandbox: createSandbox({ kind: "process" }) });
+    const result = await agent.invoke({ task: "Print ok." }, { context: parseSettings({ maxOutputTokens: 300 }) });
+    expect(result.status).toBe("passed");
+    expect(model.callCount).toBe(1);
   });
 });

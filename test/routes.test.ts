@@ -99,13 +99,13 @@ describe("routeAfterWrite", () => {
 
 describe("routeAfterCritic", () => {
   it("follows the critic's decision without deciding again", () => {
-    expect(routeAfterCritic({ attempt: 1, decision: { next: "fixer" } })).toBe("fixer");
-    expect(routeAfterCritic({ attempt: 2, decision: { next: "generator", fingerprint: "a" } })).toBe("generator");
-    expect(routeAfterCritic({ attempt: 3, decision: { next: "finish", status: "failed", reason: "spent" } })).toBe(END);
+    expect(routeAfterCritic({ attempt: 1, status: "running", decision: { next: "fixer" } })).toBe("fixer");
+    expect(routeAfterCritic({ attempt: 2, status: "running", decision: { next: "generator", fingerprint: "a" } })).toBe("generator");
+    expect(routeAfterCritic({ attempt: 3, status: "failed", decision: { next: "finish", status: "failed", reason: "spent" } })).toBe(END);
   });
 
   it("says what is wrong when a replacement critic made no decision", () => {
-    expect(() => routeAfterCritic({ attempt: 1, decision: undefined })).toThrow(/made no decision for attempt 1/);
+    expect(() => routeAfterCritic({ attempt: 1, status: "running", decision: undefined })).toThrow(/made no decision for attempt 1/);
   });
 });
 
@@ -118,5 +118,12 @@ describe("routeTowardsExecution", () => {
   it("asks no one to approve an attempt an objection already fails", () => {
     const objections = [{ attempt: 1, source: "generator", type: "NoCodeError", message: "no code" }];
     expect(routeTowardsExecution({ attempt: 0, objections }, { context: { approval: true } })).toBe("executor");
+  });
+});
+
+describe("routeAfterCritic when the critic stopped the run itself", () => {
+  it("ends a run the critic stopped, even with an older decision to repair on record", () => {
+    const stopped = stateWith({ status: "model_error", resumeFrom: "critic", decision: { next: "fixer" } });
+    expect(routeAfterCritic(stopped)).toBe(END);
   });
 });

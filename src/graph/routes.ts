@@ -56,7 +56,9 @@ export const AFTER_CRITIC_TARGETS = ["fixer", "generator", END] as const;
 export type AfterCriticTarget = (typeof AFTER_CRITIC_TARGETS)[number];
 
 /** Follows the critic's decision; a replacement critic must keep the built-in's `decision` (or make one with decideAfterCritic). */
-export function routeAfterCritic(state: Pick<AgentState, "decision" | "attempt">): AfterCriticTarget {
+export function routeAfterCritic(state: Pick<AgentState, "decision" | "attempt" | "status">): AfterCriticTarget {
+  // The critic stops the run itself, with no decision, when the LLM review cannot be had (model_error, budget).
+  if (state.status !== "running") return END;
   if (!state.decision) throw new Error(`the critic made no decision for attempt ${state.attempt}; a replacement critic must return one (see decideAfterCritic)`);
   return state.decision.next === "finish" ? END : state.decision.next;
 }

@@ -6,6 +6,7 @@ import { addUsage, mergeErrors, objectionsFor, type AgentState, type AgentUpdate
 import { decideAfterCritic } from "../graph/routes.js";
 import { planModelCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
+import { withOutputCap } from "../tools/models.js";
 import { countMessageTokens, countTokens } from "../tools/tokens.js";
 import { describeError } from "../tools/write-program.js";
 import { buildReviewPrompt, ReviewSchema, type Review } from "./critic.prompt.js";
@@ -95,13 +96,28 @@ export function scoreAttempt(run: Execution, passed: boolean): number {
   return 5;
 }
 
+/**
+ * With `llmReview` on, a clean run passes only on the reviewer's word: a review that cannot be had
+ * stops the run (`stop`) instead of passing it unreviewed.
+ */
+type ReviewOutcome = { review: Review; usage: ModelCallUsage } | { stop: AgentUpdate };
+
+/**
+ * A reply that arrived but is not a review: invalid JSON (the openai SDK parses json_schema replies
+ * itself and throws SyntaxError), or JSON that does not fit the schema (a ZodError, from the SDK's
+ * zod copy or ours). Anything else is a failed call: HTTP errors, refused connections, timeouts.
+ */
+function isUnreadableReview(error: unknown): boolean {
+  return error instanceof Error && (error instanceof SyntaxError || /ZodError$/.test(error.name) || error.name === "OutputParserException");
+}
+
 async function reviewWithModel(
   model: BaseChatModel,
   state: AgentState,
   run: Execution,
   settings: Settings,
   signal?: AbortSignal,
-): Promise<{ review?: Review; usage?: ModelCallUsage; skipped?: string }> {
+): Promise<ReviewOutcome> {
   const messages = buildReviewPrompt({ task: state.task, language: state.language, code: state.code, run });
   const promptTokens = await countMessageTokens(messages);
   const plan = planModelCall({
@@ -110,21 +126,29 @@ async function reviewWithModel(
     tokenBudget: settings.tokenBudget,
     maxOutputTokens: Math.min(settings.maxOutputTokens, 512),
   });
-  if (!plan.ok) return { skipped: "no budget left for the review" };
+  // The user asked for a review; a clean run nobody reviewed is not a pass. The budget is spent,
+  // so the run ends as the writers end it; the program is in `code` and its run in `lastRun`.
+  if (!plan.ok) return { stop: { status: "budget_exhausted", reason: `${plan.reason} The program ran cleanly but was not reviewed (llmReview is on), so the run does not pass.` } };
   try {
-    const reviewer = model.withStructuredOutput(ReviewSchema, { includeRaw: true });
+    const reviewer = withOutputCap(model, plan.outputCap).withStructuredOutput(ReviewSchema, { includeRaw: true });
     const result = (await reviewer.invoke(messages, { signal })) as { raw?: AIMessage; parsed?: Review } | Review;
     const parsed = "parsed" in result ? result.parsed : (result as Review);
     const raw = "raw" in result ? result.raw : undefined;
     const review = ReviewSchema.parse(parsed);
     const reported = raw?.usage_metadata;
-    const usage = reported
+    // Some OpenAI-compatible servers send zero usage, which the client turns into empty fields.
+    const usage = reported && reported.input_tokens + reported.output_tokens > 0
       ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
       : { node: "critic", inputTokens: promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
     return { review, usage };
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;
-    return { skipped: `the review failed (${describeError(error)})` };
+    // Garbage is a model fault too, not a rejection: failing the attempt would send a program that
+    // may well be right to the fixer with no defect to fix, and blame the program for the
+    // reviewer. model_error says who failed, keeps the checkpoint, and resume asks again (with
+    // another criticModel if this one cannot answer in the schema).
+    const what = isUnreadableReview(error) ? "returned no readable review" : "failed";
+    return { stop: { status: "model_error", reason: `The critic model call ${what} (LLM review): ${describeError(error)}`, resumeFrom: "critic" } };
   }
 }
 
@@ -144,12 +168,12 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     const usage: ModelCallUsage[] = [];
     if (critique.passed && settings.llmReview && !state.tests?.trim()) {
       const outcome = await reviewWithModel(deps.resolveModel("critic", settings), state, run, settings, runtime.signal);
-      if (outcome.usage) usage.push(outcome.usage);
-      if (outcome.review && !outcome.review.passed) {
+      // Nothing of this attempt is booked yet, so resuming at the critic judges it once, not twice.
+      if ("stop" in outcome) return outcome.stop;
+      usage.push(outcome.usage);
+      if (!outcome.review.passed) {
         failure = { type: "ReviewRejected", message: outcome.review.reasons.join("; ") || "the reviewer rejected the program" };
         critique = { passed: false, summary: `Review: ${failure.message}`, diagnosis: outcome.review.fixHint || failure.message };
-      } else if (outcome.skipped) {
-        critique = { ...critique, summary: `${critique.summary} (LLM review skipped: ${outcome.skipped})` };
       }
     }
 

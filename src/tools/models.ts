@@ -71,16 +71,26 @@ export function createChatModel(
   });
 }
 
+/** A LangChain chat model that takes its output cap as the `maxTokens` constructor field. */
+type CappableModel = BaseChatModel & { maxTokens?: number; defaultOptions?: unknown };
+
 /**
- * ChatOpenAI fixes max_tokens at construction, so a per-call output cap needs a sibling
- * built from the same fields. Other models are used as they are: the budget check before
- * the call still holds, only the provider-side cap is missing.
+ * ChatOpenAI (1.5) reads max_tokens / max_completion_tokens / max_output_tokens only from its
+ * `maxTokens` field: no call option or `withConfig` key reaches them. So a per-call cap needs a
+ * sibling built from the model's own constructor and fields. The model's own class, not an
+ * `instanceof ChatOpenAI` check: with two copies of @langchain/openai installed that check fails
+ * and the cap would silently go unsent. The same holds for other LangChain models that keep a
+ * `maxTokens` field (Anthropic, Groq, Mistral...). Models without one are used as they are: the
+ * budget check before the call still holds, only the provider-side cap is missing.
  */
 export function withOutputCap(model: BaseChatModel, maxTokens: number): BaseChatModel {
-  if (model instanceof ChatOpenAI) {
-    return new ChatOpenAI({ ...(model.lc_kwargs as ConstructorParameters<typeof ChatOpenAI>[0]), maxTokens });
-  }
-  return model;
+  if (!("maxTokens" in model)) return model;
+  const Model = model.constructor as new (fields: Record<string, unknown>) => CappableModel;
+  const capped = new Model({ ...model.lc_kwargs, maxTokens });
+  // ChatOpenAI keeps what withConfig / bindTools bound here, outside its constructor fields.
+  const bound = (model as CappableModel).defaultOptions;
+  if (bound !== undefined) capped.defaultOptions = bound;
+  return capped;
 }
 
 export interface ModelReply {
