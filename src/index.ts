@@ -73,7 +73,5 @@ export { createChatModel, createModelResolver, hasModelConfig, type AgentModels 
 export { ScriptedChatModel } from "./tools/scripted-model.js";
 export { createSandbox } from "./tools/sandbox/index.js";
 export type * from "./tools/sandbox/types.js";
-export { openRunStore, forkCheckpoint, resolveStoreLocation, type RunStore, type StoreLocation } from "./tools/checkpointer.js";
-export { loadDataset, type BenchmarkTask } from "./benchmark/dataset.js";
-export { runBenchmark, formatBenchmarkTable, type BenchmarkReport } from "./benchmark/run.js";
-export { verifyDataset, formatVerifyReport } from "./benchmark/verify.js";
+// Heavy parts have their own entries so importing the agent loads neither database driver:
+// the run store is `selfheal/store` (src/store.ts), the benchmark `selfheal/bench` (src/bench.ts).

@@ -1,7 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { loadDataset, type BenchmarkTask } from "../src/benchmark/dataset.js";
+import { formatVerifyReport, loadDataset, verifyDataset, type BenchmarkTask } from "../src/bench.js";
 import { findEffectiveMutants } from "../src/benchmark/mutants.js";
-import { formatVerifyReport, verifyDataset } from "../src/benchmark/verify.js";
 import { createSandbox } from "../src/tools/sandbox/index.js";
 
 // The real sandbox, pre-warmed, as `selfheal bench --verify-dataset` uses it.

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, createSandbox, parseSettings } from "../src/index.js";
-import { forkCheckpoint, openRunStore, ThreadBusyError, type RunStore } from "../src/tools/checkpointer.js";
+import { forkCheckpoint, openRunStore, ThreadBusyError, type RunStore } from "../src/store.js";
 import { runCli, startCli, waitFor } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";

@@ -1,10 +1,20 @@
 import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
 import { InvalidArgumentError, Option, type Command } from "commander";
-import { DatasetError, loadDataset, parseTaskIds, resolveDatasetPath } from "../benchmark/dataset.js";
-import { formatBenchmarkTable, runBenchmark, type BenchmarkReport } from "../benchmark/run.js";
-import { SIMULATED_MODEL_LABEL, SIMULATED_MODEL_NAME, SimulatedBenchmarkModel } from "../benchmark/simulated-model.js";
-import { formatVerifyReport, verifyDataset } from "../benchmark/verify.js";
+import {
+  DatasetError,
+  formatBenchmarkTable,
+  formatVerifyReport,
+  loadDataset,
+  parseTaskIds,
+  resolveDatasetPath,
+  runBenchmark,
+  SIMULATED_MODEL_LABEL,
+  SIMULATED_MODEL_NAME,
+  SimulatedBenchmarkModel,
+  verifyDataset,
+  type BenchmarkReport,
+} from "../bench.js";
 import { parseSettings } from "../graph/context.js";
 import { hasModelConfig, MissingModelConfigError } from "../tools/models.js";
 import { createSandbox, type SandboxKind } from "../tools/sandbox/index.js";

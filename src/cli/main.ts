@@ -6,7 +6,7 @@ import { z } from "zod";
 import { createAgent } from "../graph/index.js";
 import { formatIssues, InvalidSettingsError, parseSettings } from "../graph/context.js";
 import { RunInputSchema, type RunInput } from "../graph/state.js";
-import { describeLocation } from "../tools/checkpointer.js";
+import { describeLocation } from "../store.js";
 import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
 import { canAskPerson, terminalApprover } from "./approval-prompt.js";
 import { registerBenchCommand } from "./bench.js";

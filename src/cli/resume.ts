@@ -6,7 +6,7 @@ import { createAgent, type Agent } from "../graph/index.js";
 import { parseSettings } from "../graph/context.js";
 import type { AgentState } from "../graph/state.js";
 import { ApprovalDecisionSchema, type ApprovalDecision } from "../nodes/approval.js";
-import { describeLocation, forkCheckpoint, type RunStore } from "../tools/checkpointer.js";
+import { describeLocation, forkCheckpoint, type RunStore } from "../store.js";
 import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
 import { canAskPerson, terminalApprover } from "./approval-prompt.js";
 import { settingsFromFlags, type SettingFlags } from "./options.js";

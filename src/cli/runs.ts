@@ -1,7 +1,7 @@
 import type { StateSnapshot } from "@langchain/langgraph";
 import type { Agent } from "../graph/index.js";
 import type { AgentState } from "../graph/state.js";
-import type { RunRecord, RunStore } from "../tools/checkpointer.js";
+import type { RunRecord, RunStore } from "../store.js";
 import { formatTable } from "./history.js";
 
 /** One thread, as `selfheal runs` shows it. */

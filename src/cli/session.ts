@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import { openRunStore, resolveStoreLocation, ThreadBusyError, type RunStore } from "../tools/checkpointer.js";
+import { openRunStore, resolveStoreLocation, ThreadBusyError, type RunStore } from "../store.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
 export interface StoreFlags {

@@ -1,0 +1,66 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { cleanEnv, REPO } from "./cli-helpers.js";
+
+/** Module hooks that append every resolved URL to the file named in `data.log`. */
+const RECORDER = `
+import { appendFileSync } from "node:fs";
+let log;
+export function initialize(data) { log = data.log; }
+export async function resolve(specifier, context, nextResolve) {
+  const resolved = await nextResolve(specifier, context);
+  appendFileSync(log, resolved.url + "\\n");
+  return resolved;
+}`;
+
+/** Imports `entry` in a fresh Node process and returns the npm packages it loaded. */
+function packagesLoadedBy(entry: string): Set<string> {
+  const dir = mkdtempSync(join(tmpdir(), "selfheal-imports-"));
+  const log = join(dir, "resolved.txt");
+  try {
+    const script = [
+      `import { register } from "node:module";`,
+      `register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(RECORDER)}`)}, { data: { log: ${JSON.stringify(log)} } });`,
+      `await import(${JSON.stringify(entry)});`,
+    ].join("\n");
+    const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: REPO,
+      env: { PATH: cleanEnv().PATH ?? "" },
+      encoding: "utf8",
+    });
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
+    const packages = new Set<string>();
+    for (const url of readFileSync(log, "utf8").split("\n")) {
+      const name = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
+      if (name) packages.add(name);
+    }
+    return packages;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const DATABASE_PACKAGES = ["better-sqlite3", "pg", "@langchain/langgraph-checkpoint-sqlite", "@langchain/langgraph-checkpoint-postgres"];
+
+describe("the package entries", () => {
+  it("load the agent from the root entry without any database driver", () => {
+    const loaded = packagesLoadedBy("./src/index.ts");
+    expect(loaded).toContain("@langchain/langgraph");
+    for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
+  });
+
+  it("load SQLite and PostgreSQL with the store entry", () => {
+    const loaded = packagesLoadedBy("./src/store.ts");
+    for (const name of DATABASE_PACKAGES) expect(loaded).toContain(name);
+  });
+
+  it("run the benchmark without loading the run store", () => {
+    const loaded = packagesLoadedBy("./src/bench.ts");
+    expect(loaded).toContain("@langchain/langgraph");
+    for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
+  });
+});
