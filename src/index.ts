@@ -44,7 +44,6 @@ export {
   ContextSchema,
   MAX_ATTEMPTS_LIMIT,
   parseSettings,
-  InvalidSettingsError,
   type ContextChannels,
   type Settings,
   type SettingsInput,
@@ -75,3 +74,13 @@ export { createSandbox } from "./tools/sandbox/index.js";
 export type * from "./tools/sandbox/types.js";
 // Heavy parts have their own entries so importing the agent loads neither database driver:
 // the run store is `selfheal/store` (src/store.ts), the benchmark `selfheal/bench` (src/bench.ts).
+export {
+  SelfhealError,
+  InvalidSettingsError,
+  MissingModelConfigError,
+  SandboxUnavailableError,
+  ThreadBusyError,
+  StoreConnectionError,
+  UsageError,
+  type SelfhealErrorCode,
+} from "./errors.js";

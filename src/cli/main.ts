@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { z } from "zod";
+import { SelfhealError } from "../errors.js";
 import { createAgent } from "../graph/index.js";
 import { formatIssues, InvalidSettingsError, parseSettings } from "../graph/context.js";
 import { RunInputSchema, type RunInput } from "../graph/state.js";
@@ -181,7 +182,8 @@ export async function main(argv: string[] = process.argv): Promise<number> {
       // commander already printed the message (or the help); --help and --version exit 0.
       return error.exitCode === 0 ? 0 : EXIT.usage;
     }
-    if (error instanceof UsageError || error instanceof InvalidSettingsError || error instanceof MissingModelConfigError) {
+    // Every error selfheal raises on purpose is a usage or configuration problem the user can fix.
+    if (error instanceof SelfhealError) {
       process.stderr.write(`selfheal: ${error.message}\n`);
       return EXIT.usage;
     }

@@ -1,4 +1,5 @@
 import { Option, type Command } from "commander";
+import { UsageError } from "../errors.js";
 import { openRunStore, resolveStoreLocation, ThreadBusyError, type RunStore } from "../store.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
@@ -13,10 +14,7 @@ export function addStoreOptions(command: Command): Command {
     .option("--postgres <url>", "store checkpoints in PostgreSQL, shared by many workers (or $SELFHEAL_POSTGRES_URL)");
 }
 
-/** A usage or configuration error: exit 2 with one clear line. */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
+export { UsageError };
 
 /** Opens the store the flags and environment name, runs `use`, and always closes it. */
 export async function withStore<T>(flags: StoreFlags, use: (store: RunStore) => Promise<T>): Promise<T> {

@@ -1,5 +1,6 @@
 import type { BaseChannel } from "@langchain/langgraph";
 import { z } from "zod";
+import { InvalidSettingsError } from "../errors.js";
 
 const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
 
@@ -73,9 +74,7 @@ export function parseSettings(input: unknown): Settings {
   return result.data;
 }
 
-export class InvalidSettingsError extends Error {
-  override name = "InvalidSettingsError";
-}
+export { InvalidSettingsError };
 
 export function formatIssues(error: z.ZodError): string {
   return error.issues

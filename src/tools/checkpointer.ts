@@ -6,7 +6,8 @@ import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { InvalidSettingsError, parseSettings, type Settings } from "../graph/context.js";
+import { InvalidSettingsError, StoreConnectionError, ThreadBusyError } from "../errors.js";
+import { parseSettings, type Settings } from "../graph/context.js";
 
 /** Where runs are stored: one SQLite file for one machine, or PostgreSQL shared by many workers. */
 export type StoreLocation = { kind: "sqlite"; path: string } | { kind: "postgres"; url: string };
@@ -52,10 +53,7 @@ export interface RunRecord {
   forkedFrom?: { threadId: string; checkpointId: string };
 }
 
-/** Another process holds the thread: running it here too would interleave two runs' checkpoints. */
-export class ThreadBusyError extends Error {
-  override name = "ThreadBusyError";
-}
+export { ThreadBusyError };
 
 /** Held while a process runs a thread; released on `release()` or when the process dies. */
 export interface ThreadLease {
@@ -117,12 +115,22 @@ function processIsAlive(pid: number): boolean {
   }
 }
 
+function openSqliteFile(path: string): Database.Database {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    // Several CLI processes may share the file: WAL lets readers run beside the one writer, and the
+    // busy timeout makes a writer wait for another instead of failing.
+    const db = new Database(path, { timeout: 10_000 });
+    db.pragma("journal_mode = WAL");
+    return db;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new StoreConnectionError(`cannot open the SQLite run store at ${path}: ${reason} (give --db a file path in a writable directory)`, { cause: error });
+  }
+}
+
 function openSqliteStore(location: Extract<StoreLocation, { kind: "sqlite" }>): RunStore {
-  mkdirSync(dirname(location.path), { recursive: true });
-  // Several CLI processes may share the file: WAL lets readers run beside the one writer, and the
-  // busy timeout makes a writer wait for another instead of failing.
-  const db = new Database(location.path, { timeout: 10_000 });
-  db.pragma("journal_mode = WAL");
+  const db = openSqliteFile(location.path);
   db.exec(`
     CREATE TABLE IF NOT EXISTS selfheal_runs (
       thread_id TEXT PRIMARY KEY,
@@ -198,7 +206,7 @@ async function openPostgresStore(location: Extract<StoreLocation, { kind: "postg
   const checkpointer = new PostgresSaver(pool);
   const setupClient = await pool.connect().catch((error: Error) => {
     void pool.end();
-    throw new InvalidSettingsError(`cannot connect to PostgreSQL at ${describeLocation(location)}: ${error.message}`);
+    throw new StoreConnectionError(`cannot connect to PostgreSQL at ${describeLocation(location)}: ${error.message}`, { cause: error });
   });
   try {
     await setupClient.query("SELECT pg_advisory_lock($1)", [SETUP_LOCK_KEY]);

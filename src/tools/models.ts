@@ -1,7 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
-import { InvalidSettingsError } from "../graph/context.js";
+import { InvalidSettingsError, MissingModelConfigError } from "../errors.js";
 import type { ModelCallUsage } from "../graph/state.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 
@@ -15,16 +15,7 @@ export interface AgentModels {
   criticModel?: BaseChatModel;
 }
 
-export class MissingModelConfigError extends Error {
-  override name = "MissingModelConfigError";
-  constructor() {
-    super(
-      "No model is configured. Set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for any OpenAI-compatible server, " +
-        "e.g. Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 SELFHEAL_MODEL=qwen2.5-coder:7b. " +
-        "Or try `selfheal demo`, which needs neither.",
-    );
-  }
-}
+export { MissingModelConfigError };
 
 export function hasModelConfig(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.OPENAI_API_KEY || env.OPENAI_BASE_URL);

@@ -1,3 +1,4 @@
+import { SandboxUnavailableError } from "../../errors.js";
 import { BwrapLauncher, probeBwrap } from "./bwrap-backend.js";
 import { ContainerSandbox, type ContainerOptions } from "./container-backend.js";
 import { resolveLimits } from "./limits.js";
@@ -48,7 +49,7 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
     if (probe.usable) {
       sandbox = new LocalSandbox(new BwrapLauncher(limits, probe.host), limits, prewarmMode);
     } else if (kind === "bwrap") {
-      throw new Error(`the bwrap sandbox is not available: ${probe.reason}`);
+      throw new SandboxUnavailableError(`the bwrap sandbox is not available: ${probe.reason}`);
     } else {
       warnProcessBackendOnce();
       sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);

@@ -1,3 +1,4 @@
+import { SandboxUnavailableError } from "../../errors.js";
 import { execFile } from "node:child_process";
 import { accessSync, constants as fsConstants, realpathSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
@@ -17,10 +18,9 @@ export interface Interpreter {
 export type Interpreters = Record<Language, Interpreter | null>;
 
 /** No usable interpreter for the language on this host; the run is reported as `unavailable`. */
-export class InterpreterMissingError extends Error {
+export class InterpreterMissingError extends SandboxUnavailableError {
   constructor(readonly language: Language) {
     super(`${language === "python" ? "python3" : "node"} was not found on PATH, so ${language} code cannot run here`);
-    this.name = "InterpreterMissingError";
   }
 }
 

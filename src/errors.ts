@@ -1,0 +1,69 @@
+/**
+ * Every error selfheal throws on purpose. Catch them all with `instanceof SelfhealError` and tell
+ * them apart by `code`, which stays stable across releases (messages may change).
+ */
+export type SelfhealErrorCode =
+  | "INVALID_SETTINGS"
+  | "MISSING_MODEL_CONFIG"
+  | "SANDBOX_UNAVAILABLE"
+  | "THREAD_BUSY"
+  | "STORE_CONNECTION"
+  | "USAGE";
+
+export class SelfhealError extends Error {
+  constructor(
+    readonly code: SelfhealErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A setting, an input field or an environment variable has a value selfheal cannot use. */
+export class InvalidSettingsError extends SelfhealError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("INVALID_SETTINGS", message, options);
+  }
+}
+
+/** A model is needed and none is injected or configured in the environment. */
+export class MissingModelConfigError extends SelfhealError {
+  constructor() {
+    super(
+      "MISSING_MODEL_CONFIG",
+      "No model is configured. Set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for any OpenAI-compatible server, " +
+        "e.g. Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 SELFHEAL_MODEL=qwen2.5-coder:7b. " +
+        "Or try `selfheal demo`, which needs neither.",
+    );
+  }
+}
+
+/** The sandbox that was asked for cannot run programs on this host. */
+export class SandboxUnavailableError extends SelfhealError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("SANDBOX_UNAVAILABLE", message, options);
+  }
+}
+
+/** Another process holds the thread: running it here too would interleave two runs' checkpoints. */
+export class ThreadBusyError extends SelfhealError {
+  constructor(message: string) {
+    super("THREAD_BUSY", message);
+  }
+}
+
+/** The run store cannot be opened: PostgreSQL unreachable, or a SQLite path that is not a usable file. */
+export class StoreConnectionError extends SelfhealError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("STORE_CONNECTION", message, options);
+  }
+}
+
+/** A command-line usage error: the CLI exits 2 with one clear line. */
+export class UsageError extends SelfhealError {
+  constructor(message: string) {
+    super("USAGE", message);
+  }
+}
