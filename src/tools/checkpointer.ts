@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
@@ -115,9 +115,22 @@ function processIsAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Creates the missing directories one level at a time. Node 20's `mkdirSync(..., { recursive: true })`
+ * never returns for a path under /proc, where mkdir answers ENOENT although the parent exists.
+ */
+function makeDirectories(directory: string): void {
+  const missing: string[] = [];
+  for (let current = directory; !existsSync(current); current = dirname(current)) {
+    missing.unshift(current);
+    if (dirname(current) === current) break;
+  }
+  for (const each of missing) mkdirSync(each);
+}
+
 function openSqliteFile(path: string): Database.Database {
   try {
-    mkdirSync(dirname(path), { recursive: true });
+    makeDirectories(dirname(path));
     // Several CLI processes may share the file: WAL lets readers run beside the one writer, and the
     // busy timeout makes a writer wait for another instead of failing.
     const db = new Database(path, { timeout: 10_000 });
