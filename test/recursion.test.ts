@@ -23,6 +23,9 @@ describe("long runs end through the routers, never through the recursion limit",
   it("gives maxAttempts an upper bound that the recursion limit covers", () => {
     expect(() => parseSettings({ maxAttempts: MAX_ATTEMPTS_LIMIT + 1 })).toThrow(`maxAttempts must be at most ${MAX_ATTEMPTS_LIMIT}`);
     expect(recursionLimitFor(2)).toBeGreaterThan(MAX_ATTEMPTS_LIMIT * 6);
+    const noop = () => ({});
+    const withTwoSteps = createAgent({ before: [{ name: "a", node: noop }], verifiers: [{ name: "v", stage: "after", check: () => null }] });
+    expect(withTwoSteps.config?.recursionLimit).toBe(recursionLimitFor(2));
   });
 
   it("ends failed at exactly 12 attempts from createAgent, with two extra steps", async () => {

@@ -18,7 +18,7 @@ import { createModelResolver } from "../tools/models.js";
 import { createSandbox } from "../tools/sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../tools/sandbox/types.js";
 import { MAX_ATTEMPTS_LIMIT, parseSettings, type ContextChannels, type SettingsInput } from "./context.js";
-import { stagedSteps, type AgentExtensions, type CoreNodeName } from "./extensions.js";
+import { CORE_NODES, stagedSteps, type AgentExtensions, type CoreNodeName } from "./extensions.js";
 import { AFTER_CRITIC_TARGETS, routeAfterCritic, routeAfterWrite, routeTowardsExecution, TOWARDS_EXECUTION_TARGETS } from "./routes.js";
 import { State, type AgentState, type AgentUpdate } from "./state.js";
 
@@ -137,8 +137,10 @@ function chain(graph: { addEdge(from: string, to: string): unknown }, names: str
  * Its recursion limit fits every valid setting and every extra step, so callers never set one.
  */
 export function createAgent(options: AgentOptions = {}) {
-  const extraSteps = (options.verifiers?.length ?? 0) + (options.before?.length ?? 0) + (options.after?.length ?? 0);
-  return buildAgentGraph(options)
+  const graph = buildAgentGraph(options);
+  // Counted from the built graph, so the limit follows whatever steps the extensions added.
+  const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length;
+  return graph
     .compile({ checkpointer: options.checkpointer, name: "selfheal" })
     .withConfig({ recursionLimit: recursionLimitFor(extraSteps) });
 }
