@@ -70,7 +70,7 @@ export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
 export { createChatModel, createModelResolver, hasModelConfig, type AgentModels } from "./tools/models.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
-export { createSandbox } from "./tools/sandbox/index.js";
+export { checkSandbox, createSandbox } from "./tools/sandbox/index.js";
 export type * from "./tools/sandbox/types.js";
 // Heavy parts have their own entries so importing the agent loads neither database driver:
 // the run store is `selfheal/store` (src/store.ts), the benchmark `selfheal/bench` (src/bench.ts).

@@ -2,6 +2,7 @@
 // drivers (better-sqlite3 is a native addon), which `import "selfheal"` must not pay for.
 export {
   openRunStore,
+  storeExists,
   forkCheckpoint,
   resolveStoreLocation,
   describeLocation,

@@ -9,6 +9,7 @@ import { formatIssues, InvalidSettingsError, parseSettings } from "../graph/cont
 import { RunInputSchema, type RunInput } from "../graph/state.js";
 import { describeLocation } from "../store.js";
 import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
+import { checkSandbox } from "../tools/sandbox/index.js";
 import { canAskPerson, terminalApprover } from "./approval-prompt.js";
 import { registerBenchCommand } from "./bench.js";
 import { createDemoModel, DEMO_BANNER, DEMO_MODEL_NAME, DEMO_TASK } from "./demo.js";
@@ -16,16 +17,19 @@ import { formatCheckpoints, listCheckpoints } from "./history.js";
 import { addOutputOptions, addSettingOptions, settingsFromFlags, type SettingFlags } from "./options.js";
 import { ProgressReporter } from "./progress.js";
 import { resumeRun, type ResumeFlags } from "./resume.js";
-import { EXIT, streamRun } from "./run.js";
+import { checkOutputFile, EXIT, streamRun } from "./run.js";
 import { formatRuns, listRuns } from "./runs.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
+  noSuchRunError,
   resumeCommandFor,
   threadExists,
   UsageError,
+  withExistingStore,
   withStore,
   withThreadLease,
+  withThreadStore,
   type StoreFlags,
 } from "./session.js";
 
@@ -69,6 +73,9 @@ async function startRun(task: string, flags: RunFlags, scripted?: ScriptedRun): 
   const settings = parseSettings({ ...settingsFromFlags(flags), approval: Boolean(flags.approve), ...(scripted ? { model: DEMO_MODEL_NAME } : {}) });
   if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
   modelRetriesFromEnv();
+  // Before the store opens and before any model call: these fail the same way at any moment.
+  if (flags.out) checkOutputFile(flags.out);
+  await checkSandbox({ kind: settings.sandbox });
 
   return withStore(flags, async (store) => {
     const threadId = flags.thread ?? randomUUID();
@@ -137,9 +144,9 @@ export function buildProgram(): Command {
     .argument("<thread>", "the thread id")
     .option("--json", "print JSON");
   addStoreOptions(history).action(async (threadId: string, flags: StoreFlags & { json?: boolean }) => {
-    process.exitCode = await withStore(flags, async (store) => {
+    process.exitCode = await withThreadStore(flags, threadId, async (store) => {
       const rows = await listCheckpoints(createAgent({ checkpointer: store.checkpointer }), store.checkpointer, threadId);
-      if (rows.length === 0) throw new UsageError(`no run with thread id ${threadId} in ${describeLocation(store.location)}`);
+      if (rows.length === 0) throw noSuchRunError(threadId, store.location);
       process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatCheckpoints(rows));
       return EXIT.passed;
     });
@@ -151,11 +158,18 @@ export function buildProgram(): Command {
     .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
     .option("--json", "print JSON");
   addStoreOptions(runs).action(async (flags: StoreFlags & { json?: boolean; limit: number }) => {
-    process.exitCode = await withStore(flags, async (store) => {
-      const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit);
-      process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
-      return EXIT.passed;
-    });
+    process.exitCode = await withExistingStore(
+      flags,
+      async (store) => {
+        const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit);
+        process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
+        return EXIT.passed;
+      },
+      (location) => {
+        process.stdout.write(flags.json ? "[]\n" : `no runs yet: there is no run store at ${describeLocation(location)}\n`);
+        return EXIT.passed;
+      },
+    );
   });
 
   const demo = program

@@ -6,13 +6,14 @@ import { createAgent, type Agent } from "../graph/index.js";
 import { parseSettings } from "../graph/context.js";
 import type { AgentState } from "../graph/state.js";
 import { ApprovalDecisionSchema, type ApprovalDecision } from "../nodes/approval.js";
-import { describeLocation, forkCheckpoint, type RunStore } from "../store.js";
+import { forkCheckpoint, type RunStore } from "../store.js";
 import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
+import { checkSandbox } from "../tools/sandbox/index.js";
 import { canAskPerson, terminalApprover } from "./approval-prompt.js";
 import { settingsFromFlags, type SettingFlags } from "./options.js";
 import { ProgressReporter } from "./progress.js";
-import { EXIT, streamRun, summarizeRun, type ApprovalHandler, type RunStart } from "./run.js";
-import { abortOnCtrlC, resumeCommandFor, threadExists, UsageError, withStore, withThreadLease, type StoreFlags } from "./session.js";
+import { checkOutputFile, EXIT, streamRun, summarizeRun, type ApprovalHandler, type RunStart } from "./run.js";
+import { abortOnCtrlC, noSuchRunError, resumeCommandFor, threadExists, UsageError, withThreadLease, withThreadStore, type StoreFlags } from "./session.js";
 
 export interface ResumeFlags extends StoreFlags, SettingFlags {
   approve?: boolean;
@@ -87,23 +88,24 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
   const decision = await decisionFromFlags(flags);
   if (flags.thread && !flags.from) throw new UsageError("--thread names the new thread of a fork: use it with --from");
   modelRetriesFromEnv();
+  if (flags.out) checkOutputFile(flags.out);
 
-  return withStore(flags, async (store) => {
+  return withThreadStore(flags, threadId, async (store) => {
     const reporter = new ProgressReporter();
     const record = await store.getRun(threadId);
     // A demo run is resumed with the same scripted model; any other needs a configured one.
     const scripted = record?.settings.model === DEMO_MODEL_NAME && !flags.model;
     if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
     const agent = createAgent({ model: scripted ? createDemoModel() : undefined, checkpointer: store.checkpointer });
-    if (!(await threadExists(store, threadId))) {
-      throw new UsageError(`no run with thread id ${threadId} in ${describeLocation(store.location)}`);
-    }
+    if (!(await threadExists(store, threadId))) throw noSuchRunError(threadId, store.location);
     if (!record) reporter.note(`thread ${threadId} was not started by the CLI: resuming it with default settings`);
     const settings = parseSettings({ ...record?.settings, ...settingsFromFlags(flags) });
 
     let target = threadId;
     let extraSummary: Record<string, unknown> = {};
     if (flags.from) {
+      // A fork always runs on, so its sandbox is checked before the new thread is made.
+      await checkSandbox({ kind: settings.sandbox });
       target = await fork(store, agent, threadId, flags.from, flags.thread ?? randomUUID());
       await store.saveRun({
         threadId: target,
@@ -131,6 +133,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
         process.stdout.write(text);
         return plan.finished.status === "passed" ? EXIT.passed : EXIT.failed;
       }
+      if (!flags.from) await checkSandbox({ kind: settings.sandbox });
       const values: AgentState = snapshot.values;
       reporter.note(
         `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof Command ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,

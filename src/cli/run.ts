@@ -1,10 +1,13 @@
+import { closeSync, existsSync, openSync, statSync, unlinkSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { Command, isInterrupted } from "@langchain/langgraph";
 import type { Agent } from "../graph/index.js";
 import type { Settings } from "../graph/context.js";
 import type { AgentState, RunInput } from "../graph/state.js";
 import type { ApprovalDecision, ApprovalRequest } from "../nodes/approval.js";
 import type { OutputEvent } from "../nodes/executor.js";
+import { UsageError } from "../errors.js";
 import { ProgressReporter } from "./progress.js";
 
 /** 130 is what a shell reports for a process stopped by Ctrl-C. */
@@ -97,6 +100,44 @@ function describeDecision(decision: ApprovalDecision): string {
     case "edit":
       return "edited: running the edited program";
   }
+}
+
+/**
+ * Throws a UsageError unless `out` can be written. Checked before the run starts, because the
+ * result is written only when the run ends, and a path that fails then loses it. The check opens
+ * the file for writing (and removes it again if it was new), since permission bits say nothing
+ * to root, and /proc or /sys refuse files whatever the bits say.
+ */
+export function checkOutputFile(out: string): void {
+  const problem = outputFileProblem(resolve(out));
+  if (problem) throw new UsageError(`--out ${out}: ${problem}`);
+}
+
+function outputFileProblem(path: string): string | null {
+  try {
+    if (statSync(path).isDirectory()) return "it is a directory; give a file path";
+    closeSync(openSync(path, "r+"));
+    return null;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") return explainPathError(error, path);
+  }
+  const directory = dirname(path);
+  if (!existsSync(directory)) return `the directory ${directory} does not exist; create it first`;
+  try {
+    closeSync(openSync(path, "wx"));
+    unlinkSync(path);
+    return null;
+  } catch (error) {
+    return explainPathError(error, directory);
+  }
+}
+
+function explainPathError(error: unknown, path: string): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  if (code === "ENOTDIR") return `a part of ${path} is a file, not a directory`;
+  if (code === "EROFS") return `${path} is on a read-only file system`;
+  if (code === "EACCES" || code === "EPERM" || code === "ENOENT") return `cannot create or write files in ${path}`;
+  return message;
 }
 
 async function emit(text: string, out?: string): Promise<void> {

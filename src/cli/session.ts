@@ -1,6 +1,6 @@
 import { Option, type Command } from "commander";
 import { UsageError } from "../errors.js";
-import { openRunStore, resolveStoreLocation, ThreadBusyError, type RunStore } from "../store.js";
+import { describeLocation, openRunStore, resolveStoreLocation, storeExists, ThreadBusyError, type RunStore, type StoreLocation } from "../store.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
 export interface StoreFlags {
@@ -10,7 +10,7 @@ export interface StoreFlags {
 
 export function addStoreOptions(command: Command): Command {
   return command
-    .addOption(new Option("--db <path>", "SQLite file for checkpoints (default .selfheal/checkpoints.db, or $SELFHEAL_DB)").conflicts("postgres"))
+    .addOption(new Option("--db <path>", "SQLite file for checkpoints (default $SELFHEAL_DB, or .selfheal/checkpoints.db in the nearest folder up that has .selfheal/)").conflicts("postgres"))
     .option("--postgres <url>", "store checkpoints in PostgreSQL, shared by many workers (or $SELFHEAL_POSTGRES_URL)");
 }
 
@@ -24,6 +24,26 @@ export async function withStore<T>(flags: StoreFlags, use: (store: RunStore) => 
   } finally {
     await store.close();
   }
+}
+
+/**
+ * For commands that only read: opens the store only if it exists, so looking
+ * creates no database or `.selfheal/`; otherwise answers with `absent(location)`.
+ */
+export async function withExistingStore<T>(flags: StoreFlags, use: (store: RunStore) => Promise<T>, absent: (location: StoreLocation) => T): Promise<T> {
+  const location = resolveStoreLocation(flags);
+  return storeExists(location) ? withStore(flags, use) : absent(location);
+}
+
+export function noSuchRunError(threadId: string, location: StoreLocation): UsageError {
+  return new UsageError(`no run with thread id ${threadId} in ${describeLocation(location)}`);
+}
+
+/** For commands about one existing thread (`history`, `resume`): with no store there is no such thread, and none is created. */
+export function withThreadStore<T>(flags: StoreFlags, threadId: string, use: (store: RunStore) => Promise<T>): Promise<T> {
+  return withExistingStore(flags, use, (location) => {
+    throw noSuchRunError(threadId, location);
+  });
 }
 
 /** Runs `use` while this process holds the thread, so two workers never advance one run at once. */

@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { hostname } from "node:os";
-import { dirname, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
@@ -14,9 +14,33 @@ export type StoreLocation = { kind: "sqlite"; path: string } | { kind: "postgres
 
 export const DEFAULT_SQLITE_PATH = ".selfheal/checkpoints.db";
 
+/** The folder `DEFAULT_SQLITE_PATH` lives in, looked for the way git looks for `.git`. */
+const STORE_DIR_NAME = ".selfheal";
+
+/**
+ * The nearest folder, from `cwd` up to the root, that holds a `.selfheal/` directory, so the runs
+ * of a project are found from any of its subfolders; undefined when there is none.
+ */
+function findStoreRoot(cwd: string): string | undefined {
+  for (let folder = resolve(cwd); ; folder = dirname(folder)) {
+    if (isDirectory(join(folder, STORE_DIR_NAME))) return folder;
+    if (dirname(folder) === folder) return undefined;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Flags win over the environment, and PostgreSQL over SQLite within each; giving both flags is a
- * mistake worth reporting rather than guessing which one was meant.
+ * mistake worth reporting rather than guessing which one was meant. With neither, the store is
+ * `.selfheal/checkpoints.db` in the nearest folder up from `cwd` that has a `.selfheal/`, or in
+ * `cwd` itself when none has (where a new run creates it).
  */
 export function resolveStoreLocation(
   flags: { db?: string; postgres?: string },
@@ -27,7 +51,8 @@ export function resolveStoreLocation(
   if (flags.postgres) return { kind: "postgres", url: flags.postgres };
   if (flags.db) return { kind: "sqlite", path: resolve(cwd, flags.db) };
   if (env.SELFHEAL_POSTGRES_URL) return { kind: "postgres", url: env.SELFHEAL_POSTGRES_URL };
-  return { kind: "sqlite", path: resolve(cwd, env.SELFHEAL_DB || DEFAULT_SQLITE_PATH) };
+  if (env.SELFHEAL_DB) return { kind: "sqlite", path: resolve(cwd, env.SELFHEAL_DB) };
+  return { kind: "sqlite", path: resolve(findStoreRoot(cwd) ?? cwd, DEFAULT_SQLITE_PATH) };
 }
 
 /** For messages: the SQLite path, or the PostgreSQL URL without its password. */
@@ -129,16 +154,24 @@ function makeDirectories(directory: string): void {
 }
 
 function openSqliteFile(path: string): Database.Database {
+  const unusable = (problem: string, cause?: unknown) =>
+    new StoreConnectionError(`cannot open the SQLite run store at ${path}: ${problem}; give --db a file path in a writable directory`, { cause });
+  if (isDirectory(path)) throw unusable(`it is a directory (${join(path, "checkpoints.db")} would do)`);
   try {
     makeDirectories(dirname(path));
+  } catch (error) {
+    throw unusable(`cannot create the directory ${(error as NodeJS.ErrnoException).path ?? dirname(path)}`, error);
+  }
+  try {
     // Several CLI processes may share the file: WAL lets readers run beside the one writer, and the
     // busy timeout makes a writer wait for another instead of failing.
     const db = new Database(path, { timeout: 10_000 });
     db.pragma("journal_mode = WAL");
     return db;
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new StoreConnectionError(`cannot open the SQLite run store at ${path}: ${reason} (give --db a file path in a writable directory)`, { cause: error });
+    // SQLite says only "unable to open database file" for a read-only, virtual (/proc, /sys) or missing place.
+    const cantOpen = (error as { code?: string }).code === "SQLITE_CANTOPEN";
+    throw unusable(cantOpen ? "no database file can be created or opened there" : error instanceof Error ? error.message : String(error), error);
   }
 }
 
@@ -288,6 +321,14 @@ async function openPostgresStore(location: Extract<StoreLocation, { kind: "postg
       await pool.end();
     },
   };
+}
+
+/**
+ * Whether the store holds anything yet: a SQLite file that does not exist has no runs, and
+ * commands that only read check this so that they create no database. PostgreSQL always counts.
+ */
+export function storeExists(location: StoreLocation): boolean {
+  return location.kind === "postgres" || existsSync(location.path);
 }
 
 /** Opens (and on first use creates) the run store; call `close()` when done. */

@@ -145,24 +145,27 @@ export class ContainerSandbox implements Sandbox {
     return image?.[language] ?? DEFAULT_CONTAINER_IMAGES[language];
   }
 
-  /** Asks the engine for its server version: fails fast, with the engine's own words, when it is down. */
   private async checkEngine(): Promise<string | null> {
     if (this.engineReady) return null;
-    const problem = await new Promise<string | null>((resolve) => {
-      execFile(
-        this.engine,
-        ["version", "--format", "{{.Server.Version}}"],
-        { timeout: ENGINE_CHECK_TIMEOUT_MS },
-        (error, _stdout, stderr) => {
-          if (!error) resolve(null);
-          else if (error.killed) resolve(`${this.engine} did not answer within ${ENGINE_CHECK_TIMEOUT_MS / 1000} s`);
-          else resolve(stderr.trim() || error.message);
-        },
-      );
-    });
+    const problem = await probeContainerEngine(this.engine);
     this.engineReady = problem === null;
     return problem;
   }
+}
+
+/**
+ * Asks the engine for its server version: null when it answers, else why not in the engine's own
+ * words (the CLI talks to the daemon DOCKER_HOST / CONTAINER_HOST name, so a missing socket shows here).
+ */
+export function probeContainerEngine(engine: ContainerEngine): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile(engine, ["version", "--format", "{{.Server.Version}}"], { timeout: ENGINE_CHECK_TIMEOUT_MS }, (error, _stdout, stderr) => {
+      if (!error) resolve(null);
+      else if (error.code === "ENOENT") resolve(`${engine} is not installed (not found on PATH)`);
+      else if (error.killed) resolve(`${engine} did not answer within ${ENGINE_CHECK_TIMEOUT_MS / 1000} s`);
+      else resolve(stderr.trim() || error.message);
+    });
+  });
 }
 
 /** A minimal ustar archive of regular files; enough for `tar -x` in any image. */

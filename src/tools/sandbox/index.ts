@@ -1,6 +1,6 @@
 import { SandboxUnavailableError } from "../../errors.js";
-import { BwrapLauncher, probeBwrap } from "./bwrap-backend.js";
-import { ContainerSandbox, type ContainerOptions } from "./container-backend.js";
+import { BwrapLauncher, probeBwrap, type BwrapHost } from "./bwrap-backend.js";
+import { ContainerSandbox, probeContainerEngine, type ContainerOptions } from "./container-backend.js";
 import { resolveLimits } from "./limits.js";
 import { LocalSandbox, type PrewarmMode } from "./local-sandbox.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process-backend.js";
@@ -44,12 +44,12 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   const prewarmMode: PrewarmMode = options.prewarm === false ? "off" : "after-first-use";
 
   let sandbox: LocalSandbox;
-  if (kind === "bwrap" || kind === "auto") {
+  if (kind === "bwrap") {
+    sandbox = new LocalSandbox(new BwrapLauncher(limits, requireBwrap()), limits, prewarmMode);
+  } else if (kind === "auto") {
     const probe = probeBwrap();
     if (probe.usable) {
       sandbox = new LocalSandbox(new BwrapLauncher(limits, probe.host), limits, prewarmMode);
-    } else if (kind === "bwrap") {
-      throw new SandboxUnavailableError(`the bwrap sandbox is not available: ${probe.reason}`);
     } else {
       warnProcessBackendOnce();
       sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
@@ -64,4 +64,32 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   }
   if (Array.isArray(options.prewarm)) void sandbox.prewarm(options.prewarm);
   return sandbox;
+}
+
+/** The bwrap host, or the error that says why bwrap cannot run here and what to do. */
+function requireBwrap(): BwrapHost {
+  const probe = probeBwrap();
+  if (probe.usable) return probe.host;
+  throw new SandboxUnavailableError(`the bwrap sandbox is not available: ${probe.reason}; or choose another sandbox (auto, process, container)`);
+}
+
+/**
+ * Checks that the sandbox `kind` names can run programs here, and throws SandboxUnavailableError
+ * saying what to do when it cannot. Call it before a run, so a missing engine costs no model call:
+ * a container sandbox otherwise reports each execution as `unavailable` until the run is stuck.
+ * `auto` and `process` always pass (auto falls back to process).
+ */
+export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "container"> = {}): Promise<void> {
+  const kind = options.kind ?? "auto";
+  if (kind === "bwrap") requireBwrap();
+  if (kind === "container") {
+    const engine = options.container?.command ?? "docker";
+    const problem = await probeContainerEngine(engine);
+    if (problem !== null) {
+      const sentence = /[.?!]$/.test(problem) ? problem : `${problem}.`;
+      throw new SandboxUnavailableError(
+        `the container sandbox cannot use ${engine}: ${sentence} Install or start ${engine} (or point ${engine === "docker" ? "DOCKER_HOST" : "CONTAINER_HOST"} at a running engine), or choose another sandbox (auto, bwrap, process)`,
+      );
+    }
+  }
 }
