@@ -107,6 +107,21 @@ describe("selfheal demo checks its sandbox first too", () => {
   });
 });
 
+describe("selfheal resume checks its sandbox and --out first too", () => {
+  it("refuses to fork onto a container sandbox with no engine, and makes no new thread", async () => {
+    const cwd = freshDir();
+    const demo = JSON.parse((await runCli(["demo", "--json"], { cwd })).stdout) as { threadId: string };
+    const history = JSON.parse((await runCli(["history", demo.threadId, "--json"], { cwd })).stdout) as Array<{ node: string; checkpointId: string }>;
+    const afterFirstRun = history.find((row) => row.node === "executor")!.checkpointId;
+    const env = { DOCKER_HOST: `unix://${join(scratch, "no-daemon.sock")}` };
+    const fork = await runCli(["resume", demo.threadId, "--from", afterFirstRun, "--sandbox", "container"], { cwd, env });
+    expectOneLineUsageError(fork, /the container sandbox cannot use docker/);
+    const out = await runCli(["resume", demo.threadId, "--from", afterFirstRun, "--out", join(scratch, "no-such-dir", "r.json")], { cwd });
+    expectOneLineUsageError(out, /--out .*does not exist/);
+    expect(JSON.parse((await runCli(["runs", "--json"], { cwd })).stdout)).toHaveLength(1);
+  });
+});
+
 describe("read-only commands create no store", () => {
   it("`runs` says there are no runs and where it looked, and creates nothing", async () => {
     const cwd = freshDir();
