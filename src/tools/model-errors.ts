@@ -147,7 +147,8 @@ export function describeModelFailure(error: unknown, context: ModelFailureContex
 
   // The openai SDK refuses to build its client without a key, even for a server that needs none.
   if (errors.some((link) => /Missing credentials|API key (not found|is missing)/i.test(link.message))) {
-    return `${server} needs an API key and the model has none: set OPENAI_API_KEY (any value, e.g. "not-needed", for a local server at OPENAI_BASE_URL that needs no key), or pass apiKey to the model.`;
+    const client = context.endpoint ? `the OpenAI client for ${context.endpoint}` : "the model's client";
+    return `${client} will not start without an API key: set OPENAI_API_KEY (any value, e.g. "not-needed", for a server that needs none), or pass apiKey to the model.`;
   }
 
   const http = errors.find((link) => typeof link.status === "number");
