@@ -1,5 +1,6 @@
 import { Option, type Command } from "commander";
 import { UsageError } from "../errors.js";
+import type { Settings } from "../graph/context.js";
 import { openRunStore, resolveStoreLocation, ThreadBusyError, type RunStore } from "../store.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
@@ -62,4 +63,31 @@ export function abortOnCtrlC(): { signal: AbortSignal; dispose: () => void } {
   const onSigint = () => controller.abort();
   process.once("SIGINT", onSigint);
   return { signal: controller.signal, dispose: () => process.off("SIGINT", onSigint) };
+}
+
+/** The default endpoint of the OpenAI client when OPENAI_BASE_URL is not set. */
+const OPENAI_API_URL = "https://api.openai.com/v1";
+
+/**
+ * Which model a run talks to and where, as the first line of its progress: a run that hangs
+ * or fails on the wrong server is then obvious at a glance. Credentials in the URL are dropped.
+ */
+export function describeModel(settings: Pick<Settings, "model" | "fixerModel" | "criticModel">, options: { scripted: boolean }, env: NodeJS.ProcessEnv = process.env): string {
+  if (options.scripted) return `model ${settings.model} (scripted, no API key)`;
+  const others = [
+    settings.fixerModel && settings.fixerModel !== settings.model ? `fixer ${settings.fixerModel}` : "",
+    settings.criticModel && settings.criticModel !== settings.model ? `critic ${settings.criticModel}` : "",
+  ].filter(Boolean);
+  return `model ${settings.model}${others.length ? ` (${others.join(", ")})` : ""} at ${withoutCredentials(env.OPENAI_BASE_URL || OPENAI_API_URL)}`;
+}
+
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = "";
+    parsed.password = "";
+    return parsed.href.replace(/\/$/, "");
+  } catch {
+    return url;
+  }
 }
