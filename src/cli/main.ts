@@ -80,8 +80,8 @@ async function startRun(task: string, flags: RunFlags, scripted?: ScriptedRun): 
     }
     return withThreadLease(store, threadId, async () => {
       await store.saveRun({ threadId, task: input.task, settings, createdAt: new Date().toISOString() });
-      if (scripted) process.stderr.write(`${scripted.banner}\n`);
       const reporter = new ProgressReporter();
+      if (scripted) reporter.warn(scripted.banner);
       reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       const ctrlC = abortOnCtrlC();
