@@ -14,7 +14,8 @@ export interface CliResult {
 /** The parent's environment without any model configuration, plus what the test adds. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const key of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFHEAL_MODEL", "SELFHEAL_DB", "SELFHEAL_POSTGRES_URL"]) delete env[key];
+  // The colour switches too: each test says which look it expects.
+  for (const key of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFHEAL_MODEL", "SELFHEAL_DB", "SELFHEAL_POSTGRES_URL", "NO_COLOR", "FORCE_COLOR"]) delete env[key];
   return { ...env, ...extra };
 }
 
@@ -69,13 +70,14 @@ export async function waitFor(condition: () => boolean, what: string, timeoutMs 
 /**
  * Runs the real binary inside a pseudo-terminal (util-linux `script`), so it sees a person at a
  * keyboard; each reply is typed once its prompt has appeared, in order. Everything the program
- * printed, stdout and stderr alike, comes back as `stdout`.
+ * printed, stdout and stderr alike, comes back as `stdout`. The terminal is sized as a real one
+ * is: a pty nobody sized reports 0 columns, which turns the spinner off.
  */
 export function runInTerminal(args: string[], replies: Array<{ after: string; type: string }>, options: { env?: Record<string, string> } = {}): Promise<CliResult> {
   const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
-  const command = [process.execPath, BIN, ...args].map(quote).join(" ");
+  const command = `stty cols 120 rows 40; ${[process.execPath, BIN, ...args].map(quote).join(" ")}`;
   return new Promise((resolve, reject) => {
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: REPO, env: cleanEnv(options.env), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: REPO, env: cleanEnv({ TERM: "xterm-256color", ...options.env }), stdio: ["pipe", "pipe", "pipe"] });
     let screen = "";
     let typedUpTo = 0;
     const pending = [...replies];
