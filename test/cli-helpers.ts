@@ -1,6 +1,7 @@
 import { createServer } from "node:net";
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { scratchDir } from "./scratch.js";
 
 export const REPO = fileURLToPath(new URL("..", import.meta.url));
 export const BIN = fileURLToPath(new URL("../bin/selfheal.js", import.meta.url));
@@ -28,6 +29,7 @@ export interface RunningCli {
 
 interface CliOptions {
   env?: Record<string, string>;
+  /** A fresh directory when absent, so a run never lands in the repository's own .selfheal/. */
   cwd?: string;
   /** Written to stdin, which then closes (EOF at once when absent). */
   input?: string;
@@ -36,7 +38,7 @@ interface CliOptions {
 /** Starts the real `selfheal` binary with no terminal attached and returns at once, for tests that kill it mid-run. */
 export function startCli(args: string[], options: CliOptions = {}): RunningCli {
   const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: options.cwd ?? REPO,
+    cwd: options.cwd ?? scratchDir("cwd"),
     env: cleanEnv(options.env),
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -75,7 +77,7 @@ export function runInTerminal(args: string[], replies: Array<{ after: string; ty
   const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
   const command = [process.execPath, BIN, ...args].map(quote).join(" ");
   return new Promise((resolve, reject) => {
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: REPO, env: cleanEnv(options.env), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: scratchDir("cwd"), env: cleanEnv(options.env), stdio: ["pipe", "pipe", "pipe"] });
     let screen = "";
     let typedUpTo = 0;
     const pending = [...replies];
