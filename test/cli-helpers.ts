@@ -1,6 +1,7 @@
 import { createServer } from "node:net";
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { scratchDir } from "./scratch.js";
 
 export const REPO = fileURLToPath(new URL("..", import.meta.url));
 export const BIN = fileURLToPath(new URL("../bin/selfheal.js", import.meta.url));
@@ -15,7 +16,7 @@ export interface CliResult {
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
   // The colour switches too: each test says which look it expects.
-  for (const key of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFHEAL_MODEL", "SELFHEAL_DB", "SELFHEAL_POSTGRES_URL", "NO_COLOR", "FORCE_COLOR"]) delete env[key];
+  for (const key of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFHEAL_MODEL", "SELFHEAL_DB", "SELFHEAL_POSTGRES_URL", "SELFHEAL_MODEL_RETRIES", "SELFHEAL_MODEL_TIMEOUT_MS", "NO_COLOR", "FORCE_COLOR"]) delete env[key];
   return { ...env, ...extra };
 }
 
@@ -29,6 +30,7 @@ export interface RunningCli {
 
 interface CliOptions {
   env?: Record<string, string>;
+  /** A fresh directory when absent, so a run never lands in the repository's own .selfheal/. */
   cwd?: string;
   /** Written to stdin, which then closes (EOF at once when absent). */
   input?: string;
@@ -37,7 +39,7 @@ interface CliOptions {
 /** Starts the real `selfheal` binary with no terminal attached and returns at once, for tests that kill it mid-run. */
 export function startCli(args: string[], options: CliOptions = {}): RunningCli {
   const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: options.cwd ?? REPO,
+    cwd: options.cwd ?? scratchDir("cwd"),
     env: cleanEnv(options.env),
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -77,7 +79,7 @@ export function runInTerminal(args: string[], replies: Array<{ after: string; ty
   const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
   const command = `stty cols 120 rows 40; ${[process.execPath, BIN, ...args].map(quote).join(" ")}`;
   return new Promise((resolve, reject) => {
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: REPO, env: cleanEnv({ TERM: "xterm-256color", ...options.env }), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: scratchDir("cwd"), env: cleanEnv({ TERM: "xterm-256color", ...options.env }), stdio: ["pipe", "pipe", "pipe"] });
     let screen = "";
     let typedUpTo = 0;
     const pending = [...replies];

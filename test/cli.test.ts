@@ -1,16 +1,16 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_FIXED_CODE } from "../src/cli/demo.js";
 import { runCli, runInTerminal } from "./cli-helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 const fence = (code: string) => `\`\`\`python\n${code}\n\`\`\``;
 
 describe("selfheal demo", () => {
   // Each test stores its runs in a directory of its own, as a newcomer's checkout would.
-  const freshDir = () => mkdtempSync(join(tmpdir(), "selfheal-demo-"));
+  const freshDir = () => scratchDir("demo");
 
   it("shows a real crash, a fix and a pass with no API key, and says the model is scripted", async () => {
     const result = await runCli(["demo"], { cwd: freshDir() });
@@ -114,7 +114,7 @@ describe("selfheal run against an OpenAI-compatible server", () => {
   afterAll(() => stub.close());
 
   it("fails on the tests, fixes the program, and records the server's token usage", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "selfheal-cli-"));
+    const dir = scratchDir("cli");
     const testsFile = join(dir, "tests.py");
     writeFileSync(testsFile, "assert inc(1) == 2\nassert inc(-1) == 0\n");
     const out = join(dir, "result.json");

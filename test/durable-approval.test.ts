@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,10 +7,11 @@ import type { ApprovalRequest } from "../src/index.js";
 import { runCli, runInTerminal } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 describe("approval across processes, without a terminal", () => {
   let stub: OpenAIStub;
-  const dir = mkdtempSync(join(tmpdir(), "selfheal-approval-"));
+  const dir = scratchDir("approval");
   const db = join(dir, "runs.db");
   beforeAll(async () => {
     stub = await startOpenAIStub((request, index) =>
@@ -94,7 +94,7 @@ describe("approval in a terminal", () => {
   afterAll(() => stub.close());
 
   it("shows each program and takes approve or reject-with-reason from the keyboard", async () => {
-    const db = join(mkdtempSync(join(tmpdir(), "selfheal-tty-")), "runs.db");
+    const db = join(scratchDir("tty"), "runs.db");
     const question = "decide later (q)? ";
     const result = await runInTerminal(
       ["run", "Print a line.", "--approve", "--db", db, "--sandbox", "process"],
@@ -119,7 +119,7 @@ describe("approval in a terminal", () => {
   });
 
   it("exits 130 on Ctrl-C at the prompt, and the run waits to be resumed", async () => {
-    const db = join(mkdtempSync(join(tmpdir(), "selfheal-tty-")), "runs.db");
+    const db = join(scratchDir("tty"), "runs.db");
     const thread = `ctrl-c-${Date.now()}`;
     const env = { OPENAI_BASE_URL: stub.url };
     const result = await runInTerminal(["run", "Print a line.", "--approve", "--thread", thread, "--db", db, "--sandbox", "process"], [{ after: "decide later (q)? ", type: "\x03" }], { env });
@@ -154,7 +154,7 @@ describe("the approval prompt", () => {
   });
 
   it("returns the program as saved in the editor", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "selfheal-editor-"));
+    const dir = scratchDir("editor");
     const editor = join(dir, "editor.mjs");
     // A stand-in for vim: rewrites the file it is given, as a person would.
     writeFileSync(editor, `import { writeFileSync } from "node:fs";\nwriteFileSync(process.argv[2], "print(1 / 2)\\n");\n`);
