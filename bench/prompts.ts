@@ -19,11 +19,11 @@ import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messa
 import { loadDataset, buildHiddenTests, type BenchmarkTask } from "../src/benchmark/dataset.js";
 import { findEffectiveMutants } from "../src/benchmark/mutants.js";
 import { buildBenchmarkTask } from "../src/benchmark/run.js";
-import { parseSettings } from "../src/graph/context.js";
-import { createAgent } from "../src/graph/index.js";
+import { parseSettings } from "../src/core/settings.js";
+import { createAgent } from "../src/graph/build.js";
 import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";
 import { assembleProgram } from "../src/tools/assemble.js";
-import { createSandbox, type Sandbox } from "../src/tools/sandbox/index.js";
+import { createSandbox, type Sandbox } from "../src/sandbox/index.js";
 import { ScriptedChatModel } from "../src/tools/scripted-model.js";
 import { countMessageTokens } from "../src/tools/tokens.js";
 

@@ -9,9 +9,9 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { createSandbox, probeBwrap, type ManagedSandbox } from "../src/tools/sandbox/index.js";
-import { resolveInterpreters } from "../src/tools/sandbox/interpreters.js";
-import type { RunRequest } from "../src/tools/sandbox/types.js";
+import { createSandbox, probeBwrap, type ManagedSandbox } from "../src/sandbox/index.js";
+import { resolveInterpreters } from "../src/sandbox/interpreters.js";
+import type { RunRequest } from "../src/sandbox/types.js";
 
 const { values } = parseArgs({
   options: {

@@ -1,4 +1,5 @@
-export { createAgent, buildAgentGraph, createNodeDeps, withSettings, recursionLimitFor, graph, type Agent, type AgentOptions } from "./graph/index.js";
+export { createAgent, buildAgentGraph, createNodeDeps, withSettings, recursionLimitFor, type Agent, type AgentOptions } from "./graph/build.js";
+export { graph } from "./graph/studio.js";
 export {
   CORE_NODES,
   verifierNode,
@@ -21,7 +22,7 @@ export {
   failAttempt,
   RUN_STATUSES,
   DecisionSchema,
-} from "./graph/state.js";
+} from "./core/state.js";
 export type {
   AgentState,
   AgentUpdate,
@@ -38,27 +39,25 @@ export type {
   ModelCallUsage,
   RunStatusValue,
   Decision,
-} from "./graph/state.js";
+} from "./core/state.js";
 export {
   SettingsSchema,
   ContextSchema,
   MAX_ATTEMPTS_LIMIT,
   parseSettings,
+  formatIssues,
   type ContextChannels,
   type Settings,
   type SettingsInput,
-} from "./graph/context.js";
+} from "./core/settings.js";
+export { decideAfterCritic, repeatStreak, type AfterCriticDecision, type StopDecision } from "./core/policy.js";
 export {
-  decideAfterCritic,
   routeAfterCritic,
   routeAfterWrite,
   routeTowardsExecution,
-  repeatStreak,
   AFTER_CRITIC_TARGETS,
   AFTER_WRITE_TARGETS,
   TOWARDS_EXECUTION_TARGETS,
-  type AfterCriticDecision,
-  type StopDecision,
 } from "./graph/routes.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
@@ -68,11 +67,13 @@ export { approvalNode, ApprovalDecisionSchema, type ApprovalDecision, type Appro
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
-export { createChatModel, createModelResolver, hasModelConfig, type AgentModels } from "./tools/models.js";
+export { createChatModel, createModelResolver, hasModelConfig, modelRetriesFromEnv, type AgentModels } from "./tools/models.js";
+export { countTokens, messageText } from "./tools/tokens.js";
 export { describeModelEndpoint } from "./tools/model-errors.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
-export { checkSandbox, createSandbox } from "./tools/sandbox/index.js";
-export type * from "./tools/sandbox/types.js";
+export { checkSandbox, createSandbox } from "./sandbox/index.js";
+export type * from "./sandbox/types.js";
+export { LANGUAGES, SANDBOX_KINDS, LanguageSchema, SandboxKindSchema, ParsedErrorSchema, RunResultSchema } from "./core/run-result.js";
 // Heavy parts have their own entries so importing the agent loads neither database driver:
 // the run store is `selfheal/store` (src/store.ts), the benchmark `selfheal/bench` (src/bench.ts).
 export {
@@ -84,4 +85,4 @@ export {
   StoreConnectionError,
   UsageError,
   type SelfhealErrorCode,
-} from "./errors.js";
+} from "./core/errors.js";

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { registerBenchCommand } from "../src/cli/bench.js";
+import { registerBenchCommand } from "../src/cli/commands/bench.js";
 import { scratchDir } from "./scratch.js";
 
 /** Runs `selfheal bench ...args` in-process and returns what it printed and its exit code. */

@@ -9,8 +9,8 @@ import {
   type RunBenchmarkOptions,
 } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
-import { emptyUsage } from "../src/graph/state.js";
-import { createSandbox } from "../src/tools/sandbox/index.js";
+import { emptyUsage } from "../src/core/state.js";
+import { createSandbox } from "../src/sandbox/index.js";
 
 const sandbox = createSandbox({ prewarm: ["python"] });
 afterAll(() => sandbox.close());

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { formatVerifyReport, loadDataset, verifyDataset, type BenchmarkTask } from "../src/bench.js";
+import { formatVerifyReport, loadDataset, verifyDataset, type BenchmarkTask } from "../src/benchmark/index.js";
 import { findEffectiveMutants } from "../src/benchmark/mutants.js";
-import { createSandbox } from "../src/tools/sandbox/index.js";
+import { createSandbox } from "../src/sandbox/index.js";
 
 // The real sandbox, pre-warmed, as `selfheal bench --verify-dataset` uses it.
 const sandbox = createSandbox({ prewarm: ["python"] });

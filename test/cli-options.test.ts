@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidSettingsError } from "../src/errors.js";
+import { InvalidSettingsError } from "../src/core/errors.js";
 import { settingsWithFlags } from "../src/cli/options.js";
 import { describeModel } from "../src/cli/session.js";
 

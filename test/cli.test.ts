@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEMO_FIXED_CODE } from "../src/cli/demo.js";
+import { DEMO_FIXED_CODE } from "../src/cli/demo-model.js";
 import { runCli, runInTerminal } from "./cli-helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";

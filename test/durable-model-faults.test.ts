@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { Command } from "@langchain/langgraph";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createAgent, createChatModel, createSandbox, parseSettings } from "../src/index.js";
-import { openRunStore, type RunStore } from "../src/store.js";
+import { openRunStore, type RunStore } from "../src/store/index.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub, type StubAnswer } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CheckpointRow } from "../src/cli/history.js";
-import type { RunRow } from "../src/cli/runs.js";
+import type { CheckpointRow } from "../src/cli/commands/history.js";
+import type { RunRow } from "../src/cli/commands/runs.js";
 import { runCli } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";

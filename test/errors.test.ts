@@ -15,7 +15,7 @@ import {
   ThreadBusyError,
   type SelfhealErrorCode,
 } from "../src/index.js";
-import { openRunStore } from "../src/store.js";
+import { openRunStore } from "../src/store/index.js";
 import { cleanEnv, freePort, REPO, runCli } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
 
@@ -68,7 +68,7 @@ describe("errors you can catch", () => {
   it("raises THREAD_BUSY when another live process holds the thread", async () => {
     const path = join(scratch, "busy.db");
     const holderScript = [
-      `import { openRunStore } from "./src/store.ts";`,
+      `import { openRunStore } from "./src/store/index.ts";`,
       `const store = await openRunStore({ kind: "sqlite", path: ${JSON.stringify(path)} });`,
       `await store.lease("thread-1");`,
       `console.log("held");`,

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkOutputFile } from "../src/cli/run.js";
+import { checkOutputFile } from "../src/cli/stream-run.js";
 import { checkSandbox, SandboxUnavailableError, UsageError } from "../src/index.js";
 import { runCli, type CliResult } from "./cli-helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";

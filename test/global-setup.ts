@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, syml
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isAlive, removeDeadProcessDirs, tempDirOwner } from "../src/tools/sandbox/temp-dirs.js";
+import { processIsAlive } from "../src/core/process.js";
+import { removeDeadProcessDirs, tempDirOwner } from "../src/sandbox/temp-dirs.js";
 
 const REPO_STORE = fileURLToPath(new URL("../.selfheal", import.meta.url));
 
@@ -22,7 +23,7 @@ function storeSnapshot(): string {
 function sandboxDirOwnersAlive(dir: string): boolean {
   return readdirSync(dir).some((name) => {
     const pid = tempDirOwner(name);
-    return pid !== undefined && isAlive(pid);
+    return pid !== undefined && processIsAlive(pid);
   });
 }
 

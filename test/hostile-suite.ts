@@ -6,8 +6,8 @@ import { randomBytes, randomInt } from "node:crypto";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import type { ManagedSandbox } from "../src/tools/sandbox/index.js";
-import type { RunRequest, RunResult } from "../src/tools/sandbox/types.js";
+import type { ManagedSandbox } from "../src/sandbox/index.js";
+import type { RunRequest, RunResult } from "../src/sandbox/types.js";
 
 /**
  * The hostile-code suite: one test per thing generated code may do to the machine running it.

@@ -54,12 +54,12 @@ describe("the package entries", () => {
   });
 
   it("load SQLite and PostgreSQL with the store entry", () => {
-    const loaded = packagesLoadedBy("./src/store.ts");
+    const loaded = packagesLoadedBy("./src/store/index.ts");
     for (const name of DATABASE_PACKAGES) expect(loaded).toContain(name);
   });
 
   it("run the benchmark without loading the run store", () => {
-    const loaded = packagesLoadedBy("./src/bench.ts");
+    const loaded = packagesLoadedBy("./src/benchmark/index.ts");
     expect(loaded).toContain("@langchain/langgraph");
     for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, createSandbox, parseSettings } from "../src/index.js";
-import { forkCheckpoint, openRunStore, ThreadBusyError, type RunStore } from "../src/store.js";
+import { forkCheckpoint, openRunStore, ThreadBusyError, type RunStore } from "../src/store/index.js";
 import { runCli, startCli, waitFor } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";

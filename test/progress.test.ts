@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { emptyUsage, type AgentState, type Execution } from "../src/graph/state.js";
+import { emptyUsage, type AgentState, type Execution } from "../src/core/state.js";
 import { ProgressReporter, readableReason } from "../src/cli/progress.js";
 import { terminalStyle } from "../src/cli/terminal.js";
 

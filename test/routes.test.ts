@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { END } from "@langchain/langgraph";
-import { decideAfterCritic, repeatStreak, routeAfterCritic, routeAfterWrite, routeTowardsExecution } from "../src/graph/routes.js";
-import { emptyUsage, type AgentState, type HistoryEntry } from "../src/graph/state.js";
+import { decideAfterCritic, repeatStreak } from "../src/core/policy.js";
+import { routeAfterCritic, routeAfterWrite, routeTowardsExecution } from "../src/graph/routes.js";
+import { emptyUsage, type AgentState, type HistoryEntry } from "../src/core/state.js";
 
 const settings = { maxAttempts: 4, tokenBudget: 1000, repeatLimit: 2 };
 const entry = (attempt: number, fingerprint?: string): HistoryEntry => ({

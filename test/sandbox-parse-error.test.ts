@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { parseError } from "../src/tools/sandbox/parse-error.js";
+import { parseError } from "../src/sandbox/parse-error.js";
 
 /**
  * stderr captured from real runs: `python3 -I main.py` (3.11) and `node main.js` (20.x), each in a

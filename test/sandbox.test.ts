@@ -5,12 +5,12 @@ import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { createSandbox, DEFAULT_LIMITS, probeBwrap, type ManagedSandbox } from "../src/tools/sandbox/index.js";
-import { InterpreterMissingError, resolveInterpreters } from "../src/tools/sandbox/interpreters.js";
-import { resolveLimits } from "../src/tools/sandbox/limits.js";
-import { LocalSandbox, type Launcher } from "../src/tools/sandbox/local-sandbox.js";
-import { WorkDir } from "../src/tools/sandbox/work-dir.js";
-import type { OutputStream, RunRequest } from "../src/tools/sandbox/types.js";
+import { createSandbox, DEFAULT_LIMITS, probeBwrap, type ManagedSandbox } from "../src/sandbox/index.js";
+import { InterpreterMissingError, resolveInterpreters } from "../src/sandbox/interpreters.js";
+import { resolveLimits } from "../src/sandbox/limits.js";
+import { LocalSandbox, type Launcher } from "../src/sandbox/local-sandbox.js";
+import { WorkDir } from "../src/sandbox/work-dir.js";
+import type { OutputStream, RunRequest } from "../src/sandbox/types.js";
 import { REPO } from "./cli-helpers.js";
 
 const bwrapUsable = probeBwrap().usable;
@@ -33,7 +33,7 @@ describe("createSandbox", () => {
   });
 
   it("warns a program once that the process backend is not isolation (the test run itself hides it)", () => {
-    const script = `import { createSandbox } from "./src/tools/sandbox/index.ts";\nfor (let i = 0; i < 2; i++) await createSandbox({ kind: "process", prewarm: false }).close();`;
+    const script = `import { createSandbox } from "./src/sandbox/index.ts";\nfor (let i = 0; i < 2; i++) await createSandbox({ kind: "process", prewarm: false }).close();`;
     const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: REPO, encoding: "utf8" });
     expect(result.status).toBe(0);
     expect(result.stderr.match(/SelfhealSandboxWarning: .*NOT isolation/g)).toHaveLength(1);

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { resolveStoreLocation } from "../src/store.js";
+import { resolveStoreLocation } from "../src/store/index.js";
 
 describe("where the default run store is", () => {
   const scratch = mkdtempSync(join(tmpdir(), "selfheal-location-"));

@@ -1,4 +1,4 @@
-import type { Sandbox } from "../tools/sandbox/types.js";
+import type { Sandbox } from "../index.js";
 import type { BenchmarkTask } from "./dataset.js";
 import { buildProbeProgram, parseProbeOutput, type ProbeVerdict } from "./behaviour-probe.js";
 import { matchingBracket, PYTHON_KEYWORDS, significantTokens, tokenizePython, type PythonToken } from "./python-tokens.js";

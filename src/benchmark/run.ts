@@ -1,8 +1,4 @@
-import { createAgent, type Agent } from "../graph/index.js";
-import { parseSettings, type Settings, type SettingsInput } from "../graph/context.js";
-import type { AgentState, RunStatusValue } from "../graph/state.js";
-import type { AgentModels } from "../tools/models.js";
-import type { Sandbox } from "../tools/sandbox/types.js";
+import { createAgent, type Agent, parseSettings, type Settings, type SettingsInput, type AgentState, type RunStatusValue, type AgentModels, type Sandbox } from "../index.js";
 import { buildHiddenTests, type BenchmarkTask } from "./dataset.js";
 import { mapWithConcurrency } from "./pool.js";
 

@@ -1,4 +1,4 @@
-import type { RunStatus, Sandbox } from "../tools/sandbox/types.js";
+import type { RunStatus, Sandbox } from "../index.js";
 import { buildCheckProgram, type BenchmarkTask } from "./dataset.js";
 import { findEffectiveMutants, MUTATION_OPERATORS, type EffectiveMutant, type FindMutantsOptions, type MutationOperator } from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface, type Interface } from "node:readline/promises";
 import { structuredPatch } from "diff";
-import type { ApprovalDecision, ApprovalRequest } from "../nodes/approval.js";
-import type { ApprovalContext, ApprovalHandler } from "./run.js";
+import type { ApprovalDecision, ApprovalRequest } from "../index.js";
+import type { ApprovalContext, ApprovalHandler } from "./stream-run.js";
 import { colorsFor, terminalStyle, type Colors } from "./terminal.js";
 
 export interface PromptIO {

@@ -1,6 +1,5 @@
 import ora, { type Ora } from "ora";
-import type { AgentState, AgentUpdate, Usage } from "../graph/state.js";
-import type { OutputEvent } from "../nodes/executor.js";
+import type { AgentState, AgentUpdate, Usage, OutputEvent } from "../index.js";
 import { colorsFor, terminalStyle, type Colors, type TerminalStyle } from "./terminal.js";
 
 type Output = Pick<NodeJS.WritableStream, "write"> & { isTTY?: boolean; columns?: number };

@@ -1,8 +1,6 @@
 import { Option, type Command } from "commander";
-import { UsageError } from "../errors.js";
-import type { Settings } from "../graph/context.js";
-import { describeModelEndpoint } from "../tools/model-errors.js";
-import { describeLocation, openRunStore, resolveStoreLocation, storeExists, ThreadBusyError, type RunStore, type StoreLocation } from "../store.js";
+import { UsageError, type Settings, describeModelEndpoint } from "../index.js";
+import { describeLocation, openRunStore, resolveStoreLocation, storeExists, ThreadBusyError, type RunStore, type StoreLocation } from "../store/index.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
 export interface StoreFlags {

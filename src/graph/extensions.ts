@@ -1,6 +1,6 @@
 import type { AgentNode, AgentRuntime, NodeDeps } from "../nodes/types.js";
-import type { Settings } from "./context.js";
-import { blockExecution, failAttempt, type AgentState } from "./state.js";
+import type { Settings } from "../core/settings.js";
+import { blockExecution, failAttempt, type AgentState } from "../core/state.js";
 
 /** What a verifier reports when the attempt must fail. */
 export interface Finding {

@@ -1,7 +1,8 @@
 import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
 import { z } from "zod";
-import type { Execution } from "../graph/state.js";
-import type { Language } from "../tools/sandbox/types.js";
+import type { Execution } from "../core/state.js";
+import type { Language } from "../sandbox/types.js";
+import { tail } from "./prompt-parts.js";
 
 export const ReviewSchema = z.object({
   passed: z.boolean().describe("true when the program does what the task asks"),
@@ -9,8 +10,6 @@ export const ReviewSchema = z.object({
   fixHint: z.string().describe("what to change when it does not pass; empty when it passes"),
 });
 export type Review = z.infer<typeof ReviewSchema>;
-
-const tail = (text: string, max: number) => (text.length <= max ? text : `...${text.slice(-max)}`);
 
 export function buildReviewPrompt(args: { task: string; language: Language; code: string; run: Execution }): BaseMessage[] {
   return [

@@ -1,14 +1,14 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
-import type { Settings } from "../graph/context.js";
-import { addUsage, mergeErrors, objectionsFor, type AgentState, type AgentUpdate, type ErrorObservation, type HistoryEntry, type Critique, type Execution, type ModelCallUsage } from "../graph/state.js";
-import { decideAfterCritic } from "../graph/routes.js";
-import { planModelCall } from "../tools/budget.js";
+import type { Settings } from "../core/settings.js";
+import { addUsage, mergeErrors, objectionsFor, type AgentState, type AgentUpdate, type ErrorObservation, type HistoryEntry, type Critique, type Execution, type ModelCallUsage } from "../core/state.js";
+import { decideAfterCritic } from "../core/policy.js";
+import { planPromptCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { describeError, describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
 import { invokeWithinLimits } from "../tools/models.js";
-import { countMessageTokens, countTokens } from "../tools/tokens.js";
+import { countTokens } from "../tools/tokens.js";
 import { buildReviewPrompt, ReviewSchema, type Review } from "./critic.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
@@ -119,9 +119,7 @@ async function reviewWithModel(
   signal?: AbortSignal,
 ): Promise<ReviewOutcome> {
   const messages = buildReviewPrompt({ task: state.task, language: state.language, code: state.code, run });
-  const promptTokens = await countMessageTokens(messages);
-  const plan = planModelCall({
-    promptTokens,
+  const plan = await planPromptCall(messages, {
     usedTokens: state.usage.totalTokens,
     tokenBudget: settings.tokenBudget,
     maxOutputTokens: Math.min(settings.maxOutputTokens, 512),
@@ -143,7 +141,7 @@ async function reviewWithModel(
     // Some OpenAI-compatible servers send zero usage, which the client turns into empty fields.
     const usage = reported && reported.input_tokens + reported.output_tokens > 0
       ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
-      : { node: "critic", inputTokens: promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
+      : { node: "critic", inputTokens: plan.promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
     return { review, usage };
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;

@@ -1,22 +1,10 @@
 import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
-import type { Critique, ErrorRecord, Execution } from "../graph/state.js";
-import type { Language } from "../tools/sandbox/types.js";
-import { LANGUAGE_NAMES } from "./generator.prompt.js";
+import type { Critique, ErrorRecord, Execution } from "../core/state.js";
+import type { Language } from "../sandbox/types.js";
+import { ERROR_LINE_LIMITS, LANGUAGE_NAMES, summarizeErrors, tail } from "./prompt-parts.js";
 
 /** Caps that keep the fixer's prompt flat: attempt 5 costs what attempt 2 did. */
-export const FIXER_LIMITS = { tracebackChars: 2000, outputTailChars: 800, errorLines: 8, errorLineChars: 160 };
-
-const tail = (text: string, max: number) => (text.length <= max ? text : `...${text.slice(-max)}`);
-const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 3)}...`);
-
-/** One line per distinct error, most recent last: `KeyError: 'x' (seen 2x)`. */
-export function summarizeErrors(errors: ErrorRecord[], except?: string): string[] {
-  return errors
-    .filter((record) => record.fingerprint !== except)
-    .sort((a, b) => a.lastAttempt - b.lastAttempt)
-    .slice(-FIXER_LIMITS.errorLines)
-    .map((record) => clip(`${record.type}: ${record.message.split("\n")[0]} (seen ${record.count}x)`, FIXER_LIMITS.errorLineChars));
-}
+export const FIXER_LIMITS = { tracebackChars: 2000, outputTailChars: 800, ...ERROR_LINE_LIMITS };
 
 /** Runs of at least this many task lines found verbatim in the program are not sent twice. */
 const REPEATED_RUN_LINES = 3;

@@ -1,5 +1,5 @@
 import type { ModelRole } from "../tools/models.js";
-import { writeProgram } from "../tools/write-program.js";
+import { writeProgram } from "./write-program.js";
 import { buildFixerPrompt } from "./fixer.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 

@@ -1,7 +1,6 @@
 import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
-import type { Language } from "../tools/sandbox/types.js";
-
-export const LANGUAGE_NAMES: Record<Language, string> = { python: "Python 3", javascript: "JavaScript (Node.js 20)" };
+import type { Language } from "../sandbox/types.js";
+import { LANGUAGE_NAMES } from "./prompt-parts.js";
 
 export function systemPrompt(language: Language): string {
   return [

@@ -1,4 +1,4 @@
-import type { Language } from "./sandbox/types.js";
+import type { Language } from "../sandbox/types.js";
 
 export type Extraction = { code: string; problem?: undefined } | { code: null; problem: string };
 

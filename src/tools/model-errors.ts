@@ -1,4 +1,4 @@
-import { MissingModelConfigError } from "../errors.js";
+import { MissingModelConfigError } from "../core/errors.js";
 
 /** Where the openai SDK sends requests when neither the model nor OPENAI_BASE_URL says otherwise. */
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";

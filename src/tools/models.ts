@@ -1,9 +1,9 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
-import { InvalidSettingsError, MissingModelConfigError } from "../errors.js";
-import type { ModelCallUsage } from "../graph/state.js";
-import { modelTimeoutFromEnv } from "../graph/context.js";
+import { InvalidSettingsError, MissingModelConfigError } from "../core/errors.js";
+import type { ModelCallUsage } from "../core/state.js";
+import { modelTimeoutFromEnv } from "../core/settings.js";
 import { inspectingFetch } from "./model-errors.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 

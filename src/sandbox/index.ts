@@ -1,4 +1,4 @@
-import { SandboxUnavailableError } from "../../errors.js";
+import { SandboxUnavailableError } from "../core/errors.js";
 import { BwrapLauncher, probeBwrap, type BwrapHost } from "./bwrap-backend.js";
 import { ContainerSandbox, probeContainerEngine, type ContainerOptions } from "./container-backend.js";
 import { resolveLimits } from "./limits.js";

@@ -1,18 +1,15 @@
-import { createDemoModel, DEMO_MODEL_NAME } from "./demo.js";
+import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { Command, type StateSnapshot } from "@langchain/langgraph";
-import { createAgent, type Agent } from "../graph/index.js";
-import type { AgentState } from "../graph/state.js";
-import { ApprovalDecisionSchema, type ApprovalDecision } from "../nodes/approval.js";
-import { forkCheckpoint, type RunStore } from "../store.js";
-import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
-import { checkSandbox } from "../tools/sandbox/index.js";
-import { canAskPerson, terminalApprover } from "./approval-prompt.js";
-import { settingsWithFlags, type SettingFlags } from "./options.js";
-import { ProgressReporter } from "./progress.js";
-import { checkOutputFile, EXIT, streamRun, summarizeRun, type ApprovalHandler, type RunStart } from "./run.js";
-import { abortOnCtrlC, describeModel, noSuchRunError, resumeCommandFor, threadExists, UsageError, withThreadLease, withThreadStore, type StoreFlags } from "./session.js";
+import { Command as GraphCommand, type StateSnapshot } from "@langchain/langgraph";
+import type { Command } from "commander";
+import { createAgent, type Agent, type AgentState, ApprovalDecisionSchema, type ApprovalDecision, hasModelConfig, MissingModelConfigError, modelRetriesFromEnv, checkSandbox } from "../../index.js";
+import { forkCheckpoint, type RunStore } from "../../store/index.js";
+import { canAskPerson, terminalApprover } from "../approval-prompt.js";
+import { addOutputOptions, addSettingOptions, settingsWithFlags, type SettingFlags } from "../options.js";
+import { ProgressReporter } from "../progress.js";
+import { checkOutputFile, EXIT, streamRun, summarizeRun, type ApprovalHandler, type RunStart } from "../stream-run.js";
+import { abortOnCtrlC, addStoreOptions, describeModel, noSuchRunError, resumeCommandFor, threadExists, UsageError, withThreadLease, withThreadStore, type StoreFlags } from "../session.js";
 
 export interface ResumeFlags extends StoreFlags, SettingFlags {
   approve?: boolean;
@@ -57,7 +54,7 @@ function planResume(snapshot: StateSnapshot, agent: Agent): { start: RunStart } 
   if (snapshot.next.length > 0) return { start: null };
   if (values.status === "model_error" && values.resumeFrom && values.resumeFrom in agent.nodes) {
     return {
-      start: new Command({ goto: values.resumeFrom, update: { status: "running", reason: undefined, resumeFrom: undefined } }),
+      start: new GraphCommand({ goto: values.resumeFrom, update: { status: "running", reason: undefined, resumeFrom: undefined } }),
     };
   }
   return { finished: values };
@@ -136,7 +133,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
       const values: AgentState = snapshot.values;
       reporter.note(describeModel(settings, { scripted }));
       reporter.note(
-        `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof Command ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
+        `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof GraphCommand ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
       );
       const ctrlC = abortOnCtrlC();
       try {
@@ -168,4 +165,21 @@ async function fork(store: RunStore, agent: Agent, threadId: string, checkpointI
   }
   await forkCheckpoint(store.checkpointer, { threadId, checkpointId }, target);
   return target;
+}
+
+/** `selfheal resume <thread>`. */
+export function registerResumeCommand(program: Command): void {
+  const command = program
+    .command("resume")
+    .description("continue a stopped run from its last checkpoint, decide a pending approval, or fork from an earlier checkpoint")
+    .argument("<thread>", "the thread id printed by `selfheal run`")
+    .option("--approve", "approve the program waiting for approval")
+    .option("--reject <reason>", "reject it; the reason reaches the fixer like an error")
+    .option("--edit <file>", "run the program in this file instead")
+    .option("--from <checkpoint>", "time travel: fork the run from this checkpoint (see `selfheal history`) into a new thread")
+    .option("--thread <id>", "with --from: the new thread's id (default: a new random id)");
+  addOutputOptions(addSettingOptions(command));
+  addStoreOptions(command).action(async (threadId: string, flags: ResumeFlags) => {
+    process.exitCode = await resumeRun(threadId, flags);
+  });
 }

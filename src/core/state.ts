@@ -1,26 +1,11 @@
 import { ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
-import { LANGUAGES } from "../tools/sandbox/types.js";
+import { LANGUAGES, RunResultSchema } from "./run-result.js";
 
 export const RUN_STATUSES = ["running", "passed", "failed", "stuck", "budget_exhausted", "model_error"] as const;
 export type RunStatusValue = (typeof RUN_STATUSES)[number];
 
-export const ParsedErrorSchema = z.object({
-  type: z.string(),
-  message: z.string(),
-  line: z.number().nullable(),
-  traceback: z.string(),
-});
-
-export const ExecutionSchema = z.object({
-  status: z.enum(["ok", "error", "timeout", "memory_limit", "output_limit", "killed", "unavailable"]),
-  exitCode: z.number().nullable(),
-  signal: z.string().nullable(),
-  stdout: z.string(),
-  stderr: z.string(),
-  truncated: z.boolean(),
-  durationMs: z.number(),
-  error: ParsedErrorSchema.optional(),
+export const ExecutionSchema = RunResultSchema.extend({
   /** False when an objection kept the program from running at all. */
   ran: z.boolean().default(true),
   /** True when the failure was raised inside the acceptance tests rather than the program. */
@@ -203,6 +188,14 @@ export const DecisionSchema = z.discriminatedUnion("next", [
 ]);
 export type Decision = z.infer<typeof DecisionSchema>;
 
+/** A list channel that only grows: each update's items are added at the end. */
+function appendOnlyList<Item extends z.ZodType>(item: Item) {
+  return new ReducedValue(z.array(item).default(() => []), {
+    inputSchema: z.array(item),
+    reducer: (current: z.infer<Item>[], added: z.infer<Item>[]) => [...current, ...added],
+  });
+}
+
 export const State = new StateSchema({
   ...RunInputSchema.shape,
   /** The current program. */
@@ -221,10 +214,7 @@ export const State = new StateSchema({
     reducer: mergeErrors,
   }),
   /** One entry per executed attempt. */
-  history: new ReducedValue(z.array(HistoryEntrySchema).default(() => []), {
-    inputSchema: z.array(HistoryEntrySchema),
-    reducer: (current: HistoryEntry[], added: HistoryEntry[]) => [...current, ...added],
-  }),
+  history: appendOnlyList(HistoryEntrySchema),
   /** Token ledger, in total and per node. */
   usage: new ReducedValue(UsageSchema.default(emptyUsage), {
     inputSchema: z.array(ModelCallUsageSchema),
@@ -233,15 +223,9 @@ export const State = new StateSchema({
   /** The best attempt so far; a failed run still carries its best code here. */
   best: BestAttemptSchema.optional(),
   /** Reasons to fail an attempt other than the program's own errors, appended by any node. */
-  objections: new ReducedValue(z.array(ObjectionSchema).default(() => []), {
-    inputSchema: z.array(ObjectionSchema),
-    reducer: (current: Objection[], added: Objection[]) => [...current, ...added],
-  }),
+  objections: appendOnlyList(ObjectionSchema),
   /** Remarks from nodes that are worth showing the user but fail nothing, e.g. which written tests were dropped. */
-  notes: new ReducedValue(z.array(NoteSchema).default(() => []), {
-    inputSchema: z.array(NoteSchema),
-    reducer: (current: Note[], added: Note[]) => [...current, ...added],
-  }),
+  notes: appendOnlyList(NoteSchema),
   /** The critic's decision on the latest attempt. */
   decision: DecisionSchema.optional(),
   /** Fingerprints that already got their one fresh rewrite. */

@@ -2,12 +2,7 @@ import { closeSync, existsSync, openSync, statSync, unlinkSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { Command, isInterrupted } from "@langchain/langgraph";
-import type { Agent } from "../graph/index.js";
-import type { Settings } from "../graph/context.js";
-import type { AgentState, RunInput } from "../graph/state.js";
-import type { ApprovalDecision, ApprovalRequest } from "../nodes/approval.js";
-import type { OutputEvent } from "../nodes/executor.js";
-import { UsageError } from "../errors.js";
+import { type Agent, type Settings, type AgentState, type RunInput, type ApprovalDecision, type ApprovalRequest, type OutputEvent, UsageError } from "../index.js";
 import { ProgressReporter } from "./progress.js";
 
 /** 130 is what a shell reports for a process stopped by Ctrl-C. */

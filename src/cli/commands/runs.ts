@@ -1,7 +1,10 @@
 import type { StateSnapshot } from "@langchain/langgraph";
-import type { Agent } from "../graph/index.js";
-import type { AgentState } from "../graph/state.js";
-import type { RunRecord, RunStore } from "../store.js";
+import type { Command } from "commander";
+import { createAgent, type Agent, type AgentState } from "../../index.js";
+import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
+import { positiveInteger } from "../options.js";
+import { addStoreOptions, withExistingStore, type StoreFlags } from "../session.js";
+import { EXIT } from "../stream-run.js";
 import { formatTable } from "./history.js";
 
 /** One thread, as `selfheal runs` shows it. */
@@ -71,4 +74,27 @@ export function formatRuns(rows: RunRow[]): string {
       oneLine(row.forkedFrom ? `${row.task} (fork of ${row.forkedFrom.threadId})` : row.task, 60),
     ]),
   );
+}
+
+/** `selfheal runs`. */
+export function registerRunsCommand(program: Command): void {
+  const command = program
+    .command("runs")
+    .description("list the runs in the store: thread, status, attempts, tokens, last update, task")
+    .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
+    .option("--json", "print JSON");
+  addStoreOptions(command).action(async (flags: StoreFlags & { json?: boolean; limit: number }) => {
+    process.exitCode = await withExistingStore(
+      flags,
+      async (store) => {
+        const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit);
+        process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
+        return EXIT.passed;
+      },
+      (location) => {
+        process.stdout.write(flags.json ? "[]\n" : `no runs yet: there is no run store at ${describeLocation(location)}\n`);
+        return EXIT.passed;
+      },
+    );
+  });
 }

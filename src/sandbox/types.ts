@@ -1,9 +1,13 @@
-/** Languages a sandbox can run. Python is the default everywhere. */
-export type Language = "python" | "javascript";
-export const LANGUAGES = ["python", "javascript"] as const;
-
-/** Which backend to use; `auto` picks bwrap when it works here, else the plain process. */
-export type SandboxKind = "auto" | "bwrap" | "process" | "container";
+export {
+  LANGUAGES,
+  SANDBOX_KINDS,
+  type Language,
+  type ParsedError,
+  type RunResult,
+  type RunStatus,
+  type SandboxKind,
+} from "../core/run-result.js";
+import type { Language, RunResult, SandboxKind } from "../core/run-result.js";
 
 export interface SandboxLimits {
   /** Wall-clock limit for one run; the whole process tree dies when it passes. */
@@ -24,35 +28,6 @@ export interface RunRequest {
   timeoutMs?: number;
   /** Extra files written into the work dir before the run (name -> content). */
   files?: Record<string, string>;
-}
-
-export type RunStatus =
-  | "ok"
-  | "error"
-  | "timeout"
-  | "memory_limit"
-  | "output_limit"
-  | "killed"
-  | "unavailable";
-
-/** A Python traceback or Node stack trace, parsed so the fixer and the fingerprint can read it. */
-export interface ParsedError {
-  type: string;
-  message: string;
-  /** Line in the submitted code where the error was raised, when the trace names it. */
-  line: number | null;
-  traceback: string;
-}
-
-export interface RunResult {
-  status: RunStatus;
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
-  durationMs: number;
-  error?: ParsedError;
 }
 
 export type OutputStream = "stdout" | "stderr";

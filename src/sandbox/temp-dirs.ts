@@ -1,6 +1,7 @@
 import { readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { processIsAlive } from "../core/process.js";
 
 /**
  * Every temporary dir the sandbox makes is named `selfheal-<kind>-<pid>-XXXXXX`. Dirs are removed
@@ -31,7 +32,7 @@ export function removeDeadProcessDirs(): void {
   }
   for (const entry of entries) {
     const pid = tempDirOwner(entry);
-    if (!pid || pid === process.pid || isAlive(pid)) continue;
+    if (!pid || pid === process.pid || processIsAlive(pid)) continue;
     try {
       rmSync(join(tmpdir(), entry), { recursive: true, force: true });
     } catch {
@@ -45,13 +46,3 @@ export function tempDirOwner(name: string): number | undefined {
   return Number(OUR_TEMP_DIR.exec(name)?.[1]) || undefined;
 }
 
-/** A zombie (exited, not yet reaped by its parent) still counts as alive. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to another user.
-    return error instanceof Error && "code" in error && error.code === "EPERM";
-  }
-}

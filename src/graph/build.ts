@@ -15,12 +15,12 @@ import { createFixerNode } from "../nodes/fixer.js";
 import { createGeneratorNode } from "../nodes/generator.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createModelResolver } from "../tools/models.js";
-import { createSandbox } from "../tools/sandbox/index.js";
-import type { Sandbox, SandboxKind } from "../tools/sandbox/types.js";
-import { MAX_ATTEMPTS_LIMIT, parseSettings, type ContextChannels, type SettingsInput } from "./context.js";
+import { createSandbox } from "../sandbox/index.js";
+import type { Sandbox, SandboxKind } from "../sandbox/types.js";
+import { MAX_ATTEMPTS_LIMIT, parseSettings, type ContextChannels, type SettingsInput } from "../core/settings.js";
 import { CORE_NODES, stagedSteps, type AgentExtensions, type CoreNodeName } from "./extensions.js";
 import { AFTER_CRITIC_TARGETS, routeAfterCritic, routeAfterWrite, routeTowardsExecution, TOWARDS_EXECUTION_TARGETS } from "./routes.js";
-import { State, type AgentState, type AgentUpdate } from "./state.js";
+import { State, type AgentState, type AgentUpdate } from "../core/state.js";
 
 export interface AgentOptions extends AgentExtensions {
   /** Serves every role that has no model of its own. Built from the environment when absent. */
@@ -146,6 +146,3 @@ export function createAgent(options: AgentOptions = {}) {
 }
 
 export type Agent = ReturnType<typeof createAgent>;
-
-/** For langgraph.json: the LangGraph server brings its own checkpointer. */
-export const graph = createAgent();

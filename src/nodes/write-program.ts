@@ -1,13 +1,12 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { BaseMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
-import type { AgentState, AgentUpdate } from "../graph/state.js";
-import type { Settings } from "../graph/context.js";
-import { planModelCall } from "./budget.js";
-import { extractCode } from "./extract-code.js";
-import { describeModelFailure, modelEndpoint } from "./model-errors.js";
-import { callModel } from "./models.js";
-import { countMessageTokens } from "./tokens.js";
+import type { AgentState, AgentUpdate } from "../core/state.js";
+import type { Settings } from "../core/settings.js";
+import { planPromptCall } from "../tools/budget.js";
+import { extractCode } from "../tools/extract-code.js";
+import { describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
+import { callModel } from "../tools/models.js";
 
 /**
  * The shared half of the generator and the fixer: check the budget, ask for a program, pull the
@@ -23,9 +22,7 @@ export async function writeProgram(args: {
   signal?: AbortSignal;
 }): Promise<AgentUpdate> {
   const { node, state, settings } = args;
-  const promptTokens = await countMessageTokens(args.messages);
-  const plan = planModelCall({
-    promptTokens,
+  const plan = await planPromptCall(args.messages, {
     usedTokens: state.usage.totalTokens,
     tokenBudget: settings.tokenBudget,
     maxOutputTokens: settings.maxOutputTokens,

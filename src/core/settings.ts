@@ -1,6 +1,7 @@
 import type { BaseChannel } from "@langchain/langgraph";
 import { z } from "zod";
-import { InvalidSettingsError } from "../errors.js";
+import { InvalidSettingsError } from "./errors.js";
+import { SandboxKindSchema } from "./run-result.js";
 
 const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
 
@@ -78,7 +79,7 @@ export const SettingsSchema = z.object({
   /** Pause before each execution for a person to approve, reject or edit the program. */
   approval: z.boolean().default(false),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
-  sandbox: z.enum(["auto", "bwrap", "process", "container"]).default("auto"),
+  sandbox: SandboxKindSchema.default("auto"),
 });
 
 export type Settings = z.infer<typeof SettingsSchema>;

@@ -1,4 +1,4 @@
-import { SandboxUnavailableError } from "../../errors.js";
+import { SandboxUnavailableError } from "../core/errors.js";
 import { execFile } from "node:child_process";
 import { accessSync, constants as fsConstants, realpathSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";

@@ -1,23 +1,9 @@
 import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
-import { InvalidArgumentError, Option, type Command } from "commander";
-import {
-  DatasetError,
-  formatBenchmarkTable,
-  formatVerifyReport,
-  loadDataset,
-  parseTaskIds,
-  resolveDatasetPath,
-  runBenchmark,
-  SIMULATED_MODEL_LABEL,
-  SIMULATED_MODEL_NAME,
-  SimulatedBenchmarkModel,
-  verifyDataset,
-  type BenchmarkReport,
-} from "../bench.js";
-import { parseSettings } from "../graph/context.js";
-import { hasModelConfig, MissingModelConfigError } from "../tools/models.js";
-import { createSandbox, type SandboxKind } from "../tools/sandbox/index.js";
+import type { Command } from "commander";
+import { DatasetError, formatBenchmarkTable, formatVerifyReport, loadDataset, parseTaskIds, resolveDatasetPath, runBenchmark, SIMULATED_MODEL_LABEL, SIMULATED_MODEL_NAME, SimulatedBenchmarkModel, verifyDataset, type BenchmarkReport } from "../../benchmark/index.js";
+import { parseSettings, hasModelConfig, MissingModelConfigError, createSandbox, type SandboxKind } from "../../index.js";
+import { positiveInteger, sandboxOption, settingDefaults } from "../options.js";
 
 interface BenchFlags {
   dataset: string;
@@ -33,12 +19,6 @@ interface BenchFlags {
   json?: string;
   verifyDataset?: boolean;
   sandbox?: SandboxKind;
-}
-
-function positiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a whole number of at least 1");
-  return parsed;
 }
 
 /**
@@ -155,6 +135,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
 
 /** Adds `selfheal bench` to the CLI; called from main.ts. */
 export function registerBenchCommand(program: Command): Command {
+  const defaults = settingDefaults();
   return program
     .command("bench")
     .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
@@ -163,14 +144,14 @@ export function registerBenchCommand(program: Command): Command {
     .option("--limit <n>", "run only the first N tasks", positiveInteger)
     .option("--tasks <ids>", "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5)")
     .option("--concurrency <n>", "tasks run at once", positiveInteger, 2)
-    .option("--max-attempts <n>", "programs executed per task before giving up (default 4)", positiveInteger)
-    .option("--token-budget <n>", "tokens one task may spend (default 40000)", positiveInteger)
-    .option("--timeout <ms>", "wall-clock limit per execution (default 10000)", positiveInteger)
-    .option("-m, --model <name>", "model name (default $SELFHEAL_MODEL or gpt-4o-mini)")
+    .option("--max-attempts <n>", `programs executed per task before giving up (default ${defaults.maxAttempts})`, positiveInteger)
+    .option("--token-budget <n>", `tokens one task may spend (default ${defaults.tokenBudget})`, positiveInteger)
+    .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, positiveInteger)
+    .option("-m, --model <name>", `model name (default ${defaults.model}; or set $SELFHEAL_MODEL)`)
     .option("--simulated", "use the scripted simulated model (tests the harness; no network, not a model result)")
     .option("--json <file>", "also write the full report as JSON")
     .option("--verify-dataset", "no model: check that every reference solution passes and every behaviour-changing mutant fails")
-    .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]))
+    .addOption(sandboxOption())
     .action(async (flags: BenchFlags) => {
       try {
         process.exitCode = await runBenchCommand(flags);

@@ -1,6 +1,8 @@
 import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
-import type { Agent } from "../graph/index.js";
-import type { AgentState } from "../graph/state.js";
+import type { Command } from "commander";
+import { createAgent, type Agent, type AgentState } from "../../index.js";
+import { addStoreOptions, noSuchRunError, withThreadStore, type StoreFlags } from "../session.js";
+import { EXIT } from "../stream-run.js";
 
 /** One checkpoint of a thread, as `selfheal history` shows it. */
 export interface CheckpointRow {
@@ -83,4 +85,21 @@ export function formatCheckpoints(rows: CheckpointRow[]): string {
       row.checkpointId,
     ]),
   );
+}
+
+/** `selfheal history <thread>`. */
+export function registerHistoryCommand(program: Command): void {
+  const command = program
+    .command("history")
+    .description("list a thread's checkpoints: step, the node that wrote it, attempt, status, checkpoint id")
+    .argument("<thread>", "the thread id")
+    .option("--json", "print JSON");
+  addStoreOptions(command).action(async (threadId: string, flags: StoreFlags & { json?: boolean }) => {
+    process.exitCode = await withThreadStore(flags, threadId, async (store) => {
+      const rows = await listCheckpoints(createAgent({ checkpointer: store.checkpointer }), store.checkpointer, threadId);
+      if (rows.length === 0) throw noSuchRunError(threadId, store.location);
+      process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatCheckpoints(rows));
+      return EXIT.passed;
+    });
+  });
 }

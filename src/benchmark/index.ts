@@ -15,7 +15,7 @@ export {
   type DatasetLocation,
   type LoadDatasetOptions,
   type TaskFilter,
-} from "./benchmark/dataset.js";
+} from "./dataset.js";
 export {
   runBenchmark,
   formatBenchmarkTable,
@@ -25,7 +25,7 @@ export {
   type RunBenchmarkOptions,
   type TaskOutcome,
   type TaskStatus,
-} from "./benchmark/run.js";
+} from "./run.js";
 export {
   verifyDataset,
   formatVerifyReport,
@@ -33,5 +33,5 @@ export {
   type VerifyReport,
   type TaskVerification,
   type MutantVerification,
-} from "./benchmark/verify.js";
-export { SimulatedBenchmarkModel, SIMULATED_MODEL_NAME, SIMULATED_MODEL_LABEL, type SimulatedScript } from "./benchmark/simulated-model.js";
+} from "./verify.js";
+export { SimulatedBenchmarkModel, SIMULATED_MODEL_NAME, SIMULATED_MODEL_LABEL, type SimulatedScript } from "./simulated-model.js";

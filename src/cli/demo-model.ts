@@ -1,6 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
-import { ScriptedChatModel } from "../tools/scripted-model.js";
-import { messageText } from "../tools/tokens.js";
+import { ScriptedChatModel, messageText } from "../index.js";
 
 /** The model name a demo run records, so `resume` knows to bring the scripted model back. */
 export const DEMO_MODEL_NAME = "scripted-demo";
