@@ -55,8 +55,12 @@ export default function setup(): () => Promise<void> {
     rmSync(runTemp, { recursive: true, force: true });
     const storeAfter = storeSnapshot();
     const problems: string[] = [];
-    if (left.length > 0) problems.push(`the tests left ${left.length} entries in the temp dir: ${left.sort().join(", ")}`);
-    if (storeAfter !== storeBefore) problems.push(`the tests wrote to the repository's own .selfheal/ (before: ${storeBefore}; after: ${storeAfter}); give every run a --db or a cwd of its own`);
+    if (left.length > 0)
+      problems.push(`the tests left ${left.length} entries in the temp dir: ${left.sort().join(", ")}`);
+    if (storeAfter !== storeBefore)
+      problems.push(
+        `the tests wrote to the repository's own .selfheal/ (before: ${storeBefore}; after: ${storeAfter}); give every run a --db or a cwd of its own`,
+      );
     if (problems.length === 0) return;
     // vitest prints an error thrown here but still exits 0; the exit code is what CI reads.
     process.exitCode = 1;

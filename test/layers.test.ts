@@ -36,7 +36,9 @@ function layerOf(src: string, file: string): string {
 
 function relativeImports(file: string): string[] {
   const text = readFileSync(file, "utf8");
-  const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)["'](\.{1,2}\/[^"']+)["']/g)].map((match) => match[1]!);
+  const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)["'](\.{1,2}\/[^"']+)["']/g)].map(
+    (match) => match[1]!,
+  );
   return specifiers.map((specifier) => resolve(dirname(file), specifier).replace(/\.js$/, ".ts"));
 }
 
@@ -50,7 +52,10 @@ function backwardImports(src: string): string[] {
       if (to === from) continue;
       const isEntry = ENTRIES.includes(relative(src, target));
       const ok = allowed?.includes(to) || (allowed?.includes("entries") && isEntry);
-      if (!ok) problems.push(`${relative(src, file)} -> ${relative(src, target)} (${from} may import ${allowed?.join(", ") || "nothing outside itself"})`);
+      if (!ok)
+        problems.push(
+          `${relative(src, file)} -> ${relative(src, target)} (${from} may import ${allowed?.join(", ") || "nothing outside itself"})`,
+        );
     }
   }
   return problems.sort();
@@ -78,7 +83,9 @@ describe("the layers of src/", () => {
   });
 
   it("knows every folder of src/, so a new folder gets a place in the layers", () => {
-    const folders = readdirSync(SRC, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+    const folders = readdirSync(SRC, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
     expect(folders.filter((folder) => !(folder in MAY_IMPORT))).toEqual([]);
   });
 });

@@ -44,7 +44,12 @@ function packagesLoadedBy(entry: string): Set<string> {
   }
 }
 
-const DATABASE_PACKAGES = ["better-sqlite3", "pg", "@langchain/langgraph-checkpoint-sqlite", "@langchain/langgraph-checkpoint-postgres"];
+const DATABASE_PACKAGES = [
+  "better-sqlite3",
+  "pg",
+  "@langchain/langgraph-checkpoint-sqlite",
+  "@langchain/langgraph-checkpoint-postgres",
+];
 
 describe("the package entries", () => {
   it("load the agent from the root entry without any database driver", () => {

@@ -66,7 +66,13 @@ describe("the container command", () => {
   });
 
   it("caps the Node heap for JavaScript and can use podman", () => {
-    const node = buildContainerCommand({ engine: "podman", image: "node:20-slim", language: "javascript", limits: DEFAULT_LIMITS, name: "n" });
+    const node = buildContainerCommand({
+      engine: "podman",
+      image: "node:20-slim",
+      language: "javascript",
+      limits: DEFAULT_LIMITS,
+      name: "n",
+    });
     expect(node[0]).toBe("podman");
     expect(node.at(-1)).toMatch(/exec node --max-old-space-size=512 main\.js$/);
   });

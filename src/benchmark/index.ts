@@ -1,37 +1,42 @@
 // `selfheal/bench`: the HumanEval-format benchmark and the dataset checker, apart from the agent's
 // own entry since an application that runs the agent never needs them.
 export {
-  loadDataset,
-  parseDatasetText,
-  filterTasks,
-  parseTaskIds,
-  resolveDatasetPath,
+  type BenchmarkTask,
+  BenchmarkTaskSchema,
   buildCheckProgram,
   buildHiddenTests,
-  BenchmarkTaskSchema,
   DatasetError,
-  DEFAULT_DATASET_DIR,
-  type BenchmarkTask,
   type DatasetLocation,
+  DEFAULT_DATASET_DIR,
+  filterTasks,
   type LoadDatasetOptions,
+  loadDataset,
+  parseDatasetText,
+  parseTaskIds,
+  resolveDatasetPath,
   type TaskFilter,
 } from "./dataset.js";
 export {
-  runBenchmark,
-  formatBenchmarkTable,
-  summarizeBenchmark,
-  buildBenchmarkTask,
   type BenchmarkReport,
+  buildBenchmarkTask,
+  formatBenchmarkTable,
   type RunBenchmarkOptions,
+  runBenchmark,
+  summarizeBenchmark,
   type TaskOutcome,
   type TaskStatus,
 } from "./run.js";
 export {
-  verifyDataset,
+  SIMULATED_MODEL_LABEL,
+  SIMULATED_MODEL_NAME,
+  SimulatedBenchmarkModel,
+  type SimulatedScript,
+} from "./simulated-model.js";
+export {
   formatVerifyReport,
+  type MutantVerification,
+  type TaskVerification,
   type VerifyOptions,
   type VerifyReport,
-  type TaskVerification,
-  type MutantVerification,
+  verifyDataset,
 } from "./verify.js";
-export { SimulatedBenchmarkModel, SIMULATED_MODEL_NAME, SIMULATED_MODEL_LABEL, type SimulatedScript } from "./simulated-model.js";

@@ -3,7 +3,7 @@ import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
 import { messageText, type Sandbox } from "../index.js";
 import type { BenchmarkTask } from "./dataset.js";
-import { findEffectiveMutants, type EffectiveMutant, type FindMutantsOptions } from "./mutants.js";
+import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants } from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /**

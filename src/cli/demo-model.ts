@@ -1,5 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
-import { ScriptedChatModel, messageText } from "../index.js";
+import { messageText, ScriptedChatModel } from "../index.js";
 
 /** The model name a demo run records, so `resume` knows to bring the scripted model back. */
 export const DEMO_MODEL_NAME = "scripted-demo";
@@ -34,7 +34,10 @@ print("all checks passed")
 const GUARD = `    if not numbers:
         return {"mean": None, "median": None, "mode": None}
 `;
-export const DEMO_FIXED_CODE = DRAFT.replace("    ordered = sorted(numbers)\n", `${GUARD}    ordered = sorted(numbers)\n`);
+export const DEMO_FIXED_CODE = DRAFT.replace(
+  "    ordered = sorted(numbers)\n",
+  `${GUARD}    ordered = sorted(numbers)\n`,
+);
 
 export const DEMO_FIRST_PROGRAM = `\`\`\`python\n${DRAFT}\`\`\``;
 export const DEMO_FIXED_PROGRAM =
@@ -49,7 +52,9 @@ export const DEMO_FIXED_PROGRAM =
 export function createDemoModel(): ScriptedChatModel {
   return new ScriptedChatModel([
     (messages: BaseMessage[]) =>
-      messages.some((message) => messageText(message).includes("ZeroDivisionError")) ? DEMO_FIXED_PROGRAM : DEMO_FIRST_PROGRAM,
+      messages.some((message) => messageText(message).includes("ZeroDivisionError"))
+        ? DEMO_FIXED_PROGRAM
+        : DEMO_FIRST_PROGRAM,
   ]);
 }
 

@@ -16,7 +16,9 @@ export { UsageError } from "./session.js";
 /** The installed package's version; package.json sits two levels up from src/cli/ and from dist/cli/ alike. */
 export function packageVersion(): string {
   const manifest: unknown = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
-  return typeof manifest === "object" && manifest !== null && "version" in manifest ? String(manifest.version) : "unknown";
+  return typeof manifest === "object" && manifest !== null && "version" in manifest
+    ? String(manifest.version)
+    : "unknown";
 }
 
 /**
@@ -53,7 +55,12 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     await buildProgram().parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : EXIT.passed;
   } catch (error) {
-    if (error instanceof Error && "exitCode" in error && typeof error.exitCode === "number" && error.name === "CommanderError") {
+    if (
+      error instanceof Error &&
+      "exitCode" in error &&
+      typeof error.exitCode === "number" &&
+      error.name === "CommanderError"
+    ) {
       // commander already printed the message (or the help); --help and --version exit 0.
       return error.exitCode === 0 ? 0 : EXIT.usage;
     }

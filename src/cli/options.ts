@@ -1,5 +1,5 @@
-import { InvalidArgumentError, Option, type Command } from "commander";
-import { InvalidSettingsError, SANDBOX_KINDS, SettingsSchema, type Settings, type SettingsInput } from "../index.js";
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { InvalidSettingsError, SANDBOX_KINDS, type Settings, type SettingsInput, SettingsSchema } from "../index.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
 export interface SettingFlags {
@@ -34,7 +34,9 @@ export function settingDefaults(): Settings {
 
 /** The `--sandbox` flag, on every command that runs programs. */
 export function sandboxOption(): Option {
-  return new Option("--sandbox <kind>", `sandbox backend (default ${settingDefaults().sandbox})`).choices(SANDBOX_KINDS);
+  return new Option("--sandbox <kind>", `sandbox backend (default ${settingDefaults().sandbox})`).choices(
+    SANDBOX_KINDS,
+  );
 }
 
 /** No defaults given to commander: an absent flag must stay undefined, so `resume` keeps the run's own setting. */
@@ -45,7 +47,11 @@ export function addSettingOptions(command: Command): Command {
     .option("--token-budget <n>", `total tokens the run may spend (default ${defaults.tokenBudget})`, integer)
     .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, integer)
     .option("-m, --model <name>", `model name (default ${defaults.model}; or set $SELFHEAL_MODEL)`)
-    .option("--model-timeout <ms>", `how long one model request may wait (default ${defaults.modelTimeoutMs}; or set $SELFHEAL_MODEL_TIMEOUT_MS)`, integer)
+    .option(
+      "--model-timeout <ms>",
+      `how long one model request may wait (default ${defaults.modelTimeoutMs}; or set $SELFHEAL_MODEL_TIMEOUT_MS)`,
+      integer,
+    )
     .addOption(sandboxOption())
     .option("--llm-review", "ask the critic model to review runs that have no tests");
 }
@@ -97,5 +103,7 @@ export function settingsWithFlags(base: Partial<SettingsInput>, flags: SettingFl
 
 /** Where a command's result goes: the code on stdout, or JSON, or a file. */
 export function addOutputOptions(command: Command): Command {
-  return command.option("--json", "print a JSON result instead of the code").option("-o, --out <file>", "write the result to a file instead of stdout");
+  return command
+    .option("--json", "print a JSON result instead of the code")
+    .option("-o, --out <file>", "write the result to a file instead of stdout");
 }

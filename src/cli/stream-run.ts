@@ -2,7 +2,16 @@ import { closeSync, existsSync, openSync, statSync, unlinkSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { Command, isInterrupted } from "@langchain/langgraph";
-import { type Agent, type Settings, type AgentState, type RunInput, type ApprovalDecision, type ApprovalRequest, type OutputEvent, UsageError } from "../index.js";
+import {
+  type Agent,
+  type AgentState,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type OutputEvent,
+  type RunInput,
+  type Settings,
+  UsageError,
+} from "../index.js";
 import { ProgressReporter } from "./progress.js";
 
 /** 130 is what a shell reports for a process stopped by Ctrl-C. */
@@ -20,7 +29,10 @@ export interface ApprovalContext {
  * Answers one approval request; "later" leaves the run waiting in its checkpoint (exit 3),
  * "interrupted" is Ctrl-C at the prompt (exit 130). Either way the run can be resumed.
  */
-export type ApprovalHandler = (request: ApprovalRequest, context: ApprovalContext) => Promise<ApprovalDecision | "later" | "interrupted">;
+export type ApprovalHandler = (
+  request: ApprovalRequest,
+  context: ApprovalContext,
+) => Promise<ApprovalDecision | "later" | "interrupted">;
 
 /** What a step of the graph starts from: a new run's input, a Command (resume, goto), or null (continue). */
 export type RunStart = RunInput | Command | null;
@@ -48,7 +60,7 @@ export function summarizeRun(state: AgentState, threadId?: string) {
     status: state.status,
     reason: state.reason,
     attempt: state.attempt,
-    code: state.status === "passed" ? state.code : state.best?.code ?? state.code,
+    code: state.status === "passed" ? state.code : (state.best?.code ?? state.code),
     errors: state.errors,
     history: state.history,
     usage: state.usage,
@@ -64,7 +76,13 @@ interface StreamOutcome {
   approvalRequest?: ApprovalRequest;
 }
 
-async function streamOnce(agent: Agent, start: RunStart, settings: Settings, options: RunOptions, reporter: ProgressReporter): Promise<StreamOutcome> {
+async function streamOnce(
+  agent: Agent,
+  start: RunStart,
+  settings: Settings,
+  options: RunOptions,
+  reporter: ProgressReporter,
+): Promise<StreamOutcome> {
   let state: AgentState | undefined;
   let approvalRequest: ApprovalRequest | undefined;
   const stream = await agent.stream(start, {
@@ -90,7 +108,8 @@ async function streamOnce(agent: Agent, start: RunStart, settings: Settings, opt
     }
   }
   // A run resumed straight into a pause may stream no full state at all: read it from the checkpoint.
-  if (!state && options.threadId) state = (await agent.getState({ configurable: { thread_id: options.threadId } })).values;
+  if (!state && options.threadId)
+    state = (await agent.getState({ configurable: { thread_id: options.threadId } })).values;
   if (!state) throw new Error("the run produced no state");
   return { state, approvalRequest };
 }
@@ -163,7 +182,11 @@ async function emit(text: string, options: RunOptions, reporter: ProgressReporte
  * The program the attempt before this one ran, read back from the checkpoints (so a resumed
  * run has it too): the oldest checkpoint at that attempt count is the one its executor wrote.
  */
-export async function previousProgram(agent: Agent, threadId: string | undefined, attempt: number): Promise<string | undefined> {
+export async function previousProgram(
+  agent: Agent,
+  threadId: string | undefined,
+  attempt: number,
+): Promise<string | undefined> {
   if (!threadId || attempt <= 1) return undefined;
   let code: string | undefined;
   for await (const snapshot of agent.getStateHistory({ configurable: { thread_id: threadId } })) {
@@ -176,7 +199,9 @@ export async function previousProgram(agent: Agent, threadId: string | undefined
 
 function interrupted(options: RunOptions, reporter: ProgressReporter): number {
   reporter.stop();
-  reporter.note(`stopped; the run is saved${options.resumeCommand ? `: continue it with \`${options.resumeCommand}\`` : ""}`);
+  reporter.note(
+    `stopped; the run is saved${options.resumeCommand ? `: continue it with \`${options.resumeCommand}\`` : ""}`,
+  );
   return EXIT.stopped;
 }
 
@@ -184,7 +209,12 @@ function interrupted(options: RunOptions, reporter: ProgressReporter): number {
  * Runs the graph from `start` until it ends or waits for a person, with live progress on stderr;
  * answers approval requests through `options.approve`. Returns the process exit code.
  */
-export async function streamRun(agent: Agent, start: RunStart, settings: Settings, options: RunOptions = {}): Promise<number> {
+export async function streamRun(
+  agent: Agent,
+  start: RunStart,
+  settings: Settings,
+  options: RunOptions = {},
+): Promise<number> {
   const from = options.from ?? { attempt: 0, usage: { totalTokens: 0 } };
   const reporter = new ProgressReporter({ from: { attempt: from.attempt, tokens: from.usage.totalTokens } });
 
@@ -197,7 +227,10 @@ export async function streamRun(agent: Agent, start: RunStart, settings: Setting
       if (!request) break;
       reporter.stop();
       const decision = options.approve
-        ? await options.approve(request, { previousCode: await previousProgram(agent, options.threadId, request.attempt), signal: options.signal })
+        ? await options.approve(request, {
+            previousCode: await previousProgram(agent, options.threadId, request.attempt),
+            signal: options.signal,
+          })
         : "later";
       if (decision === "interrupted") return interrupted(options, reporter);
       if (decision === "later") return await stopForApproval(outcome.state, request, options, reporter);
@@ -214,22 +247,44 @@ export async function streamRun(agent: Agent, start: RunStart, settings: Setting
   const final = outcome.state;
   reporter.finished(final);
   if (final.status === "model_error" && options.resumeCommand) {
-    reporter.note(`the run is saved: \`${options.resumeCommand}\` repeats the ${final.resumeFrom ?? "failed"} call once the model server answers`);
+    reporter.note(
+      `the run is saved: \`${options.resumeCommand}\` repeats the ${final.resumeFrom ?? "failed"} call once the model server answers`,
+    );
   }
   const summary = { ...summarizeRun(final, options.threadId), ...options.extraSummary };
-  const shown = final.status === "passed" ? `final program (attempt ${final.attempt}, passed)` : `best program (attempt ${final.best?.attempt ?? final.attempt}, ${final.status})`;
+  const shown =
+    final.status === "passed"
+      ? `final program (attempt ${final.attempt}, passed)`
+      : `best program (attempt ${final.best?.attempt ?? final.attempt}, ${final.status})`;
   await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code, options, reporter, shown);
   return final.status === "passed" ? EXIT.passed : EXIT.failed;
 }
 
 /** No one to ask here: leave the run paused, show the program, say how to decide later. */
-async function stopForApproval(state: AgentState, request: ApprovalRequest, options: RunOptions, reporter: ProgressReporter): Promise<number> {
-  reporter.note(`awaiting approval of attempt ${request.attempt} in thread ${options.threadId ?? "(none)"}; the program is on stdout`);
+async function stopForApproval(
+  state: AgentState,
+  request: ApprovalRequest,
+  options: RunOptions,
+  reporter: ProgressReporter,
+): Promise<number> {
+  reporter.note(
+    `awaiting approval of attempt ${request.attempt} in thread ${options.threadId ?? "(none)"}; the program is on stdout`,
+  );
   if (options.resumeCommand) {
     reporter.note(`decide with: ${options.resumeCommand} --approve | --reject "reason" | --edit FILE`);
   }
-  const summary = { ...summarizeRun(state, options.threadId), ...options.extraSummary, status: "awaiting_approval", approval: request };
-  await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : request.code, options, reporter, `program awaiting approval (attempt ${request.attempt})`);
+  const summary = {
+    ...summarizeRun(state, options.threadId),
+    ...options.extraSummary,
+    status: "awaiting_approval",
+    approval: request,
+  };
+  await emit(
+    options.json ? `${JSON.stringify(summary, null, 2)}\n` : request.code,
+    options,
+    reporter,
+    `program awaiting approval (attempt ${request.attempt})`,
+  );
   return EXIT.awaitingApproval;
 }
 

@@ -20,12 +20,17 @@ export function repeatStreak(state: Pick<AgentState, "history">): { fingerprint?
  * The critic calls it once per attempt and stores the answer in `decision`.
  */
 export function decideAfterCritic(
-  state: Pick<AgentState, "critique" | "attempt" | "usage" | "history" | "rewrittenFor"> & Partial<Pick<AgentState, "errors">>,
+  state: Pick<AgentState, "critique" | "attempt" | "usage" | "history" | "rewrittenFor"> &
+    Partial<Pick<AgentState, "errors">>,
   settings: Pick<Settings, "maxAttempts" | "tokenBudget" | "repeatLimit">,
 ): Decision {
   if (state.critique?.passed) return { next: "finish", status: "passed", reason: state.critique.summary };
   if (state.attempt >= settings.maxAttempts) {
-    return { next: "finish", status: "failed", reason: `Still failing after ${state.attempt} of ${settings.maxAttempts} attempts.` };
+    return {
+      next: "finish",
+      status: "failed",
+      reason: `Still failing after ${state.attempt} of ${settings.maxAttempts} attempts.`,
+    };
   }
   if (state.usage.totalTokens >= settings.tokenBudget) {
     return {
@@ -37,7 +42,11 @@ export function decideAfterCritic(
   const streak = repeatStreak(state);
   if (streak.fingerprint && streak.count >= settings.repeatLimit) {
     if (state.rewrittenFor.includes(streak.fingerprint)) {
-      return { next: "finish", status: "stuck", reason: `The same error keeps coming back, even after a fresh rewrite: ${describeRepeat(state, streak.fingerprint)}` };
+      return {
+        next: "finish",
+        status: "stuck",
+        reason: `The same error keeps coming back, even after a fresh rewrite: ${describeRepeat(state, streak.fingerprint)}`,
+      };
     }
     return { next: "generator", fingerprint: streak.fingerprint };
   }
@@ -45,8 +54,13 @@ export function decideAfterCritic(
 }
 
 /** The repeating error in words (a person reads this), with its fingerprint for scripts. */
-function describeRepeat(state: Pick<AgentState, "history"> & Partial<Pick<AgentState, "errors">>, fingerprint: string): string {
+function describeRepeat(
+  state: Pick<AgentState, "history"> & Partial<Pick<AgentState, "errors">>,
+  fingerprint: string,
+): string {
   const record = state.errors?.find((error) => error.fingerprint === fingerprint);
-  const error = record ? `${record.type}: ${record.message}` : ([...state.history].reverse().find((entry) => entry.fingerprint === fingerprint)?.outcome ?? "an error");
+  const error = record
+    ? `${record.type}: ${record.message}`
+    : ([...state.history].reverse().find((entry) => entry.fingerprint === fingerprint)?.outcome ?? "an error");
   return `${error} (fingerprint ${fingerprint}).`;
 }

@@ -15,7 +15,15 @@ export const SANDBOX_KINDS = ["auto", "bwrap", "process", "container"] as const;
 export const SandboxKindSchema = z.enum(SANDBOX_KINDS);
 export type SandboxKind = z.infer<typeof SandboxKindSchema>;
 
-export const RUN_RESULT_STATUSES = ["ok", "error", "timeout", "memory_limit", "output_limit", "killed", "unavailable"] as const;
+export const RUN_RESULT_STATUSES = [
+  "ok",
+  "error",
+  "timeout",
+  "memory_limit",
+  "output_limit",
+  "killed",
+  "unavailable",
+] as const;
 export type RunStatus = (typeof RUN_RESULT_STATUSES)[number];
 
 /** A Python traceback or Node stack trace, parsed so the fixer and the fingerprint can read it. */

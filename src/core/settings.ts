@@ -71,7 +71,11 @@ export const SettingsSchema = z.object({
   strongFixerModel: z.string().min(1).nullable().default(null),
   /** Model name for the LLM review; defaults to `model`. */
   criticModel: z.string().min(1).nullable().default(null),
-  temperature: z.number().min(0, "temperature must be between 0 and 2").max(2, "temperature must be between 0 and 2").default(0.2),
+  temperature: z
+    .number()
+    .min(0, "temperature must be between 0 and 2")
+    .max(2, "temperature must be between 0 and 2")
+    .default(0.2),
   /** Ask the critic model to review runs that have no tests and exited cleanly. */
   llmReview: z.boolean().default(false),
   /** Upper bound on one model reply; it shrinks further as the budget runs out. */

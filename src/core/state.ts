@@ -190,10 +190,13 @@ export type Decision = z.infer<typeof DecisionSchema>;
 
 /** A list channel that only grows: each update's items are added at the end. */
 function appendOnlyList<Item extends z.ZodType>(item: Item) {
-  return new ReducedValue(z.array(item).default(() => []), {
-    inputSchema: z.array(item),
-    reducer: (current: z.infer<Item>[], added: z.infer<Item>[]) => [...current, ...added],
-  });
+  return new ReducedValue(
+    z.array(item).default(() => []),
+    {
+      inputSchema: z.array(item),
+      reducer: (current: z.infer<Item>[], added: z.infer<Item>[]) => [...current, ...added],
+    },
+  );
 }
 
 export const State = new StateSchema({
@@ -209,10 +212,13 @@ export const State = new StateSchema({
   /** The critic's verdict on the latest run. */
   critique: CritiqueSchema.optional(),
   /** Distinct errors seen in this run, one row per fingerprint. */
-  errors: new ReducedValue(z.array(ErrorRecordSchema).default(() => []), {
-    inputSchema: z.array(ErrorObservationSchema),
-    reducer: mergeErrors,
-  }),
+  errors: new ReducedValue(
+    z.array(ErrorRecordSchema).default(() => []),
+    {
+      inputSchema: z.array(ErrorObservationSchema),
+      reducer: mergeErrors,
+    },
+  ),
   /** One entry per executed attempt. */
   history: appendOnlyList(HistoryEntrySchema),
   /** Token ledger, in total and per node. */
@@ -247,11 +253,19 @@ export function objectionsFor(state: Pick<AgentState, "objections">, attempt: nu
 }
 
 /** The update a node returns to keep the current program from running, e.g. a static check. */
-export function blockExecution(state: Pick<AgentState, "attempt">, source: string, finding: { type: string; message: string }): AgentUpdate {
+export function blockExecution(
+  state: Pick<AgentState, "attempt">,
+  source: string,
+  finding: { type: string; message: string },
+): AgentUpdate {
   return { objections: [{ attempt: state.attempt + 1, source, ...finding }] };
 }
 
 /** The update a node returns after execution to fail an attempt that ran cleanly. */
-export function failAttempt(state: Pick<AgentState, "attempt">, source: string, finding: { type: string; message: string }): AgentUpdate {
+export function failAttempt(
+  state: Pick<AgentState, "attempt">,
+  source: string,
+  finding: { type: string; message: string },
+): AgentUpdate {
   return { objections: [{ attempt: state.attempt, source, ...finding }] };
 }

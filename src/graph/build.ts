@@ -1,26 +1,32 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import {
-  END,
-  START,
-  StateGraph,
   type BaseCheckpointSaver,
+  END,
   type GraphNode,
   type LangGraphRunnableConfig,
+  START,
   type StateDefinitionInit,
+  StateGraph,
 } from "@langchain/langgraph";
+import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
+import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
 import { createCriticNode } from "../nodes/critic.js";
 import { createExecutorNode } from "../nodes/executor.js";
 import { createFixerNode } from "../nodes/fixer.js";
 import { createGeneratorNode } from "../nodes/generator.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
-import { createModelResolver } from "../tools/models.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../sandbox/types.js";
-import { MAX_ATTEMPTS_LIMIT, parseSettings, type ContextChannels, type SettingsInput } from "../core/settings.js";
-import { CORE_NODES, stagedSteps, type AgentExtensions, type CoreNodeName } from "./extensions.js";
-import { AFTER_CRITIC_TARGETS, routeAfterCritic, routeAfterWrite, routeTowardsExecution, TOWARDS_EXECUTION_TARGETS } from "./routes.js";
-import { State, type AgentState, type AgentUpdate } from "../core/state.js";
+import { createModelResolver } from "../tools/models.js";
+import { type AgentExtensions, CORE_NODES, type CoreNodeName, stagedSteps } from "./extensions.js";
+import {
+  AFTER_CRITIC_TARGETS,
+  routeAfterCritic,
+  routeAfterWrite,
+  routeTowardsExecution,
+  TOWARDS_EXECUTION_TARGETS,
+} from "./routes.js";
 
 export interface AgentOptions extends AgentExtensions {
   /** Serves every role that has no model of its own. Built from the environment when absent. */
@@ -94,7 +100,9 @@ export function buildAgentGraph(options: AgentOptions = {}) {
   const { before, after } = stagedSteps(options, deps);
 
   const graph = widenNodeNames(
-    new StateGraph<typeof State, AgentState, AgentUpdate, typeof START, typeof State, typeof State, ContextChannels>(State)
+    new StateGraph<typeof State, AgentState, AgentUpdate, typeof START, typeof State, typeof State, ContextChannels>(
+      State,
+    )
       .addNode("generator", node("generator"))
       .addNode("approval", node("approval"))
       .addNode("executor", node("executor"))
@@ -107,13 +115,18 @@ export function buildAgentGraph(options: AgentOptions = {}) {
   // A written program enters the first step before execution; without one, the approval gate
   // or the executor. Path maps name every target, so Studio draws every edge.
   const firstStep = before[0]?.name;
-  const intoExecution = (state: AgentState, config: LangGraphRunnableConfig) => firstStep ?? routeTowardsExecution(state, config);
+  const intoExecution = (state: AgentState, config: LangGraphRunnableConfig) =>
+    firstStep ?? routeTowardsExecution(state, config);
   const afterWriteTargets = firstStep ? [firstStep, END] : [...TOWARDS_EXECUTION_TARGETS, END];
-  const afterWrite = (state: AgentState, config: LangGraphRunnableConfig) => (routeAfterWrite(state) === END ? END : intoExecution(state, config));
+  const afterWrite = (state: AgentState, config: LangGraphRunnableConfig) =>
+    routeAfterWrite(state) === END ? END : intoExecution(state, config);
   graph.addConditionalEdges("generator", afterWrite, afterWriteTargets);
   graph.addConditionalEdges("fixer", afterWrite, afterWriteTargets);
 
-  chain(graph, before.map((step) => step.name));
+  chain(
+    graph,
+    before.map((step) => step.name),
+  );
   const lastStep = before.at(-1)?.name;
   if (lastStep) graph.addConditionalEdges(lastStep, routeTowardsExecution, [...TOWARDS_EXECUTION_TARGETS]);
   chain(graph, ["approval", "executor", ...after.map((step) => step.name), "critic"]);
@@ -122,14 +135,20 @@ export function buildAgentGraph(options: AgentOptions = {}) {
 }
 
 /** Extra nodes are named by the caller at run time, so past the core nodes the builder takes any name. */
-function widenNodeNames<SD, S, U, N extends string, I extends StateDefinitionInit, O extends StateDefinitionInit, C extends StateDefinitionInit>(
-  graph: StateGraph<SD, S, U, N, I, O, C>,
-): StateGraph<SD, S, U, string, I, O, C> {
+function widenNodeNames<
+  SD,
+  S,
+  U,
+  N extends string,
+  I extends StateDefinitionInit,
+  O extends StateDefinitionInit,
+  C extends StateDefinitionInit,
+>(graph: StateGraph<SD, S, U, N, I, O, C>): StateGraph<SD, S, U, string, I, O, C> {
   return graph;
 }
 
 function chain(graph: { addEdge(from: string, to: string): unknown }, names: string[]): void {
-  names.slice(1).forEach((name, index) => graph.addEdge(names[index]!, name));
+  for (let index = 1; index < names.length; index++) graph.addEdge(names[index - 1]!, names[index]!);
 }
 
 /**

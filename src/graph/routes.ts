@@ -1,6 +1,6 @@
 import { END } from "@langchain/langgraph";
 import { parseSettings } from "../core/settings.js";
-import { objectionsFor, type AgentState } from "../core/state.js";
+import { type AgentState, objectionsFor } from "../core/state.js";
 
 export const AFTER_CRITIC_TARGETS = ["fixer", "generator", END] as const;
 export type AfterCriticTarget = (typeof AFTER_CRITIC_TARGETS)[number];
@@ -9,7 +9,10 @@ export type AfterCriticTarget = (typeof AFTER_CRITIC_TARGETS)[number];
 export function routeAfterCritic(state: Pick<AgentState, "decision" | "attempt" | "status">): AfterCriticTarget {
   // The critic stops the run itself, with no decision, when the LLM review cannot be had (model_error, budget).
   if (state.status !== "running") return END;
-  if (!state.decision) throw new Error(`the critic made no decision for attempt ${state.attempt}; a replacement critic must return one (see decideAfterCritic)`);
+  if (!state.decision)
+    throw new Error(
+      `the critic made no decision for attempt ${state.attempt}; a replacement critic must return one (see decideAfterCritic)`,
+    );
   return state.decision.next === "finish" ? END : state.decision.next;
 }
 
@@ -20,7 +23,10 @@ export type TowardsExecutionTarget = (typeof TOWARDS_EXECUTION_TARGETS)[number];
  * Into execution: through the approval gate only when approval is on and the attempt is still
  * to run (an objection already fails it), so a run without approval pays no step for the gate.
  */
-export function routeTowardsExecution(state: Pick<AgentState, "attempt" | "objections">, config?: { context?: unknown }): TowardsExecutionTarget {
+export function routeTowardsExecution(
+  state: Pick<AgentState, "attempt" | "objections">,
+  config?: { context?: unknown },
+): TowardsExecutionTarget {
   const blocked = objectionsFor(state, state.attempt + 1).length > 0;
   return parseSettings(config?.context).approval && !blocked ? "approval" : "executor";
 }

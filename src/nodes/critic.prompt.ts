@@ -1,4 +1,4 @@
-import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { z } from "zod";
 import type { Execution } from "../core/state.js";
 import type { Language } from "../sandbox/types.js";
@@ -11,7 +11,12 @@ export const ReviewSchema = z.object({
 });
 export type Review = z.infer<typeof ReviewSchema>;
 
-export function buildReviewPrompt(args: { task: string; language: Language; code: string; run: Execution }): BaseMessage[] {
+export function buildReviewPrompt(args: {
+  task: string;
+  language: Language;
+  code: string;
+  run: Execution;
+}): BaseMessage[] {
   return [
     new SystemMessage(
       "You review a program that ran without errors. Decide whether it really does what the task asks, judging from the code and its output. Fail it only for a concrete defect you can name.",

@@ -1,4 +1,4 @@
-import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import type { Critique, ErrorRecord, Execution } from "../core/state.js";
 import type { Language } from "../sandbox/types.js";
 import { ERROR_LINE_LIMITS, LANGUAGE_NAMES, summarizeErrors, tail } from "./prompt-parts.js";
@@ -23,7 +23,17 @@ export function taskWithoutRepeats(task: string, code: string): string {
   while (index < taskLines.length) {
     let end = index;
     // Grow the run while the trimmed task lines still appear, in order and adjacent, in the program.
-    while (end < taskLines.length && taskLines[end]!.trim() !== "" && codeText.includes(`\n${taskLines.slice(index, end + 1).map((line) => line.trim()).join("\n")}\n`)) end++;
+    while (
+      end < taskLines.length &&
+      taskLines[end]!.trim() !== "" &&
+      codeText.includes(
+        `\n${taskLines
+          .slice(index, end + 1)
+          .map((line) => line.trim())
+          .join("\n")}\n`,
+      )
+    )
+      end++;
     if (end - index >= REPEATED_RUN_LINES) {
       output.push(`[${end - index} lines of the task are repeated verbatim in the current program below]`);
       index = end;
@@ -39,9 +49,12 @@ export function describeFailure(run: Execution): string {
   const parts: string[] = [];
   if (run.error?.traceback) parts.push(`Traceback:\n${tail(run.error.traceback, FIXER_LIMITS.tracebackChars)}`);
   else if (run.error) parts.push(`Error: ${run.error.type}: ${run.error.message}`);
-  if (!run.error?.traceback && run.stderr.trim()) parts.push(`stderr (tail):\n${tail(run.stderr.trim(), FIXER_LIMITS.outputTailChars)}`);
+  if (!run.error?.traceback && run.stderr.trim())
+    parts.push(`stderr (tail):\n${tail(run.stderr.trim(), FIXER_LIMITS.outputTailChars)}`);
   if (run.stdout.trim()) parts.push(`stdout (tail):\n${tail(run.stdout.trim(), FIXER_LIMITS.outputTailChars)}`);
-  parts.push(`Exit: status ${run.status}, exit code ${run.exitCode ?? "none"}${run.signal ? `, signal ${run.signal}` : ""}`);
+  parts.push(
+    `Exit: status ${run.status}, exit code ${run.exitCode ?? "none"}${run.signal ? `, signal ${run.signal}` : ""}`,
+  );
   return parts.join("\n\n");
 }
 
@@ -63,10 +76,15 @@ export function buildFixerPrompt(args: {
   const earlier = summarizeErrors(args.errors, args.latestFingerprint);
   const parts = [
     `Task:\n${taskWithoutRepeats(args.task, args.code)}`,
-    args.code.trim() ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\`` : "Current program: none yet.",
+    args.code.trim()
+      ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\``
+      : "Current program: none yet.",
     `Latest failure: ${args.critique?.summary ?? "the run failed"}\n${describeFailure(args.run)}`,
   ];
   if (args.critique?.diagnosis) parts.push(`Diagnosis:\n${args.critique.diagnosis}`);
-  if (earlier.length > 0) parts.push(`Other errors seen earlier in this run (do not reintroduce them):\n${earlier.map((line) => `- ${line}`).join("\n")}`);
+  if (earlier.length > 0)
+    parts.push(
+      `Other errors seen earlier in this run (do not reintroduce them):\n${earlier.map((line) => `- ${line}`).join("\n")}`,
+    );
   return [new SystemMessage(system), new HumanMessage(parts.join("\n\n"))];
 }

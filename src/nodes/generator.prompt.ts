@@ -1,4 +1,4 @@
-import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import type { Language } from "../sandbox/types.js";
 import { LANGUAGE_NAMES } from "./prompt-parts.js";
 
@@ -19,7 +19,11 @@ export interface RewriteContext {
   earlierErrors: string[];
 }
 
-export function buildGeneratorPrompt(args: { task: string; language: Language; rewrite?: RewriteContext }): BaseMessage[] {
+export function buildGeneratorPrompt(args: {
+  task: string;
+  language: Language;
+  rewrite?: RewriteContext;
+}): BaseMessage[] {
   const parts = [`Task:\n${args.task}`];
   if (args.rewrite) {
     parts.push(

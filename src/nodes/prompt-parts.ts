@@ -20,5 +20,10 @@ export function summarizeErrors(errors: ErrorRecord[], except?: string): string[
     .filter((record) => record.fingerprint !== except)
     .sort((a, b) => a.lastAttempt - b.lastAttempt)
     .slice(-ERROR_LINE_LIMITS.errorLines)
-    .map((record) => clip(`${record.type}: ${record.message.split("\n")[0]} (seen ${record.count}x)`, ERROR_LINE_LIMITS.errorLineChars));
+    .map((record) =>
+      clip(
+        `${record.type}: ${record.message.split("\n")[0]} (seen ${record.count}x)`,
+        ERROR_LINE_LIMITS.errorLineChars,
+      ),
+    );
 }

@@ -1,12 +1,12 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { BaseMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
-import type { AgentState, AgentUpdate } from "../core/state.js";
 import type { Settings } from "../core/settings.js";
+import type { AgentState, AgentUpdate } from "../core/state.js";
 import { planPromptCall } from "../tools/budget.js";
 import { extractCode } from "../tools/extract-code.js";
 import { describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
-import { callModel } from "../tools/models.js";
+import { callModel, type ModelReply } from "../tools/models.js";
 
 /**
  * The shared half of the generator and the fixer: check the budget, ask for a program, pull the
@@ -29,11 +29,15 @@ export async function writeProgram(args: {
   });
   if (!plan.ok) return { status: "budget_exhausted", reason: plan.reason };
 
-  let reply;
+  let reply: ModelReply;
   let model: BaseChatModel | undefined;
   try {
     model = args.getModel();
-    reply = await callModel(model, args.messages, node, { outputCap: plan.outputCap, timeoutMs: settings.modelTimeoutMs, signal: args.signal });
+    reply = await callModel(model, args.messages, node, {
+      outputCap: plan.outputCap,
+      timeoutMs: settings.modelTimeoutMs,
+      signal: args.signal,
+    });
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;
     const reason = describeModelFailure(error, { endpoint: modelEndpoint(model), timeoutMs: settings.modelTimeoutMs });

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 
 import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
 import { interpreterCommand } from "./command.js";
-import { findOnPath, InterpreterMissingError, resolveInterpreters, type Interpreters } from "./interpreters.js";
+import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram } from "./run-child.js";
 import type { Language, SandboxLimits } from "./types.js";
@@ -58,10 +58,15 @@ function runProbe(searchPath: string): BwrapProbe {
   if (process.platform !== "linux") return { usable: false, reason: "bubblewrap only works on Linux" };
   const bwrap = findOnPath("bwrap", searchPath);
   if (!bwrap) {
-    return { usable: false, reason: "bubblewrap is not installed; install it with `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap`" };
+    return {
+      usable: false,
+      reason:
+        "bubblewrap is not installed; install it with `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap`",
+    };
   }
   const prlimit = findOnPath("prlimit", searchPath);
-  if (!prlimit) return { usable: false, reason: "prlimit (util-linux) is needed to set limits inside the bwrap sandbox" };
+  if (!prlimit)
+    return { usable: false, reason: "prlimit (util-linux) is needed to set limits inside the bwrap sandbox" };
   const isRoot = process.getuid?.() === 0;
   const setpriv = isRoot ? findOnPath("setpriv", searchPath) : null;
   if (isRoot && !setpriv) {
@@ -83,7 +88,10 @@ function runProbe(searchPath: string): BwrapProbe {
   const probe = spawnSync(file, args, { timeout: 10_000, stdio: ["ignore", "ignore", "pipe"], env: {} });
   if (probe.status === 0) return { usable: true, host };
   const detail = probe.error?.message ?? probe.stderr?.toString().trim() ?? `exit ${probe.status}`;
-  return { usable: false, reason: `bubblewrap is installed but cannot create a sandbox here: ${detail || `exit ${probe.status}`}` };
+  return {
+    usable: false,
+    reason: `bubblewrap is installed but cannot create a sandbox here: ${detail || `exit ${probe.status}`}`,
+  };
 }
 
 export interface BwrapArgvInput {
@@ -125,7 +133,11 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
         covered.add(ancestor);
         argv.push("--perms", "0755", "--tmpfs", ancestor);
       }
-      for (let directory = dirname(prefix); isUnder(directory, ancestor) && directory !== ancestor; directory = dirname(directory)) {
+      for (
+        let directory = dirname(prefix);
+        isUnder(directory, ancestor) && directory !== ancestor;
+        directory = dirname(directory)
+      ) {
         argv.push("--perms", "0755", "--dir", directory);
       }
       argv.push("--ro-bind", prefix, prefix);
@@ -146,13 +158,19 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
     "--unshare-uts",
     "--unshare-cgroup-try",
     "--disable-userns",
-    "--uid", String(SANDBOX_UID),
-    "--gid", String(SANDBOX_UID),
-    "--hostname", "sandbox",
+    "--uid",
+    String(SANDBOX_UID),
+    "--gid",
+    String(SANDBOX_UID),
+    "--hostname",
+    "sandbox",
     "--die-with-parent",
     "--new-session",
-    "--cap-drop", "ALL",
-    "--ro-bind", "/usr", "/usr",
+    "--cap-drop",
+    "ALL",
+    "--ro-bind",
+    "/usr",
+    "/usr",
   );
   for (const directory of SYSTEM_DIRS) {
     const entry = lstatOrNull(directory);
@@ -166,18 +184,33 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
 
   const tmpfsSize = String(input.tmpfsBytes ?? 64 * MIB);
   argv.push(
-    "--proc", "/proc",
-    "--dev", "/dev",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
     // Sized, because a tmpfs fills the host's memory; /dev/shm is kept for multiprocessing.
-    "--size", tmpfsSize, "--tmpfs", "/dev/shm",
-    "--size", tmpfsSize, "--tmpfs", "/tmp",
-    "--ro-bind", input.supportDir, SANDBOX_SUPPORT_DIR,
-    "--bind", input.workDir, SANDBOX_WORK_DIR,
+    "--size",
+    tmpfsSize,
+    "--tmpfs",
+    "/dev/shm",
+    "--size",
+    tmpfsSize,
+    "--tmpfs",
+    "/tmp",
+    "--ro-bind",
+    input.supportDir,
+    SANDBOX_SUPPORT_DIR,
+    "--bind",
+    input.workDir,
+    SANDBOX_WORK_DIR,
     // bwrap builds the tree on an unbounded tmpfs owned by the sandbox user (/, /etc, /dev); once
     // the mounts are in place nothing there needs writing.
-    "--remount-ro", "/dev",
-    "--remount-ro", "/",
-    "--chdir", SANDBOX_WORK_DIR,
+    "--remount-ro",
+    "/dev",
+    "--remount-ro",
+    "/",
+    "--chdir",
+    SANDBOX_WORK_DIR,
     "--clearenv",
   );
   for (const [name, value] of Object.entries(input.env ?? sandboxEnv(prefixes))) argv.push("--setenv", name, value);
@@ -202,13 +235,18 @@ function minimalEtc(supportDir: string): string[] {
   if (!existsSync(join(etc, "passwd"))) {
     mkdirSync(etc, { recursive: true, mode: 0o755 });
     // Node's os.userInfo() and Python's getpass need the running uid to have an entry.
-    writeFileSync(join(etc, "passwd"), `root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:${SANDBOX_UID}:${SANDBOX_UID}:sandbox:${SANDBOX_WORK_DIR}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 });
+    writeFileSync(
+      join(etc, "passwd"),
+      `root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:${SANDBOX_UID}:${SANDBOX_UID}:sandbox:${SANDBOX_WORK_DIR}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+      { mode: 0o644 },
+    );
     writeFileSync(join(etc, "group"), `root:x:0:\nsandbox:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 });
     writeFileSync(join(etc, "hosts"), "127.0.0.1 localhost sandbox\n::1 localhost\n", { mode: 0o644 });
     writeFileSync(join(etc, "nsswitch.conf"), "passwd: files\ngroup: files\nhosts: files\n", { mode: 0o644 });
   }
   const args = ["--dir", "/etc"];
-  for (const name of ["passwd", "group", "hosts", "nsswitch.conf"]) args.push("--ro-bind", join(etc, name), `/etc/${name}`);
+  for (const name of ["passwd", "group", "hosts", "nsswitch.conf"])
+    args.push("--ro-bind", join(etc, name), `/etc/${name}`);
   for (const file of ["/etc/ld.so.cache", "/etc/ld.so.conf"]) {
     if (existsSync(file)) args.push("--ro-bind", file, file);
   }
@@ -252,7 +290,13 @@ export class BwrapLauncher implements Launcher {
     }
   }
 
-  private spawn(interpreters: Interpreters, workDir: WorkDir, hostUid: number | null, language: Language, warm: boolean): LaunchedProgram {
+  private spawn(
+    interpreters: Interpreters,
+    workDir: WorkDir,
+    hostUid: number | null,
+    language: Language,
+    warm: boolean,
+  ): LaunchedProgram {
     const interpreter = interpreters[language];
     if (!interpreter) throw new InterpreterMissingError(language);
     const command = interpreterCommand({

@@ -19,7 +19,11 @@ export interface ResourceLimit {
  * The rlimits of a run. RLIMIT_NPROC only when asked: outside a user namespace it counts every
  * process of the user (a developer's whole desktop), and root ignores it anyway.
  */
-export function resourceLimits(language: Language, limits: SandboxLimits, options: { maxProcesses?: boolean } = {}): ResourceLimit[] {
+export function resourceLimits(
+  language: Language,
+  limits: SandboxLimits,
+  options: { maxProcesses?: boolean } = {},
+): ResourceLimit[] {
   const fileBytes = limits.maxFileMb * MIB;
   // V8 reserves address space it never touches, so Node gets `memoryMb` of heap (its own flag) and
   // this much more address space for everything else: buffers, code, thread stacks. Without a cap

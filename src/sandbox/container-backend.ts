@@ -56,25 +56,43 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
     "run",
     "--rm",
     "-i",
-    "--name", input.name,
-    "--network", "none",
-    "--memory", `${limits.memoryMb}m`,
-    "--memory-swap", `${limits.memoryMb}m`,
-    "--pids-limit", String(limits.maxProcesses),
+    "--name",
+    input.name,
+    "--network",
+    "none",
+    "--memory",
+    `${limits.memoryMb}m`,
+    "--memory-swap",
+    `${limits.memoryMb}m`,
+    "--pids-limit",
+    String(limits.maxProcesses),
     "--read-only",
-    "--cap-drop", "ALL",
-    "--security-opt", "no-new-privileges",
-    "--user", "65534:65534",
-    "--tmpfs", `/work:rw,nosuid,nodev,size=${4 * limits.maxFileMb}m,mode=1777`,
-    "--tmpfs", `/tmp:rw,nosuid,nodev,size=${4 * limits.maxFileMb}m,mode=1777`,
-    "--workdir", "/work",
-    "--env", "HOME=/work",
-    "--ulimit", `cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
-    "--ulimit", `fsize=${limits.maxFileMb * MIB}:${limits.maxFileMb * MIB}`,
-    "--ulimit", "nofile=256:256",
-    "--label", "selfheal.sandbox=1",
+    "--cap-drop",
+    "ALL",
+    "--security-opt",
+    "no-new-privileges",
+    "--user",
+    "65534:65534",
+    "--tmpfs",
+    `/work:rw,nosuid,nodev,size=${4 * limits.maxFileMb}m,mode=1777`,
+    "--tmpfs",
+    `/tmp:rw,nosuid,nodev,size=${4 * limits.maxFileMb}m,mode=1777`,
+    "--workdir",
+    "/work",
+    "--env",
+    "HOME=/work",
+    "--ulimit",
+    `cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
+    "--ulimit",
+    `fsize=${limits.maxFileMb * MIB}:${limits.maxFileMb * MIB}`,
+    "--ulimit",
+    "nofile=256:256",
+    "--label",
+    "selfheal.sandbox=1",
     input.image,
-    "sh", "-c", script,
+    "sh",
+    "-c",
+    script,
   ];
 }
 
@@ -104,7 +122,11 @@ export class ContainerSandbox implements Sandbox {
       limits: this.limits,
       name,
     });
-    const files: Record<string, string> = { ...request.files, [CODE_FILE_NAME[request.language]]: request.code, [STDIN_FILE]: request.stdin ?? "" };
+    const files: Record<string, string> = {
+      ...request.files,
+      [CODE_FILE_NAME[request.language]]: request.code,
+      [STDIN_FILE]: request.stdin ?? "",
+    };
     const [file = "", ...args] = argv;
     // The engine CLI is ours, not the program's: it gets our environment (DOCKER_HOST and so on).
     const child = spawn(file, args, { detached: true, stdio: ["pipe", "pipe", "pipe"] });
@@ -159,12 +181,17 @@ export class ContainerSandbox implements Sandbox {
  */
 export function probeContainerEngine(engine: ContainerEngine): Promise<string | null> {
   return new Promise((resolve) => {
-    execFile(engine, ["version", "--format", "{{.Server.Version}}"], { timeout: ENGINE_CHECK_TIMEOUT_MS }, (error, _stdout, stderr) => {
-      if (!error) resolve(null);
-      else if (error.code === "ENOENT") resolve(`${engine} is not installed (not found on PATH)`);
-      else if (error.killed) resolve(`${engine} did not answer within ${ENGINE_CHECK_TIMEOUT_MS / 1000} s`);
-      else resolve(stderr.trim() || error.message);
-    });
+    execFile(
+      engine,
+      ["version", "--format", "{{.Server.Version}}"],
+      { timeout: ENGINE_CHECK_TIMEOUT_MS },
+      (error, _stdout, stderr) => {
+        if (!error) resolve(null);
+        else if (error.code === "ENOENT") resolve(`${engine} is not installed (not found on PATH)`);
+        else if (error.killed) resolve(`${engine} did not answer within ${ENGINE_CHECK_TIMEOUT_MS / 1000} s`);
+        else resolve(stderr.trim() || error.message);
+      },
+    );
   });
 }
 
@@ -181,7 +208,13 @@ export function encodeTar(files: Record<string, string>): Buffer {
     header.write("0000000\0", 108, "ascii");
     header.write("0000000\0", 116, "ascii");
     header.write(`${body.length.toString(8).padStart(11, "0")}\0`, 124, "ascii");
-    header.write(`${Math.floor(Date.now() / 1000).toString(8).padStart(11, "0")}\0`, 136, "ascii");
+    header.write(
+      `${Math.floor(Date.now() / 1000)
+        .toString(8)
+        .padStart(11, "0")}\0`,
+      136,
+      "ascii",
+    );
     header.write("        ", 148, "ascii");
     header.write("0", 156, "ascii");
     header.write("ustar\0", 257, "ascii");

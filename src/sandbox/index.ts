@@ -1,16 +1,16 @@
 import { SandboxUnavailableError } from "../core/errors.js";
-import { BwrapLauncher, probeBwrap, type BwrapHost } from "./bwrap-backend.js";
-import { ContainerSandbox, probeContainerEngine, type ContainerOptions } from "./container-backend.js";
+import { type BwrapHost, BwrapLauncher, probeBwrap } from "./bwrap-backend.js";
+import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from "./container-backend.js";
 import { resolveLimits } from "./limits.js";
 import { LocalSandbox, type PrewarmMode } from "./local-sandbox.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process-backend.js";
 import type { Language, Sandbox, SandboxKind, SandboxLimits } from "./types.js";
 
-export * from "./types.js";
-export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
-export { parseError, CODE_FILE_NAME } from "./parse-error.js";
 export { probeBwrap } from "./bwrap-backend.js";
-export { buildContainerCommand, DEFAULT_CONTAINER_IMAGES, type ContainerOptions } from "./container-backend.js";
+export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container-backend.js";
+export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
+export { CODE_FILE_NAME, parseError } from "./parse-error.js";
+export * from "./types.js";
 
 export interface SandboxOptions {
   /** Backend to use; `auto` (the default) picks bwrap when it works here, else the process backend. */
@@ -70,7 +70,9 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
 function requireBwrap(): BwrapHost {
   const probe = probeBwrap();
   if (probe.usable) return probe.host;
-  throw new SandboxUnavailableError(`the bwrap sandbox is not available: ${probe.reason}; or choose another sandbox (auto, process, container)`);
+  throw new SandboxUnavailableError(
+    `the bwrap sandbox is not available: ${probe.reason}; or choose another sandbox (auto, process, container)`,
+  );
 }
 
 /**

@@ -1,8 +1,8 @@
-import { SandboxUnavailableError } from "../core/errors.js";
 import { execFile } from "node:child_process";
 import { accessSync, constants as fsConstants, realpathSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
+import { SandboxUnavailableError } from "../core/errors.js";
 
 import type { Language } from "./types.js";
 

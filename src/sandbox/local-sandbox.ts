@@ -4,7 +4,7 @@ import { performance } from "node:perf_hooks";
 
 import { InterpreterMissingError } from "./interpreters.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
-import { collectRun, unavailableResult, type LaunchedProgram } from "./run-child.js";
+import { collectRun, type LaunchedProgram, unavailableResult } from "./run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxLimits } from "./types.js";
 import type { WorkDir } from "./work-dir.js";
 

@@ -88,7 +88,10 @@ function parseNodeError(stderr: string, codeFileName: string): ParsedError | nul
   // V8 aborts on heap exhaustion without a JavaScript stack; report it as its own kind of error.
   const fatal = NODE_FATAL.exec(stderr);
   if (fatal) {
-    const traceStart = Math.max(0, lines.findIndex((line) => line.startsWith("<--- Last few GCs") || NODE_FATAL.test(line)));
+    const traceStart = Math.max(
+      0,
+      lines.findIndex((line) => line.startsWith("<--- Last few GCs") || NODE_FATAL.test(line)),
+    );
     return {
       type: "FatalError",
       message: (fatal[1] ?? "").trim(),
@@ -105,7 +108,9 @@ function parseNodeError(stderr: string, codeFileName: string): ParsedError | nul
     messageStart = headerIndex + 3;
     while (messageStart < lines.length && (lines[messageStart] ?? "").trim() === "") messageStart++;
   } else {
-    messageStart = lines.findIndex((line, index) => NODE_ERROR_LINE.test(line) && NODE_ANY_FRAME.test(lines[index + 1] ?? ""));
+    messageStart = lines.findIndex(
+      (line, index) => NODE_ERROR_LINE.test(line) && NODE_ANY_FRAME.test(lines[index + 1] ?? ""),
+    );
     if (messageStart === -1) return null;
   }
   if (messageStart >= lines.length) return null;
@@ -148,7 +153,10 @@ function parseNodeError(stderr: string, codeFileName: string): ParsedError | nul
   }
 
   const traceEnd = findLastIndex(lines, (current) => NODE_VERSION_TRAILER.test(current));
-  const traceLines = lines.slice(headerIndex !== -1 ? headerIndex : messageStart, traceEnd === -1 ? undefined : traceEnd);
+  const traceLines = lines.slice(
+    headerIndex !== -1 ? headerIndex : messageStart,
+    traceEnd === -1 ? undefined : traceEnd,
+  );
   return {
     type,
     message: stripWorkDir(message, workDir),

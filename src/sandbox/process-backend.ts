@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 
 import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
 import { interpreterCommand } from "./command.js";
-import { findOnPath, InterpreterMissingError, resolveInterpreters, type Interpreters } from "./interpreters.js";
+import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram } from "./run-child.js";
 import type { Language, SandboxLimits } from "./types.js";

@@ -88,7 +88,14 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
         const error = parseError(options.language, stderrText) ?? undefined;
         const status: RunStatus = spawnError
           ? "unavailable"
-          : classifyRun({ exitCode: effectiveExitCode, signal: effectiveSignal, killedFor, truncated, error, stderr: stderrText });
+          : classifyRun({
+              exitCode: effectiveExitCode,
+              signal: effectiveSignal,
+              killedFor,
+              truncated,
+              error,
+              stderr: stderrText,
+            });
         resolve({
           status,
           exitCode: effectiveExitCode,
@@ -150,7 +157,8 @@ interface RunOutcome {
 }
 
 /** Out of memory as Python, V8 or the C runtime report it. */
-const MEMORY_EXHAUSTED = /\bMemoryError\b|JavaScript heap out of memory|Array buffer allocation failed|std::bad_alloc|Cannot allocate memory/;
+const MEMORY_EXHAUSTED =
+  /\bMemoryError\b|JavaScript heap out of memory|Array buffer allocation failed|std::bad_alloc|Cannot allocate memory/;
 
 /** Why the run ended, most specific reason first: our own kills, then limits, then the exit code. */
 export function classifyRun(outcome: RunOutcome): RunStatus {

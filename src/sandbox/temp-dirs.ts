@@ -45,4 +45,3 @@ export function removeDeadProcessDirs(): void {
 export function tempDirOwner(name: string): number | undefined {
   return Number(OUR_TEMP_DIR.exec(name)?.[1]) || undefined;
 }
-

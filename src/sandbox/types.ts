@@ -1,12 +1,13 @@
 export {
   LANGUAGES,
-  SANDBOX_KINDS,
   type Language,
   type ParsedError,
   type RunResult,
   type RunStatus,
+  SANDBOX_KINDS,
   type SandboxKind,
 } from "../core/run-result.js";
+
 import type { Language, RunResult, SandboxKind } from "../core/run-result.js";
 
 export interface SandboxLimits {

@@ -7,7 +7,13 @@ import { openSqliteStore } from "./sqlite.js";
 
 export { ThreadBusyError } from "../core/errors.js";
 export { forkCheckpoint } from "./fork.js";
-export { DEFAULT_SQLITE_PATH, describeLocation, resolveStoreLocation, storeExists, type StoreLocation } from "./location.js";
+export {
+  DEFAULT_SQLITE_PATH,
+  describeLocation,
+  resolveStoreLocation,
+  type StoreLocation,
+  storeExists,
+} from "./location.js";
 export type { RunRecord, RunStore, ThreadLease } from "./run-store.js";
 
 /** Opens (and on first use creates) the run store; call `close()` when done. */

@@ -15,7 +15,9 @@ export function sqliteLeases(db: Database.Database): { lease(threadId: string): 
       | { pid: number; host: string }
       | undefined;
     if (holder && holder.pid !== process.pid && (holder.host !== host || processIsAlive(holder.pid))) {
-      throw new ThreadBusyError(`thread ${threadId} is being run by another process (pid ${holder.pid} on ${holder.host})`);
+      throw new ThreadBusyError(
+        `thread ${threadId} is being run by another process (pid ${holder.pid} on ${holder.host})`,
+      );
     }
     db.prepare("INSERT OR REPLACE INTO selfheal_leases (thread_id, pid, host, acquired_at) VALUES (?, ?, ?, ?)").run(
       threadId,
@@ -38,26 +40,27 @@ export function sqliteLeases(db: Database.Database): { lease(threadId: string): 
 }
 
 export async function postgresLease(pool: pg.Pool, threadId: string): Promise<ThreadLease> {
-    // A session-level advisory lock lives exactly as long as this connection: a worker that is
-    // killed drops its connection, and PostgreSQL frees the thread for the next worker at once.
-    const client = await pool.connect();
-    const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked", [
-      `selfheal:thread:${threadId}`,
-    ]);
-    if (!rows[0]?.locked) {
-      client.release();
-      throw new ThreadBusyError(`thread ${threadId} is being run by another worker right now`);
-    }
-    return {
-      async release() {
-        try {
-          await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [`selfheal:thread:${threadId}`]);
-          client.release();
-        } catch (error) {
-          // The connection is already gone, and the lock with it: discard the client and carry on,
-          // so a failed unlock never hides the run's own result.
-          client.release(error instanceof Error ? error : true);
-        }
-      },
-    };
+  // A session-level advisory lock lives exactly as long as this connection: a worker that is
+  // killed drops its connection, and PostgreSQL frees the thread for the next worker at once.
+  const client = await pool.connect();
+  const { rows } = await client.query<{ locked: boolean }>(
+    "SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked",
+    [`selfheal:thread:${threadId}`],
+  );
+  if (!rows[0]?.locked) {
+    client.release();
+    throw new ThreadBusyError(`thread ${threadId} is being run by another worker right now`);
+  }
+  return {
+    async release() {
+      try {
+        await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [`selfheal:thread:${threadId}`]);
+        client.release();
+      } catch (error) {
+        // The connection is already gone, and the lock with it: discard the client and carry on,
+        // so a failed unlock never hides the run's own result.
+        client.release(error instanceof Error ? error : true);
+      }
+    },
+  };
 }

@@ -4,19 +4,25 @@ import pg from "pg";
 import { StoreConnectionError } from "../core/errors.js";
 import { postgresLease } from "./lease.js";
 import { describeLocation, type StoreLocation } from "./location.js";
-import { recordFromRow, rowValues, type RunRow, type RunStore } from "./run-store.js";
+import { type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
 
 /** Any fixed number: it only keeps two workers from running the schema setup at the same time. */
 const SETUP_LOCK_KEY = 4_242_001;
 
 export async function openPostgresStore(location: Extract<StoreLocation, { kind: "postgres" }>): Promise<RunStore> {
-  const pool = new pg.Pool({ connectionString: location.url, max: 4, application_name: `selfheal ${process.pid}@${hostname()}` });
+  const pool = new pg.Pool({
+    connectionString: location.url,
+    max: 4,
+    application_name: `selfheal ${process.pid}@${hostname()}`,
+  });
   // An idle client that loses its server would otherwise raise an unhandled 'error' event.
   pool.on("error", () => undefined);
   const checkpointer = new PostgresSaver(pool);
   const setupClient = await pool.connect().catch((error: Error) => {
     void pool.end();
-    throw new StoreConnectionError(`cannot connect to PostgreSQL at ${describeLocation(location)}: ${error.message}`, { cause: error });
+    throw new StoreConnectionError(`cannot connect to PostgreSQL at ${describeLocation(location)}: ${error.message}`, {
+      cause: error,
+    });
   });
   try {
     await setupClient.query("SELECT pg_advisory_lock($1)", [SETUP_LOCK_KEY]);

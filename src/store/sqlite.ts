@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { StoreConnectionError } from "../core/errors.js";
 import { sqliteLeases } from "./lease.js";
 import { isDirectory, type StoreLocation } from "./location.js";
-import { recordFromRow, rowValues, type RunRow, type RunStore } from "./run-store.js";
+import { type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
 
 /**
  * Creates the missing directories one level at a time. Node 20's `mkdirSync(..., { recursive: true })`
@@ -22,7 +22,10 @@ function makeDirectories(directory: string): void {
 
 function openSqliteFile(path: string): Database.Database {
   const unusable = (problem: string, cause?: unknown) =>
-    new StoreConnectionError(`cannot open the SQLite run store at ${path}: ${problem}; give --db a file path in a writable directory`, { cause });
+    new StoreConnectionError(
+      `cannot open the SQLite run store at ${path}: ${problem}; give --db a file path in a writable directory`,
+      { cause },
+    );
   if (isDirectory(path)) throw unusable(`it is a directory (${join(path, "checkpoints.db")} would do)`);
   try {
     makeDirectories(dirname(path));
@@ -38,7 +41,14 @@ function openSqliteFile(path: string): Database.Database {
   } catch (error) {
     // SQLite says only "unable to open database file" for a read-only, virtual (/proc, /sys) or missing place.
     const cantOpen = (error as { code?: string }).code === "SQLITE_CANTOPEN";
-    throw unusable(cantOpen ? "no database file can be created or opened there" : error instanceof Error ? error.message : String(error), error);
+    throw unusable(
+      cantOpen
+        ? "no database file can be created or opened there"
+        : error instanceof Error
+          ? error.message
+          : String(error),
+      error,
+    );
   }
 }
 

@@ -1,8 +1,27 @@
 import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
 import type { Command } from "commander";
-import { DatasetError, formatBenchmarkTable, formatVerifyReport, loadDataset, parseTaskIds, resolveDatasetPath, runBenchmark, SIMULATED_MODEL_LABEL, SIMULATED_MODEL_NAME, SimulatedBenchmarkModel, verifyDataset, type BenchmarkReport } from "../../benchmark/index.js";
-import { parseSettings, hasModelConfig, MissingModelConfigError, createSandbox, type SandboxKind } from "../../index.js";
+import {
+  type BenchmarkReport,
+  DatasetError,
+  formatBenchmarkTable,
+  formatVerifyReport,
+  loadDataset,
+  parseTaskIds,
+  resolveDatasetPath,
+  runBenchmark,
+  SIMULATED_MODEL_LABEL,
+  SIMULATED_MODEL_NAME,
+  SimulatedBenchmarkModel,
+  verifyDataset,
+} from "../../benchmark/index.js";
+import {
+  createSandbox,
+  hasModelConfig,
+  MissingModelConfigError,
+  parseSettings,
+  type SandboxKind,
+} from "../../index.js";
 import { positiveInteger, sandboxOption, settingDefaults } from "../options.js";
 
 interface BenchFlags {
@@ -113,7 +132,11 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
         : { name: settings.model, simulated: false },
       onProgress: ({ done, total, outcome }) => {
         const tokens = outcome.inputTokens + outcome.outputTokens;
-        progress.step(done, total, `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), ${tokens} tokens`);
+        progress.step(
+          done,
+          total,
+          `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), ${tokens} tokens`,
+        );
       },
     });
     progress.stop();
@@ -140,17 +163,27 @@ export function registerBenchCommand(program: Command): Command {
     .command("bench")
     .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
     .option("--dataset <name|file>", "humaneval, or a HumanEval-format .jsonl / .jsonl.gz file", "humaneval")
-    .option("--dataset-dir <dir>", "where named datasets live (default the repository's datasets/, or $SELFHEAL_DATASET_DIR)")
+    .option(
+      "--dataset-dir <dir>",
+      "where named datasets live (default the repository's datasets/, or $SELFHEAL_DATASET_DIR)",
+    )
     .option("--limit <n>", "run only the first N tasks", positiveInteger)
     .option("--tasks <ids>", "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5)")
     .option("--concurrency <n>", "tasks run at once", positiveInteger, 2)
-    .option("--max-attempts <n>", `programs executed per task before giving up (default ${defaults.maxAttempts})`, positiveInteger)
+    .option(
+      "--max-attempts <n>",
+      `programs executed per task before giving up (default ${defaults.maxAttempts})`,
+      positiveInteger,
+    )
     .option("--token-budget <n>", `tokens one task may spend (default ${defaults.tokenBudget})`, positiveInteger)
     .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, positiveInteger)
     .option("-m, --model <name>", `model name (default ${defaults.model}; or set $SELFHEAL_MODEL)`)
     .option("--simulated", "use the scripted simulated model (tests the harness; no network, not a model result)")
     .option("--json <file>", "also write the full report as JSON")
-    .option("--verify-dataset", "no model: check that every reference solution passes and every behaviour-changing mutant fails")
+    .option(
+      "--verify-dataset",
+      "no model: check that every reference solution passes and every behaviour-changing mutant fails",
+    )
     .addOption(sandboxOption())
     .action(async (flags: BenchFlags) => {
       try {

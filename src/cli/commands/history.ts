@@ -1,7 +1,7 @@
 import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
-import { createAgent, type Agent, type AgentState } from "../../index.js";
-import { addStoreOptions, noSuchRunError, withThreadStore, type StoreFlags } from "../session.js";
+import { type Agent, type AgentState, createAgent } from "../../index.js";
+import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
 import { EXIT } from "../stream-run.js";
 
 /** One checkpoint of a thread, as `selfheal history` shows it. */
@@ -37,7 +37,11 @@ function nodeLabel(writers: string[], source: string | undefined): string {
 }
 
 /** The checkpoints of a thread, oldest first. */
-export async function listCheckpoints(agent: Agent, checkpointer: BaseCheckpointSaver, threadId: string): Promise<CheckpointRow[]> {
+export async function listCheckpoints(
+  agent: Agent,
+  checkpointer: BaseCheckpointSaver,
+  threadId: string,
+): Promise<CheckpointRow[]> {
   const config = { configurable: { thread_id: threadId } };
   const versionsSeen = new Map<string, Record<string, unknown>>();
   const parents = new Map<string, string | undefined>();
@@ -55,7 +59,10 @@ export async function listCheckpoints(agent: Agent, checkpointer: BaseCheckpoint
     const values: Partial<AgentState> = snapshot.values;
     return {
       step: snapshot.metadata?.step ?? 0,
-      node: nodeLabel(writersOf(versionsSeen.get(id) ?? {}, parentId ? versionsSeen.get(parentId) : undefined), snapshot.metadata?.source),
+      node: nodeLabel(
+        writersOf(versionsSeen.get(id) ?? {}, parentId ? versionsSeen.get(parentId) : undefined),
+        snapshot.metadata?.source,
+      ),
       attempt: values.attempt ?? 0,
       status: values.status ?? "running",
       next: [...snapshot.next],
@@ -68,9 +75,15 @@ export async function listCheckpoints(agent: Agent, checkpointer: BaseCheckpoint
 
 /** Plain left-aligned columns: easy to read, and to `grep`/`awk` in a script. */
 export function formatTable(header: string[], rows: string[][]): string {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ").trimEnd();
-  return [line(header), ...rows.map(line)].join("\n") + "\n";
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join("  ")
+      .trimEnd();
+  return `${[line(header), ...rows.map(line)].join("\n")}\n`;
 }
 
 export function formatCheckpoints(rows: CheckpointRow[]): string {
@@ -96,7 +109,11 @@ export function registerHistoryCommand(program: Command): void {
     .option("--json", "print JSON");
   addStoreOptions(command).action(async (threadId: string, flags: StoreFlags & { json?: boolean }) => {
     process.exitCode = await withThreadStore(flags, threadId, async (store) => {
-      const rows = await listCheckpoints(createAgent({ checkpointer: store.checkpointer }), store.checkpointer, threadId);
+      const rows = await listCheckpoints(
+        createAgent({ checkpointer: store.checkpointer }),
+        store.checkpointer,
+        threadId,
+      );
       if (rows.length === 0) throw noSuchRunError(threadId, store.location);
       process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatCheckpoints(rows));
       return EXIT.passed;

@@ -1,15 +1,36 @@
-import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Command as GraphCommand, type StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
-import { createAgent, type Agent, type AgentState, ApprovalDecisionSchema, type ApprovalDecision, hasModelConfig, MissingModelConfigError, modelRetriesFromEnv, checkSandbox } from "../../index.js";
+import {
+  type Agent,
+  type AgentState,
+  type ApprovalDecision,
+  ApprovalDecisionSchema,
+  checkSandbox,
+  createAgent,
+  hasModelConfig,
+  MissingModelConfigError,
+  modelRetriesFromEnv,
+} from "../../index.js";
 import { forkCheckpoint, type RunStore } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
-import { addOutputOptions, addSettingOptions, settingsWithFlags, type SettingFlags } from "../options.js";
+import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
+import { addOutputOptions, addSettingOptions, type SettingFlags, settingsWithFlags } from "../options.js";
 import { ProgressReporter } from "../progress.js";
-import { checkOutputFile, EXIT, streamRun, summarizeRun, type ApprovalHandler, type RunStart } from "../stream-run.js";
-import { abortOnCtrlC, addStoreOptions, describeModel, noSuchRunError, resumeCommandFor, threadExists, UsageError, withThreadLease, withThreadStore, type StoreFlags } from "../session.js";
+import {
+  abortOnCtrlC,
+  addStoreOptions,
+  describeModel,
+  noSuchRunError,
+  resumeCommandFor,
+  type StoreFlags,
+  threadExists,
+  UsageError,
+  withThreadLease,
+  withThreadStore,
+} from "../session.js";
+import { type ApprovalHandler, checkOutputFile, EXIT, type RunStart, streamRun, summarizeRun } from "../stream-run.js";
 
 export interface ResumeFlags extends StoreFlags, SettingFlags {
   approve?: boolean;
@@ -27,7 +48,7 @@ async function decisionFromFlags(flags: ResumeFlags): Promise<ApprovalDecision |
   if (flags.approve) return { action: "approve" };
   if (flags.reject !== undefined) {
     const parsed = ApprovalDecisionSchema.safeParse({ action: "reject", reason: flags.reject });
-    if (!parsed.success) throw new UsageError("--reject needs a reason, e.g. --reject \"do not delete files\"");
+    if (!parsed.success) throw new UsageError('--reject needs a reason, e.g. --reject "do not delete files"');
     return parsed.data;
   }
   if (flags.edit !== undefined) {
@@ -54,7 +75,10 @@ function planResume(snapshot: StateSnapshot, agent: Agent): { start: RunStart } 
   if (snapshot.next.length > 0) return { start: null };
   if (values.status === "model_error" && values.resumeFrom && values.resumeFrom in agent.nodes) {
     return {
-      start: new GraphCommand({ goto: values.resumeFrom, update: { status: "running", reason: undefined, resumeFrom: undefined } }),
+      start: new GraphCommand({
+        goto: values.resumeFrom,
+        update: { status: "running", reason: undefined, resumeFrom: undefined },
+      }),
     };
   }
   return { finished: values };
@@ -111,19 +135,25 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
         forkedFrom: { threadId, checkpointId: flags.from },
       });
       extraSummary = { forkedFrom: { threadId, checkpointId: flags.from } };
-      reporter.note(`forked thread ${threadId} at checkpoint ${flags.from} into thread ${target}; the original is unchanged`);
+      reporter.note(
+        `forked thread ${threadId} at checkpoint ${flags.from} into thread ${target}; the original is unchanged`,
+      );
     }
 
     return withThreadLease(store, target, async () => {
       const config = { configurable: { thread_id: target } };
       const snapshot = await agent.getState(config);
       if (decision && !awaitingApproval(snapshot) && !snapshot.next.includes("approval")) {
-        throw new UsageError(`thread ${target} is not waiting for approval (${snapshot.next.length > 0 ? `next: ${snapshot.next.join(", ")}` : "it has ended"})`);
+        throw new UsageError(
+          `thread ${target} is not waiting for approval (${snapshot.next.length > 0 ? `next: ${snapshot.next.join(", ")}` : "it has ended"})`,
+        );
       }
       const plan = planResume(snapshot, agent);
       const resumeCommand = resumeCommandFor(target, flags);
       if ("finished" in plan) {
-        reporter.note(`thread ${target} already ended: ${plan.finished.status}; to try again from an earlier point, pick a checkpoint from \`selfheal history ${target}\` and use --from`);
+        reporter.note(
+          `thread ${target} already ended: ${plan.finished.status}; to try again from an earlier point, pick a checkpoint from \`selfheal history ${target}\` and use --from`,
+        );
         const summary = { ...summarizeRun(plan.finished, target), ...extraSummary };
         const text = flags.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code;
         process.stdout.write(text);
@@ -154,14 +184,23 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
   });
 }
 
-async function fork(store: RunStore, agent: Agent, threadId: string, checkpointId: string, target: string): Promise<string> {
-  if (await threadExists(store, target)) throw new UsageError(`thread ${target} already exists; name a new one with --thread`);
+async function fork(
+  store: RunStore,
+  agent: Agent,
+  threadId: string,
+  checkpointId: string,
+  target: string,
+): Promise<string> {
+  if (await threadExists(store, target))
+    throw new UsageError(`thread ${target} already exists; name a new one with --thread`);
   const snapshot = await agent.getState({ configurable: { thread_id: threadId, checkpoint_id: checkpointId } });
   if (snapshot.config.configurable?.checkpoint_id !== checkpointId || !snapshot.createdAt) {
     throw new UsageError(`thread ${threadId} has no checkpoint ${checkpointId}; see \`selfheal history ${threadId}\``);
   }
   if (snapshot.next.length === 0) {
-    throw new UsageError(`checkpoint ${checkpointId} is where the run ended; pick an earlier one from \`selfheal history ${threadId}\``);
+    throw new UsageError(
+      `checkpoint ${checkpointId} is where the run ended; pick an earlier one from \`selfheal history ${threadId}\``,
+    );
   }
   await forkCheckpoint(store.checkpointer, { threadId, checkpointId }, target);
   return target;
@@ -171,12 +210,17 @@ async function fork(store: RunStore, agent: Agent, threadId: string, checkpointI
 export function registerResumeCommand(program: Command): void {
   const command = program
     .command("resume")
-    .description("continue a stopped run from its last checkpoint, decide a pending approval, or fork from an earlier checkpoint")
+    .description(
+      "continue a stopped run from its last checkpoint, decide a pending approval, or fork from an earlier checkpoint",
+    )
     .argument("<thread>", "the thread id printed by `selfheal run`")
     .option("--approve", "approve the program waiting for approval")
     .option("--reject <reason>", "reject it; the reason reaches the fixer like an error")
     .option("--edit <file>", "run the program in this file instead")
-    .option("--from <checkpoint>", "time travel: fork the run from this checkpoint (see `selfheal history`) into a new thread")
+    .option(
+      "--from <checkpoint>",
+      "time travel: fork the run from this checkpoint (see `selfheal history`) into a new thread",
+    )
     .option("--thread <id>", "with --from: the new thread's id (default: a new random id)");
   addOutputOptions(addSettingOptions(command));
   addStoreOptions(command).action(async (threadId: string, flags: ResumeFlags) => {

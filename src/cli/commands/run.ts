@@ -1,14 +1,34 @@
-import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { Option, type Command } from "commander";
-import { checkSandbox, createAgent, formatIssues, hasModelConfig, LANGUAGES, MissingModelConfigError, modelRetriesFromEnv, RunInputSchema, type RunInput } from "../../index.js";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { type Command, Option } from "commander";
+import {
+  checkSandbox,
+  createAgent,
+  formatIssues,
+  hasModelConfig,
+  LANGUAGES,
+  MissingModelConfigError,
+  modelRetriesFromEnv,
+  type RunInput,
+  RunInputSchema,
+} from "../../index.js";
 import { describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
-import { addOutputOptions, addSettingOptions, settingsWithFlags, type SettingFlags } from "../options.js";
+import { addOutputOptions, addSettingOptions, type SettingFlags, settingsWithFlags } from "../options.js";
 import { ProgressReporter } from "../progress.js";
-import { abortOnCtrlC, addStoreOptions, describeModel, resumeCommandFor, threadExists, UsageError, withStore, withThreadLease, type StoreFlags } from "../session.js";
+import {
+  abortOnCtrlC,
+  addStoreOptions,
+  describeModel,
+  resumeCommandFor,
+  type StoreFlags,
+  threadExists,
+  UsageError,
+  withStore,
+  withThreadLease,
+} from "../session.js";
 import { checkOutputFile, streamRun } from "../stream-run.js";
 
 function validateInput(input: unknown): RunInput {
@@ -40,7 +60,10 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       })
     : undefined;
   const input = validateInput({ task, language: flags.language, tests });
-  const settings = settingsWithFlags({ approval: Boolean(flags.approve), ...(scripted ? { model: DEMO_MODEL_NAME } : {}) }, flags);
+  const settings = settingsWithFlags(
+    { approval: Boolean(flags.approve), ...(scripted ? { model: DEMO_MODEL_NAME } : {}) },
+    flags,
+  );
   if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
@@ -50,7 +73,9 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   return withStore(flags, async (store) => {
     const threadId = flags.thread ?? randomUUID();
     if (await threadExists(store, threadId)) {
-      throw new UsageError(`thread ${threadId} already has a run; continue it with \`${resumeCommandFor(threadId, flags)}\``);
+      throw new UsageError(
+        `thread ${threadId} already has a run; continue it with \`${resumeCommandFor(threadId, flags)}\``,
+      );
     }
     return withThreadLease(store, threadId, async () => {
       await store.saveRun({ threadId, task: input.task, settings, createdAt: new Date().toISOString() });
@@ -60,14 +85,19 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       const ctrlC = abortOnCtrlC();
       try {
-        return await streamRun(createAgent({ model: scripted?.model, checkpointer: store.checkpointer }), input, settings, {
-          json: flags.json,
-          out: flags.out,
-          threadId,
-          resumeCommand: resumeCommandFor(threadId, flags),
-          approve: canAskPerson() ? terminalApprover() : undefined,
-          signal: ctrlC.signal,
-        });
+        return await streamRun(
+          createAgent({ model: scripted?.model, checkpointer: store.checkpointer }),
+          input,
+          settings,
+          {
+            json: flags.json,
+            out: flags.out,
+            threadId,
+            resumeCommand: resumeCommandFor(threadId, flags),
+            approve: canAskPerson() ? terminalApprover() : undefined,
+            signal: ctrlC.signal,
+          },
+        );
       } finally {
         ctrlC.dispose();
       }
@@ -75,12 +105,13 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   });
 }
 
-
 /** `selfheal run <task>`. */
 export function registerRunCommand(program: Command): void {
   const command = program
     .command("run")
-    .description("solve a task: generate, execute, judge and fix until it passes or a budget says stop; every step is checkpointed")
+    .description(
+      "solve a task: generate, execute, judge and fix until it passes or a budget says stop; every step is checkpointed",
+    )
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
     .option("-t, --tests <file>", "acceptance tests in the same language, run after the program");

@@ -1,9 +1,9 @@
 import type { StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
-import { createAgent, type Agent, type AgentState } from "../../index.js";
+import { type Agent, type AgentState, createAgent } from "../../index.js";
 import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
 import { positiveInteger } from "../options.js";
-import { addStoreOptions, withExistingStore, type StoreFlags } from "../session.js";
+import { addStoreOptions, type StoreFlags, withExistingStore } from "../session.js";
 import { EXIT } from "../stream-run.js";
 import { formatTable } from "./history.js";
 
@@ -92,7 +92,9 @@ export function registerRunsCommand(program: Command): void {
         return EXIT.passed;
       },
       (location) => {
-        process.stdout.write(flags.json ? "[]\n" : `no runs yet: there is no run store at ${describeLocation(location)}\n`);
+        process.stdout.write(
+          flags.json ? "[]\n" : `no runs yet: there is no run store at ${describeLocation(location)}\n`,
+        );
         return EXIT.passed;
       },
     );

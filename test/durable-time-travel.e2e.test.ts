@@ -4,7 +4,7 @@ import type { CheckpointRow } from "../src/cli/commands/history.js";
 import type { RunRow } from "../src/cli/commands/runs.js";
 import { runCli } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 describe("history, runs and time travel", () => {
@@ -14,10 +14,17 @@ describe("history, runs and time travel", () => {
   beforeAll(async () => {
     // model-a writes the buggy draft and its fix; model-b, used only by the fork, fixes it its own way.
     stub = await startOpenAIStub((request, index) => {
-      if (request.model === "model-b") return { content: fence("print(sum([4, 6]) // 2)"), usage: { prompt_tokens: 70, completion_tokens: 10 } };
+      if (request.model === "model-b")
+        return { content: fence("print(sum([4, 6]) // 2)"), usage: { prompt_tokens: 70, completion_tokens: 10 } };
       return index === 0
-        ? { content: fence("values = []\nprint(sum(values) / len(values))"), usage: { prompt_tokens: 60, completion_tokens: 15 } }
-        : { content: fence("values = [4, 6]\nprint(sum(values) / len(values))"), usage: { prompt_tokens: 90, completion_tokens: 15 } };
+        ? {
+            content: fence("values = []\nprint(sum(values) / len(values))"),
+            usage: { prompt_tokens: 60, completion_tokens: 15 },
+          }
+        : {
+            content: fence("values = [4, 6]\nprint(sum(values) / len(values))"),
+            usage: { prompt_tokens: 90, completion_tokens: 15 },
+          };
     });
   });
   afterAll(() => stub.close());
@@ -27,9 +34,24 @@ describe("history, runs and time travel", () => {
     const thread = `travel-${Date.now()}`;
     const fork = `${thread}-fork`;
 
-    const original = await runCli(["run", "Print the mean of 4 and 6.", "--model", "model-a", "--thread", thread, "--db", db, "--json", "--sandbox", "process"], {
-      env,
-    });
+    const original = await runCli(
+      [
+        "run",
+        "Print the mean of 4 and 6.",
+        "--model",
+        "model-a",
+        "--thread",
+        thread,
+        "--db",
+        db,
+        "--json",
+        "--sandbox",
+        "process",
+      ],
+      {
+        env,
+      },
+    );
     expect(original.code).toBe(0);
     const originalSummary = JSON.parse(original.stdout);
     expect(originalSummary).toMatchObject({ status: "passed", attempt: 2 });
@@ -38,14 +60,33 @@ describe("history, runs and time travel", () => {
     expect(history.code).toBe(0);
     const checkpoints: CheckpointRow[] = JSON.parse(history.stdout);
     expect(checkpoints.map((row) => row.node)).toEqual([
-      "input", "start", "generator", "executor", "critic", "fixer", "executor", "critic",
+      "input",
+      "start",
+      "generator",
+      "executor",
+      "critic",
+      "fixer",
+      "executor",
+      "critic",
     ]);
     expect(checkpoints.at(-1)).toMatchObject({ attempt: 2, status: "passed", next: [] });
     const afterFirstFailure = checkpoints.find((row) => row.node === "critic" && row.next.includes("fixer"));
     expect(afterFirstFailure).toMatchObject({ attempt: 1, status: "running" });
 
     const forked = await runCli(
-      ["resume", thread, "--from", afterFirstFailure!.checkpointId, "--thread", fork, "--model", "model-b", "--db", db, "--json"],
+      [
+        "resume",
+        thread,
+        "--from",
+        afterFirstFailure!.checkpointId,
+        "--thread",
+        fork,
+        "--model",
+        "model-b",
+        "--db",
+        db,
+        "--json",
+      ],
       { env },
     );
     expect(forked.code).toBe(0);
@@ -72,8 +113,18 @@ describe("history, runs and time travel", () => {
     const runs = await runCli(["runs", "--db", db, "--json"], { env });
     const rows: RunRow[] = JSON.parse(runs.stdout);
     expect(rows.map((row) => row.threadId).sort()).toEqual([thread, fork].sort());
-    expect(rows.find((row) => row.threadId === thread)).toMatchObject({ task: "Print the mean of 4 and 6.", status: "passed", attempts: 2, tokens: 180 });
+    expect(rows.find((row) => row.threadId === thread)).toMatchObject({
+      task: "Print the mean of 4 and 6.",
+      status: "passed",
+      attempts: 2,
+      tokens: 180,
+    });
     // The fork keeps the generator's 75 tokens from before the checkpoint and adds model-b's 80.
-    expect(rows.find((row) => row.threadId === fork)).toMatchObject({ status: "passed", attempts: 2, tokens: 155, forkedFrom: { threadId: thread } });
+    expect(rows.find((row) => row.threadId === fork)).toMatchObject({
+      status: "passed",
+      attempts: 2,
+      tokens: 155,
+      forkedFrom: { threadId: thread },
+    });
   });
 });

@@ -1,16 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, createSandbox, parseSettings } from "../src/index.js";
-import { forkCheckpoint, openRunStore, ThreadBusyError, type RunStore } from "../src/store/index.js";
+import { forkCheckpoint, openRunStore, type RunStore, ThreadBusyError } from "../src/store/index.js";
 import { runCli, startCli, waitFor } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 // .ci/run installs and starts PostgreSQL and exports this URL; on a machine without it these
 // tests are skipped, and say so.
 const POSTGRES_URL = process.env.SELFHEAL_TEST_POSTGRES_URL;
 if (!POSTGRES_URL) {
-  console.warn("postgres-workers.test.ts: SKIPPED, SELFHEAL_TEST_POSTGRES_URL is not set (see .ci/run for how CI starts PostgreSQL)");
+  console.warn(
+    "postgres-workers.e2e.test.ts: SKIPPED, SELFHEAL_TEST_POSTGRES_URL is not set (see .ci/run for how CI starts PostgreSQL)",
+  );
 }
 
 describe.skipIf(!POSTGRES_URL)("PostgreSQL: many workers share runs", () => {
@@ -47,12 +49,19 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL: many workers share runs", () => {
 
       const second = await runCli(["resume", thread, "--json"], { env, cwd: secondDir });
       expect(second.code).toBe(0);
-      expect(JSON.parse(second.stdout)).toMatchObject({ status: "passed", attempt: 2, threadId: thread, usage: { calls: 2 } });
+      expect(JSON.parse(second.stdout)).toMatchObject({
+        status: "passed",
+        attempt: 2,
+        threadId: thread,
+        usage: { calls: 2 },
+      });
       expect(stub.requests).toHaveLength(3);
       expect(stub.requests[2]?.messages).toEqual(stub.requests[1]?.messages);
 
       const runs = await runCli(["runs", "--json", "--postgres", url], { env, cwd: secondDir });
-      expect(JSON.parse(runs.stdout)).toContainEqual(expect.objectContaining({ threadId: thread, status: "passed", attempts: 2, tokens: 270 }));
+      expect(JSON.parse(runs.stdout)).toContainEqual(
+        expect.objectContaining({ threadId: thread, status: "passed", attempts: 2, tokens: 270 }),
+      );
     } finally {
       await stub.close();
     }
@@ -76,7 +85,11 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL: many workers share runs", () => {
       expect(afterFailure).toBeDefined();
 
       await forkCheckpoint(store.checkpointer, { threadId: thread, checkpointId: afterFailure! }, `${thread}-b`);
-      const forkAgent = createAgent({ model: scriptedModel(fence("print('fixed another way')")), sandbox, checkpointer: store.checkpointer });
+      const forkAgent = createAgent({
+        model: scriptedModel(fence("print('fixed another way')")),
+        sandbox,
+        checkpointer: store.checkpointer,
+      });
       const forked = await forkAgent.invoke(null, { context: settings, configurable: { thread_id: `${thread}-b` } });
       expect(forked).toMatchObject({ status: "passed", attempt: 2, task: "Print a line." });
       expect(forked.lastRun?.stdout).toBe("fixed another way\n");

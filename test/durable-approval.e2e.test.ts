@@ -6,7 +6,7 @@ import { askForApproval } from "../src/cli/approval-prompt.js";
 import type { ApprovalRequest } from "../src/index.js";
 import { runCli, runInTerminal } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 describe("approval across processes, without a terminal", () => {
@@ -14,7 +14,7 @@ describe("approval across processes, without a terminal", () => {
   const dir = scratchDir("approval");
   const db = join(dir, "runs.db");
   beforeAll(async () => {
-    stub = await startOpenAIStub((request, index) =>
+    stub = await startOpenAIStub((_request, index) =>
       index === 0
         ? { content: fence("print('the api key is', 'sk-123')"), usage: { prompt_tokens: 90, completion_tokens: 20 } }
         : { content: fence("print('the api key is set')"), usage: { prompt_tokens: 140, completion_tokens: 20 } },
@@ -26,9 +26,23 @@ describe("approval across processes, without a terminal", () => {
     const env = { OPENAI_BASE_URL: stub.url };
     const thread = `approval-${Date.now()}`;
 
-    const paused = await runCli(["run", "Say whether the api key is set.", "--approve", "--thread", thread, "--db", db, "--sandbox", "process", "--json"], {
-      env,
-    });
+    const paused = await runCli(
+      [
+        "run",
+        "Say whether the api key is set.",
+        "--approve",
+        "--thread",
+        thread,
+        "--db",
+        db,
+        "--sandbox",
+        "process",
+        "--json",
+      ],
+      {
+        env,
+      },
+    );
     expect(paused.code).toBe(3);
     expect(paused.stderr).toContain(`awaiting approval of attempt 1 in thread ${thread}`);
     expect(paused.stderr).toContain(`selfheal resume ${thread}`);
@@ -69,7 +83,10 @@ describe("approval across processes, without a terminal", () => {
   it("runs the program from --edit instead of the model's, and refuses to start a thread twice", async () => {
     const env = { OPENAI_BASE_URL: stub.url };
     const thread = `approval-edit-${Date.now()}`;
-    const paused = await runCli(["run", "Say whether the api key is set.", "--approve", "--thread", thread, "--db", db, "--sandbox", "process"], { env });
+    const paused = await runCli(
+      ["run", "Say whether the api key is set.", "--approve", "--thread", thread, "--db", db, "--sandbox", "process"],
+      { env },
+    );
     expect(paused.code).toBe(3);
 
     const again = await runCli(["run", "Another task.", "--thread", thread, "--db", db], { env });
@@ -89,7 +106,9 @@ describe("approval across processes, without a terminal", () => {
 describe("approval in a terminal", () => {
   let stub: OpenAIStub;
   beforeAll(async () => {
-    stub = await startOpenAIStub((_request, index) => ({ content: fence(index === 0 ? "print('first try')" : "print('second try')") }));
+    stub = await startOpenAIStub((_request, index) => ({
+      content: fence(index === 0 ? "print('first try')" : "print('second try')"),
+    }));
   });
   afterAll(() => stub.close());
 
@@ -122,7 +141,11 @@ describe("approval in a terminal", () => {
     const db = join(scratchDir("tty"), "runs.db");
     const thread = `ctrl-c-${Date.now()}`;
     const env = { OPENAI_BASE_URL: stub.url };
-    const result = await runInTerminal(["run", "Print a line.", "--approve", "--thread", thread, "--db", db, "--sandbox", "process"], [{ after: "decide later (q)? ", type: "\x03" }], { env });
+    const result = await runInTerminal(
+      ["run", "Print a line.", "--approve", "--thread", thread, "--db", db, "--sandbox", "process"],
+      [{ after: "decide later (q)? ", type: "\x03" }],
+      { env },
+    );
     expect(result.code).toBe(130);
     expect(result.stdout).toContain(`stopped; the run is saved: continue it with \`selfheal resume ${thread} --db`);
     const resumed = await runCli(["resume", thread, "--db", db, "--approve", "--json"], { env });
@@ -157,18 +180,36 @@ describe("the approval prompt", () => {
     const dir = scratchDir("editor");
     const editor = join(dir, "editor.mjs");
     // A stand-in for vim: rewrites the file it is given, as a person would.
-    writeFileSync(editor, `import { writeFileSync } from "node:fs";\nwriteFileSync(process.argv[2], "print(1 / 2)\\n");\n`);
+    writeFileSync(
+      editor,
+      `import { writeFileSync } from "node:fs";\nwriteFileSync(process.argv[2], "print(1 / 2)\\n");\n`,
+    );
     const io = session("e\n");
-    const decision = await askForApproval(request, { ...io, editor: `${JSON.stringify(process.execPath)} ${JSON.stringify(editor)}` });
+    const decision = await askForApproval(request, {
+      ...io,
+      editor: `${JSON.stringify(process.execPath)} ${JSON.stringify(editor)}`,
+    });
     expect(decision).toEqual({ action: "edit", code: "print(1 / 2)\n" });
   });
 
   it("shows what changed since the attempt before as a unified diff", async () => {
     const io = session("a\n");
-    const decision = await askForApproval(request, { ...io, editor: "false" }, { previousCode: "x = 0\nprint(1 / x)\n" });
+    const decision = await askForApproval(
+      request,
+      { ...io, editor: "false" },
+      { previousCode: "x = 0\nprint(1 / x)\n" },
+    );
     expect(decision).toEqual({ action: "approve" });
     expect(io.shown()).toContain(
-      ["attempt 2 wants to run this python program; the changes since attempt 1:", "--- attempt 1", "+++ attempt 2", "@@ -1,2 +1,1 @@", "-x = 0", "-print(1 / x)", "+print(1 / 0)"].join("\n"),
+      [
+        "attempt 2 wants to run this python program; the changes since attempt 1:",
+        "--- attempt 1",
+        "+++ attempt 2",
+        "@@ -1,2 +1,1 @@",
+        "-x = 0",
+        "-print(1 / x)",
+        "+print(1 / 0)",
+      ].join("\n"),
     );
     expect(io.shown()).not.toMatch(/\x1b\[/);
   });

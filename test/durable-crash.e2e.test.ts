@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort, runCli, startCli, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 // End to end through the real binary: a process is killed with SIGKILL mid-run, and a new
@@ -19,14 +19,15 @@ function workspace() {
 }
 
 /** Each execution appends a line to `log`, so the test can count how often each attempt really ran. */
-const program = (log: string, body: string) => fence(`with open(${JSON.stringify(log)}, "a") as log:\n    log.write("ran\\n")\n${body}`);
-
+const program = (log: string, body: string) =>
+  fence(`with open(${JSON.stringify(log)}, "a") as log:\n    log.write("ran\\n")\n${body}`);
 
 describe("durable runs: crash and resume", () => {
   it("resumes a run killed with SIGKILL mid-way in a new process without repeating a finished step", async () => {
     const { dir, db, log } = workspace();
     const stub = await startOpenAIStub((_request, index) => {
-      if (index === 0) return { content: program(log, "print(10 / 0)"), usage: { prompt_tokens: 100, completion_tokens: 30 } };
+      if (index === 0)
+        return { content: program(log, "print(10 / 0)"), usage: { prompt_tokens: 100, completion_tokens: 30 } };
       // The fixer's first call hangs: the process is killed while it waits.
       if (index === 1) return { content: program(log, "print(10 / 2)"), delayMs: 120_000 };
       return { content: program(log, "print(10 / 2)"), usage: { prompt_tokens: 150, completion_tokens: 30 } };
@@ -35,7 +36,10 @@ describe("durable runs: crash and resume", () => {
     const env = { OPENAI_BASE_URL: stub.url };
     const thread = `crash-${Date.now()}`;
 
-    const first = startCli(["run", "Print ten halved.", "--thread", thread, "--db", db, "--sandbox", "process"], { env, cwd: dir });
+    const first = startCli(["run", "Print ten halved.", "--thread", thread, "--db", db, "--sandbox", "process"], {
+      env,
+      cwd: dir,
+    });
     await waitFor(() => stub.requests.length === 2, "the fixer's model call");
     expect(first.stderr()).toContain(`thread ${thread}`);
     first.child.kill("SIGKILL");
@@ -62,12 +66,17 @@ describe("durable runs: crash and resume", () => {
   it("stops on Ctrl-C with exit 130, keeps the run, and resume finishes it", async () => {
     const { dir, db } = workspace();
     const stub = await startOpenAIStub((_request, index) =>
-      index === 1 ? { content: fence("print('fine')"), delayMs: 120_000 } : { content: fence(index === 0 ? "print(1 / 0)" : "print('fine')") },
+      index === 1
+        ? { content: fence("print('fine')"), delayMs: 120_000 }
+        : { content: fence(index === 0 ? "print(1 / 0)" : "print('fine')") },
     );
     stubs.push(stub);
     const env = { OPENAI_BASE_URL: stub.url };
     const thread = `ctrl-c-${Date.now()}`;
-    const running = startCli(["run", "Print fine.", "--thread", thread, "--db", db, "--sandbox", "process"], { env, cwd: dir });
+    const running = startCli(["run", "Print fine.", "--thread", thread, "--db", db, "--sandbox", "process"], {
+      env,
+      cwd: dir,
+    });
     await waitFor(() => stub.requests.length === 2, "the fixer's model call");
     running.child.kill("SIGINT");
     const stopped = await running.done;
@@ -86,21 +95,36 @@ describe("durable runs: crash and resume", () => {
     const env = { OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, SELFHEAL_MODEL_RETRIES: "1" };
     const thread = `unreachable-${Date.now()}`;
 
-    const down = await runCli(["run", "Print ok.", "--thread", thread, "--db", db, "--sandbox", "process", "--json"], { env, cwd: dir });
+    const down = await runCli(["run", "Print ok.", "--thread", thread, "--db", db, "--sandbox", "process", "--json"], {
+      env,
+      cwd: dir,
+    });
     expect(down.code).toBe(1);
-    expect(JSON.parse(down.stdout)).toMatchObject({ status: "model_error", reason: expect.stringContaining(`generator model call failed: could not connect to the server at ${env.OPENAI_BASE_URL} (ECONNREFUSED)`) });
+    expect(JSON.parse(down.stdout)).toMatchObject({
+      status: "model_error",
+      reason: expect.stringContaining(
+        `generator model call failed: could not connect to the server at ${env.OPENAI_BASE_URL} (ECONNREFUSED)`,
+      ),
+    });
     expect(down.stderr).toContain(`selfheal resume ${thread}`);
 
     // The server comes up on that port; its first answer is a 500, which the client retries.
     const stub = await startOpenAIStub(
-      (_request, index) => (index === 0 ? { status: 500 } : { content: fence("print('ok')"), usage: { prompt_tokens: 80, completion_tokens: 9 } }),
+      (_request, index) =>
+        index === 0
+          ? { status: 500 }
+          : { content: fence("print('ok')"), usage: { prompt_tokens: 80, completion_tokens: 9 } },
       { port },
     );
     stubs.push(stub);
     const resumed = await runCli(["resume", thread, "--db", db, "--json"], { env, cwd: dir });
     expect(resumed.code).toBe(0);
     expect(resumed.stderr).toMatch(/retrying the generator call/);
-    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "passed", attempt: 1, usage: { calls: 1, inputTokens: 80 } });
+    expect(JSON.parse(resumed.stdout)).toMatchObject({
+      status: "passed",
+      attempt: 1,
+      usage: { calls: 1, inputTokens: 80 },
+    });
     expect(stub.requests).toHaveLength(2);
   });
 });

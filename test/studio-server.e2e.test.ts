@@ -1,14 +1,14 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { createServer, type Server } from "node:net";
+import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentState } from "../src/index.js";
 import { parseDevArgs, serverEnv } from "../scripts/dev.js";
+import type { AgentState } from "../src/index.js";
 import { cleanEnv, freePort, REPO, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 // The graph as LangGraph Studio sees it: the real `langgraph-cli dev` server loading langgraph.json,
@@ -42,7 +42,11 @@ function processesUnder(id: number, field: "parent" | "group"): number[] {
 }
 
 const exited = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))));
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null || child.signalCode !== null
+      ? resolve(child.exitCode)
+      : child.once("exit", (code) => resolve(code)),
+  );
 
 describe("the LangGraph server (what Studio talks to)", () => {
   let stub: OpenAIStub;
@@ -54,8 +58,14 @@ describe("the LangGraph server (what Studio talks to)", () => {
   beforeAll(async () => {
     stub = await startOpenAIStub((_request, index) =>
       index === 0
-        ? { content: fence("scores = {'ann': 3}\nprint('bob scored', scores['bob'])"), usage: { prompt_tokens: 110, completion_tokens: 20 } }
-        : { content: fence("scores = {'ann': 3}\nprint('bob scored', scores.get('bob', 0))"), usage: { prompt_tokens: 160, completion_tokens: 22 } },
+        ? {
+            content: fence("scores = {'ann': 3}\nprint('bob scored', scores['bob'])"),
+            usage: { prompt_tokens: 110, completion_tokens: 20 },
+          }
+        : {
+            content: fence("scores = {'ann': 3}\nprint('bob scored', scores.get('bob', 0))"),
+            usage: { prompt_tokens: 160, completion_tokens: 22 },
+          },
     );
     port = await freePort();
     server = startDev(["--no-reload", "--port", String(port), "--host", "127.0.0.1"], {
@@ -108,7 +118,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       if (part.event === "custom") output.push((part.data as { line: string }).line);
       if (part.event === "error") throw new Error(`run failed: ${JSON.stringify(part.data)}`);
     }
-        // Four steps an attempt: approval is off, so the gate is skipped, and the critic ends the run itself.
+    // Four steps an attempt: approval is off, so the gate is skipped, and the critic ends the run itself.
     expect(nodes).toEqual(["generator", "executor", "critic", "fixer", "executor", "critic"]);
     // The live output events: the real traceback of attempt 1, then the fixed program's line.
     expect(output).toContain("KeyError: 'bob'");
@@ -140,7 +150,9 @@ describe("the LangGraph server (what Studio talks to)", () => {
     })) {
       if (part.event === "updates" && "__interrupt__" in (part.data as Record<string, unknown>)) paused = part.data;
     }
-    expect(paused).toMatchObject({ __interrupt__: [{ value: { kind: "approval", attempt: 1, code: expect.stringContaining("scores") } }] });
+    expect(paused).toMatchObject({
+      __interrupt__: [{ value: { kind: "approval", attempt: 1, code: expect.stringContaining("scores") } }],
+    });
     const waiting = await client.threads.getState<AgentState>(thread.thread_id);
     expect(waiting.next).toEqual(["approval"]);
 
@@ -187,7 +199,9 @@ describe("npm run dev", () => {
     dev.stderr?.on("data", (chunk) => (stderr += chunk));
     expect(await exited(dev)).toBe(1);
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(stderr).toBe(`selfheal dev: port ${taken} on 127.0.0.1 is already in use (another dev server?); pick another with \`npm run dev -- --port ${taken + 1}\`\n`);
+    expect(stderr).toBe(
+      `selfheal dev: port ${taken} on 127.0.0.1 is already in use (another dev server?); pick another with \`npm run dev -- --port ${taken + 1}\`\n`,
+    );
     expect(stdout).toBe("");
   });
 
@@ -204,7 +218,11 @@ describe("npm run dev", () => {
 
   it("reads --port and --host as langgraphjs dev spells them, and passes the rest on", () => {
     expect(parseDevArgs([])).toEqual({ port: 2024, host: "localhost", rest: [] });
-    expect(parseDevArgs(["--port", "3000", "--no-reload", "-h", "0.0.0.0"])).toEqual({ port: 3000, host: "0.0.0.0", rest: ["--no-reload"] });
+    expect(parseDevArgs(["--port", "3000", "--no-reload", "-h", "0.0.0.0"])).toEqual({
+      port: 3000,
+      host: "0.0.0.0",
+      rest: ["--no-reload"],
+    });
     expect(parseDevArgs(["--port=3001", "--host=127.0.0.1"])).toMatchObject({ port: 3001, host: "127.0.0.1" });
     expect(parseDevArgs(["-p", "0"])).toEqual({ error: '--port must be a number from 1 to 65535, not "0"' });
     expect(parseDevArgs(["--port"])).toEqual({ error: "--port needs a value" });
