@@ -12,6 +12,7 @@ import {
   hasModelConfig,
   MissingModelConfigError,
   modelRetriesFromEnv,
+  type Settings,
 } from "../../index.js";
 import { forkCheckpoint, type RunStore } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
@@ -121,70 +122,82 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
     if (!record) reporter.note(`thread ${threadId} was not started by the CLI: resuming it with default settings`);
     const settings = settingsWithFlags(record?.settings ?? {}, flags);
 
-    let target = threadId;
-    let extraSummary: Record<string, unknown> = {};
-    if (flags.from) {
-      // A fork always runs on, so its sandbox is checked before the new thread is made.
-      await checkSandbox({ kind: settings.sandbox });
-      target = await fork(store, agent, threadId, flags.from, flags.thread ?? randomUUID());
-      await store.saveRun({
-        threadId: target,
-        task: record?.task ?? "",
-        settings,
-        createdAt: new Date().toISOString(),
-        forkedFrom: { threadId, checkpointId: flags.from },
-      });
-      extraSummary = { forkedFrom: { threadId, checkpointId: flags.from } };
-      reporter.note(
-        `forked thread ${threadId} at checkpoint ${flags.from} into thread ${target}; the original is unchanged`,
-      );
-    }
-
-    return withThreadLease(store, target, async () => {
-      const config = { configurable: { thread_id: target } };
-      const snapshot = await agent.getState(config);
-      if (decision && !awaitingApproval(snapshot) && !snapshot.next.includes("approval")) {
-        throw new UsageError(
-          `thread ${target} is not waiting for approval (${snapshot.next.length > 0 ? `next: ${snapshot.next.join(", ")}` : "it has ended"})`,
-        );
-      }
-      const plan = planResume(snapshot, agent);
-      const resumeCommand = resumeCommandFor(target, flags);
-      if ("finished" in plan) {
-        reporter.note(
-          `thread ${target} already ended: ${plan.finished.status}; to try again from an earlier point, pick a checkpoint from \`selfheal history ${target}\` and use --from`,
-        );
-        const summary = { ...summarizeRun(plan.finished, target), ...extraSummary };
-        const text = flags.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code;
-        process.stdout.write(text);
-        return plan.finished.status === "passed" ? EXIT.passed : EXIT.failed;
-      }
-      if (!flags.from) await checkSandbox({ kind: settings.sandbox });
-      const values: AgentState = snapshot.values;
-      reporter.note(describeModel(settings, { scripted }));
-      reporter.note(
-        `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof GraphCommand ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
-      );
-      const ctrlC = abortOnCtrlC();
-      try {
-        return await streamRun(agent, plan.start, settings, {
-          json: flags.json,
-          out: flags.out,
-          threadId: target,
-          resumeCommand,
-          approve: approvalHandler(decision),
-          from: values,
-          extraSummary,
-          signal: ctrlC.signal,
-        });
-      } finally {
-        ctrlC.dispose();
-      }
+    const resume: Resumption = { agent, settings, flags, decision, scripted, reporter, extraSummary: {} };
+    if (!flags.from) return withThreadLease(store, threadId, () => continueThread(threadId, resume));
+    // A fork always runs on, so its sandbox is checked before the new thread is made.
+    await checkSandbox({ kind: settings.sandbox });
+    const target = await forkRun(store, agent, threadId, flags.from, flags.thread ?? randomUUID());
+    await store.saveRun({
+      threadId: target,
+      task: record?.task ?? "",
+      settings,
+      createdAt: new Date().toISOString(),
+      forkedFrom: { threadId, checkpointId: flags.from },
     });
+    resume.extraSummary = { forkedFrom: { threadId, checkpointId: flags.from } };
+    reporter.note(
+      `forked thread ${threadId} at checkpoint ${flags.from} into thread ${target}; the original is unchanged`,
+    );
+    return withThreadLease(store, target, () => continueThread(target, resume));
   });
 }
 
-async function fork(
+/** What continuing a thread needs, gathered once by `resumeRun`. */
+interface Resumption {
+  agent: Agent;
+  settings: Settings;
+  flags: ResumeFlags;
+  decision: ApprovalDecision | undefined;
+  scripted: boolean;
+  reporter: ProgressReporter;
+  /** More fields for the `--json` result, e.g. which checkpoint a fork came from. */
+  extraSummary: Record<string, unknown>;
+}
+
+/** Runs the thread on from its head while holding its lease, or reports that it already ended. */
+async function continueThread(target: string, resume: Resumption): Promise<number> {
+  const { agent, settings, flags, decision, reporter, extraSummary } = resume;
+  const snapshot = await agent.getState({ configurable: { thread_id: target } });
+  if (decision && !awaitingApproval(snapshot) && !snapshot.next.includes("approval")) {
+    throw new UsageError(
+      `thread ${target} is not waiting for approval (${snapshot.next.length > 0 ? `next: ${snapshot.next.join(", ")}` : "it has ended"})`,
+    );
+  }
+  const plan = planResume(snapshot, agent);
+  if ("finished" in plan) {
+    reporter.note(
+      `thread ${target} already ended: ${plan.finished.status}; to try again from an earlier point, pick a checkpoint from \`selfheal history ${target}\` and use --from`,
+    );
+    const summary = { ...summarizeRun(plan.finished, target), ...extraSummary };
+    process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code);
+    return plan.finished.status === "passed" ? EXIT.passed : EXIT.failed;
+  }
+  // A fork checked its sandbox before it was made.
+  if (!flags.from) await checkSandbox({ kind: settings.sandbox });
+  const values: AgentState = snapshot.values;
+  reporter.note(describeModel(settings, { scripted: resume.scripted }));
+  reporter.note(
+    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof GraphCommand ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
+  );
+  const ctrlC = abortOnCtrlC();
+  try {
+    return await streamRun(agent, plan.start, settings, {
+      json: flags.json,
+      out: flags.out,
+      threadId: target,
+      resumeCommand: resumeCommandFor(target, flags),
+      approve: approvalHandler(decision),
+      from: values,
+      extraSummary,
+      signal: ctrlC.signal,
+    });
+  } finally {
+    ctrlC.dispose();
+  }
+}
+
+/** Copies the checkpoint into a new thread, after checking that there is something to run from it. */
+async function forkRun(
   store: RunStore,
   agent: Agent,
   threadId: string,
