@@ -81,39 +81,55 @@ const NODE_NON_ERROR_HINT = /^\(Use `node --trace-uncaught/;
 const NODE_VERSION_TRAILER = /^Node\.js v\d+/;
 const NODE_FATAL = /^FATAL ERROR: (.*)$/m;
 
+/** V8 aborts on heap exhaustion without a JavaScript stack; that is an error of its own kind. */
+function parseNodeFatalError(stderr: string, lines: string[], workDir: string | null): ParsedError | null {
+  const fatal = NODE_FATAL.exec(stderr);
+  if (!fatal) return null;
+  const traceStart = Math.max(
+    0,
+    lines.findIndex((line) => line.startsWith("<--- Last few GCs") || NODE_FATAL.test(line)),
+  );
+  return {
+    type: "FatalError",
+    message: (fatal[1] ?? "").trim(),
+    line: null,
+    traceback: stripWorkDir(lines.slice(traceStart).join("\n").trimEnd(), workDir),
+  };
+}
+
+/** Where the `Type: message` line starts, below the location header when there is one; -1 if none. */
+function findNodeMessageStart(lines: string[], headerIndex: number): number {
+  if (headerIndex === -1) {
+    return lines.findIndex((line, index) => NODE_ERROR_LINE.test(line) && NODE_ANY_FRAME.test(lines[index + 1] ?? ""));
+  }
+  // The header is followed by the offending source line and a caret line (both blank for a
+  // SyntaxError at the end of the file), then a blank line, then the error itself.
+  let start = headerIndex + 3;
+  while (start < lines.length && (lines[start] ?? "").trim() === "") start++;
+  return start;
+}
+
+/** The line of the submitted code: from the location header, else from the first stack frame in it. */
+function nodeErrorLine(lines: string[], headerIndex: number, messageEnd: number, codeFileName: string): number | null {
+  const header = headerIndex !== -1 ? NODE_LOCATION_HEADER.exec(lines[headerIndex] ?? "") : null;
+  if (header && isCodeFile(header[1] ?? "", codeFileName)) return Number(header[2]);
+  for (const current of lines.slice(messageEnd)) {
+    const frame = NODE_STACK_FRAME.exec(current);
+    if (frame && isCodeFile(frame[1] ?? "", codeFileName)) return Number(frame[2]);
+  }
+  return null;
+}
+
 function parseNodeError(stderr: string, codeFileName: string): ParsedError | null {
   const lines = stderr.split("\n");
   const workDir = findWorkDir(stderr, codeFileName);
 
-  // V8 aborts on heap exhaustion without a JavaScript stack; report it as its own kind of error.
-  const fatal = NODE_FATAL.exec(stderr);
-  if (fatal) {
-    const traceStart = Math.max(
-      0,
-      lines.findIndex((line) => line.startsWith("<--- Last few GCs") || NODE_FATAL.test(line)),
-    );
-    return {
-      type: "FatalError",
-      message: (fatal[1] ?? "").trim(),
-      line: null,
-      traceback: stripWorkDir(lines.slice(traceStart).join("\n").trimEnd(), workDir),
-    };
-  }
+  const fatal = parseNodeFatalError(stderr, lines, workDir);
+  if (fatal) return fatal;
 
   const headerIndex = lines.findIndex((line) => NODE_LOCATION_HEADER.test(line));
-  let messageStart: number;
-  if (headerIndex !== -1) {
-    // The header is followed by the offending source line and a caret line (both blank for a
-    // SyntaxError at the end of the file), then a blank line, then the error itself.
-    messageStart = headerIndex + 3;
-    while (messageStart < lines.length && (lines[messageStart] ?? "").trim() === "") messageStart++;
-  } else {
-    messageStart = lines.findIndex(
-      (line, index) => NODE_ERROR_LINE.test(line) && NODE_ANY_FRAME.test(lines[index + 1] ?? ""),
-    );
-    if (messageStart === -1) return null;
-  }
-  if (messageStart >= lines.length) return null;
+  const messageStart = findNodeMessageStart(lines, headerIndex);
+  if (messageStart === -1 || messageStart >= lines.length) return null;
 
   let messageEnd = messageStart;
   let thrownNonError = false;
@@ -138,19 +154,7 @@ function parseNodeError(stderr: string, codeFileName: string): ParsedError | nul
     message = (match[3] ?? "").trim();
   }
 
-  let line: number | null = null;
-  const header = headerIndex !== -1 ? NODE_LOCATION_HEADER.exec(lines[headerIndex] ?? "") : null;
-  if (header && isCodeFile(header[1] ?? "", codeFileName)) {
-    line = Number(header[2]);
-  } else {
-    for (const current of lines.slice(messageEnd)) {
-      const frame = NODE_STACK_FRAME.exec(current);
-      if (frame && isCodeFile(frame[1] ?? "", codeFileName)) {
-        line = Number(frame[2]);
-        break;
-      }
-    }
-  }
+  const line = nodeErrorLine(lines, headerIndex, messageEnd, codeFileName);
 
   const traceEnd = findLastIndex(lines, (current) => NODE_VERSION_TRAILER.test(current));
   const traceLines = lines.slice(
