@@ -10,6 +10,8 @@ export interface JudgeVerdict {
   durationMs: number;
   /** `Type: message` of the failure, when the sandbox parsed one. */
   error?: string;
+  /** The failure's class for counting: the exception type, or the run status (`timeout`) when none was raised. */
+  errorClass?: string;
 }
 
 /**
@@ -22,10 +24,20 @@ export async function judgeCompletion(
   completion: string,
   timeoutMs: number,
 ): Promise<JudgeVerdict> {
-  const result = await sandbox.run({ language: "python", code: buildCheckProgram(task, completion), timeoutMs });
+  return judgeSource(sandbox, buildCheckProgram(task, completion), timeoutMs);
+}
+
+/** Judges a whole program (as a run hands it over) against tests appended after it. */
+export function judgeProgram(sandbox: Sandbox, program: string, tests: string, timeoutMs: number): Promise<JudgeVerdict> {
+  return judgeSource(sandbox, `${program.trimEnd()}\n\n${tests}`, timeoutMs);
+}
+
+async function judgeSource(sandbox: Sandbox, code: string, timeoutMs: number): Promise<JudgeVerdict> {
+  const result = await sandbox.run({ language: "python", code, timeoutMs });
   const passed = result.status === "ok";
   const error = result.error ? `${result.error.type}: ${result.error.message}` : passed ? undefined : lastLine(result.stderr);
-  return { passed, status: result.status, durationMs: result.durationMs, ...(error ? { error } : {}) };
+  const errorClass = passed ? undefined : (result.error?.type ?? result.status);
+  return { passed, status: result.status, durationMs: result.durationMs, ...(error ? { error } : {}), ...(errorClass ? { errorClass } : {}) };
 }
 
 /** Python prints the exception last, so the last line of stderr names the failure. */
