@@ -11,7 +11,9 @@ export {
   BenchmarkTaskSchema,
   DatasetError,
   DEFAULT_DATASET_DIR,
+  NAMED_DATASETS,
   type BenchmarkTask,
+  type NamedDataset,
   type DatasetLocation,
   type LoadDatasetOptions,
   type TaskFilter,
@@ -19,8 +21,16 @@ export {
 export {
   runBenchmark,
   formatBenchmarkTable,
+  reportBanner,
   summarizeBenchmark,
   buildBenchmarkTask,
+  testsForTask,
+  FEEDBACK_MODES,
+  FEEDBACK_LABELS,
+  type FeedbackMode,
+  type AttemptRecord,
+  type SampleRecord,
+  type SamplingSummary,
   type BenchmarkReport,
   type RunBenchmarkOptions,
   type TaskOutcome,
@@ -35,3 +45,6 @@ export {
   type MutantVerification,
 } from "./benchmark/verify.js";
 export { SimulatedBenchmarkModel, SIMULATED_MODEL_NAME, SIMULATED_MODEL_LABEL, type SimulatedScript } from "./benchmark/simulated-model.js";
+export { passAtK } from "./benchmark/metrics.js";
+export { extractVisibleExamples, buildVisibleTests, type VisibleExample } from "./benchmark/visible-tests.js";
+export { renderHtmlReport } from "./benchmark/html-report.js";

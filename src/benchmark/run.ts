@@ -572,8 +572,8 @@ export function reportBanner(report: BenchmarkReport): string[] {
   return lines;
 }
 
-/** The report as an aligned two-column table for the terminal. */
-export function formatBenchmarkTable(report: BenchmarkReport): string {
+/** The report's figures as label/value rows, shared by the terminal table and the HTML report. */
+export function summaryRows(report: BenchmarkReport): Array<[string, string]> {
   const { maxAttempts } = report.settings;
   const feedback =
     report.feedback.mode === "oracle"
@@ -616,7 +616,12 @@ export function formatBenchmarkTable(report: BenchmarkReport): string {
   rows.push(["failures by error class (hidden)", failures.length === 0 ? "none" : failures.map(([name, n]) => `${name} ${n}`).join(", ")]);
   const tokens = Object.entries(report.tokensByErrorClass);
   rows.push(["tokens by error class repaired", tokens.length === 0 ? "none" : tokens.map(([name, n]) => `${name} ${n}`).join(", ")]);
+  return rows;
+}
 
+/** The report as an aligned two-column table for the terminal. */
+export function formatBenchmarkTable(report: BenchmarkReport): string {
+  const rows = summaryRows(report);
   const width = Math.max(...rows.map(([name]) => name.length));
   const lines = rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`);
   const banner = reportBanner(report);
