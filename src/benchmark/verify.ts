@@ -2,6 +2,7 @@ import type { RunStatus, Sandbox } from "../tools/sandbox/types.js";
 import { buildCheckProgram, type BenchmarkTask } from "./dataset.js";
 import { findEffectiveMutants, MUTATION_OPERATORS, type EffectiveMutant, type FindMutantsOptions, type MutationOperator } from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";
+import { buildVisibleTests } from "./visible-tests.js";
 
 /** What the judge said about one program: the hidden tests pass only on a clean `ok`. */
 export interface JudgeVerdict {
@@ -59,6 +60,8 @@ export interface MutantVerification {
 export interface TaskVerification {
   taskId: string;
   canonical: JudgeVerdict;
+  /** The reference solution against the visible tests (the docstring's examples); absent when the task has none. */
+  visible?: JudgeVerdict;
   mutants: MutantVerification[];
   generated: number;
   tried: number;
@@ -75,6 +78,9 @@ export interface VerifyReport {
   canonicalPassed: number;
   /** Reference solutions the judge rejected. */
   falseFails: Array<{ taskId: string; status: RunStatus; error?: string }>;
+  /** Tasks with visible tests, and those whose reference solution fails them: feedback that would mislead a correct program. */
+  visibleChecked: number;
+  visibleFalseFails: Array<{ taskId: string; status: RunStatus; error?: string }>;
   mutantsJudged: number;
   mutantsCaught: number;
   /** Behaviour-changing mutants the judge accepted. */
@@ -132,6 +138,8 @@ async function verifyTask(
   mutantOptions: FindMutantsOptions,
 ): Promise<TaskVerification> {
   const canonical = await judgeCompletion(sandbox, task, task.canonical_solution, canonicalTimeoutMs);
+  const visibleTests = buildVisibleTests(task);
+  const visible = visibleTests === null ? undefined : await judgeProgram(sandbox, task.prompt + task.canonical_solution, visibleTests, canonicalTimeoutMs);
   const found = await findEffectiveMutants(task, sandbox, mutantOptions);
   const mutants: MutantVerification[] = [];
   for (const mutant of found.effective) {
@@ -147,6 +155,7 @@ async function verifyTask(
   return {
     taskId: task.task_id,
     canonical,
+    ...(visible !== undefined ? { visible } : {}),
     mutants,
     generated: found.generated,
     tried: found.tried,
@@ -168,6 +177,8 @@ function summarize(perTask: TaskVerification[], sandboxKind: string, concurrency
     tasks: perTask.length,
     canonicalPassed: 0,
     falseFails: [],
+    visibleChecked: 0,
+    visibleFalseFails: [],
     mutantsJudged: 0,
     mutantsCaught: 0,
     falsePasses: [],
@@ -187,6 +198,16 @@ function summarize(perTask: TaskVerification[], sandboxKind: string, concurrency
         status: task.canonical.status,
         ...(task.canonical.error !== undefined ? { error: task.canonical.error } : {}),
       });
+    }
+    if (task.visible !== undefined) {
+      report.visibleChecked += 1;
+      if (!task.visible.passed) {
+        report.visibleFalseFails.push({
+          taskId: task.taskId,
+          status: task.visible.status,
+          ...(task.visible.error !== undefined ? { error: task.visible.error } : {}),
+        });
+      }
     }
     histogram[task.mutants.length] = (histogram[task.mutants.length] ?? 0) + 1;
     if (task.mutants.length === 0) {
@@ -217,6 +238,7 @@ export function formatVerifyReport(report: VerifyReport): string {
     `Dataset verify: ${report.tasks} tasks, sandbox ${report.sandboxKind}, concurrency ${report.concurrency}, ${(report.durationMs / 1000).toFixed(1)} s`,
     `  reference solutions passing   ${report.canonicalPassed}/${report.tasks}`,
     `  false fails                   ${report.falseFails.length}`,
+    `  visible tests, reference fails ${report.visibleFalseFails.length} of ${report.visibleChecked}`,
     `  mutants judged                ${report.mutantsJudged} (caught ${report.mutantsCaught})`,
     `  false passes                  ${report.falsePasses.length}`,
     `  tasks with 0/1/2/3.. mutants  ${report.mutantsPerTaskHistogram.join("/")}`,
@@ -228,6 +250,9 @@ export function formatVerifyReport(report: VerifyReport): string {
         .join(", "),
   ];
   for (const fail of report.falseFails) lines.push(`  FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
+  for (const fail of report.visibleFalseFails) {
+    lines.push(`  VISIBLE FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
+  }
   for (const pass of report.falsePasses) {
     lines.push(`  FALSE PASS ${pass.taskId} ${pass.mutantId}: ${pass.description}; ${pass.detail}`);
   }

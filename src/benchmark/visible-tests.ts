@@ -19,9 +19,28 @@ export type VisibleExample =
 const DOCTEST_PROMPT = /^>>>\s?(.*)$/;
 const DOCTEST_CONTINUATION = /^\.\.\.\s?(.*)$/;
 
-/** The examples in `prompt`, in order. Pure text work: nothing runs here. */
-export function extractVisibleExamples(prompt: string): VisibleExample[] {
+/**
+ * Docstring examples that contradict the task's own reference solution and hidden tests. Fed back,
+ * they would fail a correct program, so they are left out (the dataset verify finds such cases:
+ * it runs each reference solution against its visible tests). Keyed by id and entry point, so a
+ * user dataset reusing an id is unaffected.
+ */
+export const KNOWN_WRONG_EXAMPLES: Record<string, { entryPoint: string; call: string; why: string }> = {
+  "HumanEval/47": {
+    entryPoint: "median",
+    call: "median([-10, 4, 6, 1000, 10, 20])",
+    why: "the docstring shows 15.0; the median of that list, by the reference and the hidden tests, is 8.0",
+  },
+};
+
+/**
+ * The examples in `prompt`, in order. Pure text work: nothing runs here. An `assert` line counts
+ * only when it calls `entryPoint`: HumanEval/149's prose uses `assert list_sort(...) => [...]`,
+ * neither Python nor its function.
+ */
+export function extractVisibleExamples(prompt: string, entryPoint: string): VisibleExample[] {
   const lines = prompt.split("\n").map((line) => line.trim());
+  const callsEntry = new RegExp(`\\b${entryPoint.replace(/[^\w]/g, "\\$&")}\\s*\\(`);
   const examples: VisibleExample[] = [];
   for (let index = 0; index < lines.length; index += 1) {
     const line = lines[index]!;
@@ -42,7 +61,7 @@ export function extractVisibleExamples(prompt: string): VisibleExample[] {
       examples.push(expected.length > 0 ? { kind: "call", call, expected: expected.join("\n") } : { kind: "statement", statement: call });
       continue;
     }
-    if (/^assert\s/.test(line)) examples.push({ kind: "statement", statement: line });
+    if (/^assert\s/.test(line) && callsEntry.test(line)) examples.push({ kind: "statement", statement: line });
   }
   // Setup lines alone check nothing.
   const checks = examples.filter((example) => example.kind === "call" || example.statement.startsWith("assert"));
@@ -52,6 +71,7 @@ export function extractVisibleExamples(prompt: string): VisibleExample[] {
 // Each example is checked in a copy of the program's globals where the entry point's name is bound
 // to the function under test, so the example's text runs as written (`set(f(x)) == ...`) and the
 // behaviour probe can put its recorder in that place.
+// MBPP's examples may use `math` (its test_imports), given to the examples only, never to the program.
 const EXAMPLE_HELPERS = String.raw`
 import math as _selfheal_math
 
@@ -96,8 +116,11 @@ const pythonString = (text: string): string => JSON.stringify(text);
  * Null when the prompt has no example: the run's feedback is then the program's own self-checks.
  */
 export function buildExampleCheck(task: BenchmarkTask, name: string): string | null {
-  const examples = extractVisibleExamples(task.prompt);
-  if (examples.length === 0) return null;
+  const wrong = KNOWN_WRONG_EXAMPLES[task.task_id];
+  const examples = extractVisibleExamples(task.prompt, task.entry_point).filter(
+    (example) => !(wrong?.entryPoint === task.entry_point && example.kind === "call" && example.call === wrong.call),
+  );
+  if (!examples.some((example) => example.kind === "call" || example.statement.startsWith("assert"))) return null;
   const body = examples.map((example) =>
     example.kind === "call"
       ? `    _selfheal_example(namespace, ${pythonString(example.call)}, ${pythonString(example.expected)})`
@@ -108,6 +131,7 @@ export function buildExampleCheck(task: BenchmarkTask, name: string): string | n
     "",
     `def ${name}(candidate):`,
     "    namespace = dict(globals())",
+    '    namespace.setdefault("math", _selfheal_math)',
     `    namespace[${pythonString(task.entry_point)}] = candidate`,
     ...body,
     "",
