@@ -51,6 +51,22 @@ describe("dataset verify on small tasks", () => {
   });
 });
 
+describe("dataset verify on HumanEval+ and MBPP+", () => {
+  it("passes the references and catches every effective mutant on a sample of each, HumanEval+/32's fixed check included", async () => {
+    const tasks = [
+      ...(await loadDataset({ dataset: "humanevalplus", taskIds: ["HumanEval/0", "HumanEval/32", "HumanEval/47"] })),
+      // Mbpp/56 names its own function `check`; Mbpp/98's example uses math.
+      ...(await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/2", "Mbpp/56", "Mbpp/98"] })),
+    ];
+    const report = await verifyDataset({ tasks, sandbox, concurrency: 2 });
+    expect(report.falseFails).toEqual([]);
+    expect(report.visibleFalseFails).toEqual([]);
+    expect(report.visibleChecked).toBe(5);
+    expect(report.falsePasses).toEqual([]);
+    expect(report.tasksWithoutMutants).toEqual([]);
+  }, 300_000);
+});
+
 describe("dataset verify on all of HumanEval", () => {
   it(
     "passes every reference solution and fails every effective mutant",
@@ -62,6 +78,9 @@ describe("dataset verify on all of HumanEval", () => {
       expect(report.tasks).toBe(164);
       expect(report.falseFails).toEqual([]);
       expect(report.falsePasses).toEqual([]);
+      // The docstring examples fed back as visible tests never fail a reference solution.
+      expect(report.visibleChecked).toBe(70);
+      expect(report.visibleFalseFails).toEqual([]);
       expect(report.tasksWithoutMutants.length).toBeLessThanOrEqual(3);
       expect(report.mutantsJudged).toBeGreaterThanOrEqual(2 * 164);
     },

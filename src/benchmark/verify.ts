@@ -238,7 +238,7 @@ export function formatVerifyReport(report: VerifyReport): string {
     `Dataset verify: ${report.tasks} tasks, sandbox ${report.sandboxKind}, concurrency ${report.concurrency}, ${(report.durationMs / 1000).toFixed(1)} s`,
     `  reference solutions passing   ${report.canonicalPassed}/${report.tasks}`,
     `  false fails                   ${report.falseFails.length}`,
-    `  visible tests, reference fails ${report.visibleFalseFails.length} of ${report.visibleChecked}`,
+    `  visible-test false fails      ${report.visibleFalseFails.length} (of ${report.visibleChecked} tasks with examples)`,
     `  mutants judged                ${report.mutantsJudged} (caught ${report.mutantsCaught})`,
     `  false passes                  ${report.falsePasses.length}`,
     `  tasks with 0/1/2/3.. mutants  ${report.mutantsPerTaskHistogram.join("/")}`,
