@@ -69,6 +69,7 @@ export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
 export { createChatModel, createModelResolver, hasModelConfig, type AgentModels } from "./tools/models.js";
+export { describeModelEndpoint } from "./tools/model-errors.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
 export { checkSandbox, createSandbox } from "./tools/sandbox/index.js";
 export type * from "./tools/sandbox/types.js";

@@ -111,10 +111,11 @@ describe("an LLM review that cannot be had is never a pass", () => {
   });
 
   it("ends as model_error when the review server is unreachable", async () => {
-    const agent = await agentWithReviewerAt(`http://127.0.0.1:${await freePort()}/v1`);
+    const url = `http://127.0.0.1:${await freePort()}/v1`;
+    const agent = await agentWithReviewerAt(url);
     const result = await agent.invoke({ task }, { context: parseSettings({ llmReview: true }) });
     expect(result.status).toBe("model_error");
-    expect(result.reason).toMatch(/critic model call failed \(LLM review\).*Connection error/);
+    expect(result.reason).toContain(`critic model call failed (LLM review): could not connect to the server at ${url} (ECONNREFUSED)`);
     expect(result.resumeFrom).toBe("critic");
   });
 

@@ -61,7 +61,7 @@ describe("the output cap", () => {
     const stub = await startOpenAIStub(() => ({ content: "fine" }));
     try {
       const bound = createChatModel("gpt-4o-mini", { temperature: 0 }, { OPENAI_BASE_URL: stub.url }).withConfig({ stop: ["END"] });
-      await callModel(bound as unknown as BaseChatModel, [new HumanMessage("hi")], "generator", { outputCap: 300 });
+      await callModel(bound as unknown as BaseChatModel, [new HumanMessage("hi")], "generator", { outputCap: 300, timeoutMs: 5000 });
       expect(stub.requests[0]).toMatchObject({ max_tokens: 300, stop: ["END"] });
     } finally {
       await stub.close();

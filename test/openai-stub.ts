@@ -10,10 +10,15 @@ export interface StubRequest {
   stream_options?: { include_usage?: boolean };
 }
 
-/** What the stub answers one request with: a reply (with optional usage), an HTTP error, or a delay first. */
+/**
+ * What the stub answers one request with: a reply (with optional usage, after an optional delay),
+ * an HTTP error, any raw body (an HTML page, broken JSON, JSON without choices), or nothing ever.
+ */
 export type StubAnswer =
   | { content: string; usage?: { prompt_tokens: number; completion_tokens: number }; delayMs?: number; finishReason?: string }
-  | { status: number; message?: string };
+  | { status: number; message?: string }
+  | { raw: { status?: number; contentType: string; body: string } }
+  | { hang: true };
 
 export interface OpenAIStub {
   /** Base URL to use as OPENAI_BASE_URL, ending in /v1. */
@@ -50,6 +55,13 @@ export async function startOpenAIStub(
     const index = requests.push(body) - 1;
     receivedAt.push(Date.now());
     const reply = answer(body, index);
+    // The request stays open until the client gives up; close() ends it.
+    if ("hang" in reply) return;
+    if ("raw" in reply) {
+      res.writeHead(reply.raw.status ?? 200, { "content-type": reply.raw.contentType });
+      res.end(reply.raw.body);
+      return;
+    }
     if ("status" in reply) {
       res.writeHead(reply.status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: reply.message ?? `stub error ${reply.status}`, type: "server_error" } }));

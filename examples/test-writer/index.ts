@@ -43,7 +43,7 @@ export function testWriter(options: TestWriterOptions = {}): ExtraStep {
         maxOutputTokens: Math.min(settings.maxOutputTokens, 1024),
       });
       if (!plan.ok) return { notes: note("skipped: no token budget left for writing tests") };
-      const reply = await callModel(model, messages, SOURCE, { outputCap: plan.outputCap, signal: config.signal });
+      const reply = await callModel(model, messages, SOURCE, { outputCap: plan.outputCap, timeoutMs: settings.modelTimeoutMs, signal: config.signal });
       const written = extractCode(reply.text, "python");
       if (written.code === null) return { usage: [reply.usage], notes: note(`wrote no tests: ${written.problem}`) };
 

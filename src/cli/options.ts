@@ -6,6 +6,7 @@ export interface SettingFlags {
   maxAttempts?: number;
   tokenBudget?: number;
   timeout?: number;
+  modelTimeout?: number;
   model?: string;
   sandbox?: SettingsInput["sandbox"];
   llmReview?: boolean;
@@ -24,6 +25,7 @@ export function addSettingOptions(command: Command): Command {
     .option("--token-budget <n>", "total tokens the run may spend (default 40000)", integer)
     .option("--timeout <ms>", "wall-clock limit per execution (default 10000)", integer)
     .option("-m, --model <name>", "model name (default $SELFHEAL_MODEL or gpt-4o-mini)")
+    .option("--model-timeout <ms>", "how long one model request may wait (default $SELFHEAL_MODEL_TIMEOUT_MS or 120000)", integer)
     .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]))
     .option("--llm-review", "ask the critic model to review runs that have no tests");
 }
@@ -34,6 +36,7 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     maxAttempts: flags.maxAttempts,
     tokenBudget: flags.tokenBudget,
     timeoutMs: flags.timeout,
+    modelTimeoutMs: flags.modelTimeout,
     model: flags.model,
     sandbox: flags.sandbox,
     llmReview: flags.llmReview,

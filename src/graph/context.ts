@@ -4,6 +4,26 @@ import { InvalidSettingsError } from "../errors.js";
 
 const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
 
+export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
+export const MIN_MODEL_TIMEOUT_MS = 100;
+export const MAX_MODEL_TIMEOUT_MS = 3_600_000;
+
+/**
+ * The default per-request model timeout, from `SELFHEAL_MODEL_TIMEOUT_MS`; a bad value is a
+ * configuration error, not a silent default.
+ */
+export function modelTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SELFHEAL_MODEL_TIMEOUT_MS?.trim();
+  if (raw === undefined || raw === "") return DEFAULT_MODEL_TIMEOUT_MS;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < MIN_MODEL_TIMEOUT_MS || ms > MAX_MODEL_TIMEOUT_MS) {
+    throw new InvalidSettingsError(
+      `SELFHEAL_MODEL_TIMEOUT_MS must be a whole number of milliseconds from ${MIN_MODEL_TIMEOUT_MS} to ${MAX_MODEL_TIMEOUT_MS}, got "${raw}"`,
+    );
+  }
+  return ms;
+}
+
 /**
  * The most attempts one run may take. The graph's recursion limit is derived from it, so any valid
  * setting ends through the routers (failed, stuck, budget) and never through GraphRecursionError.
@@ -32,6 +52,16 @@ export const SettingsSchema = z.object({
   repeatLimit: z.number().int().min(1, "repeatLimit must be at least 1").default(2),
   /** Wall-clock limit for one execution of the program and its tests. */
   timeoutMs: z.number().int().min(100, "timeoutMs must be at least 100").default(10_000),
+  /**
+   * How long one model request may wait for an answer before it fails (and is retried, for models
+   * built from the environment); an injected model without a timeout of its own gets it per call.
+   */
+  modelTimeoutMs: z
+    .number({ error: "modelTimeoutMs must be a number" })
+    .int("modelTimeoutMs must be a whole number of milliseconds")
+    .min(MIN_MODEL_TIMEOUT_MS, `modelTimeoutMs must be at least ${MIN_MODEL_TIMEOUT_MS}`)
+    .max(MAX_MODEL_TIMEOUT_MS, `modelTimeoutMs must be at most ${MAX_MODEL_TIMEOUT_MS} (an hour)`)
+    .default(() => modelTimeoutFromEnv()),
   /** Model name for the generator (and every role without its own name). */
   model: z.string().min(1, "model must not be empty").default(defaultModelName),
   /** Model name for the fixer; defaults to `model`. */

@@ -6,9 +6,9 @@ import { addUsage, mergeErrors, objectionsFor, type AgentState, type AgentUpdate
 import { decideAfterCritic } from "../graph/routes.js";
 import { planModelCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
-import { withOutputCap } from "../tools/models.js";
+import { describeError, describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
+import { invokeWithinLimits } from "../tools/models.js";
 import { countMessageTokens, countTokens } from "../tools/tokens.js";
-import { describeError } from "../tools/write-program.js";
 import { buildReviewPrompt, ReviewSchema, type Review } from "./critic.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
@@ -112,7 +112,7 @@ function isUnreadableReview(error: unknown): boolean {
 }
 
 async function reviewWithModel(
-  model: BaseChatModel,
+  getModel: () => BaseChatModel,
   state: AgentState,
   run: Execution,
   settings: Settings,
@@ -129,9 +129,13 @@ async function reviewWithModel(
   // The user asked for a review; a clean run nobody reviewed is not a pass. The budget is spent,
   // so the run ends as the writers end it; the program is in `code` and its run in `lastRun`.
   if (!plan.ok) return { stop: { status: "budget_exhausted", reason: `${plan.reason} The program ran cleanly but was not reviewed (llmReview is on), so the run does not pass.` } };
+  let model: BaseChatModel | undefined;
   try {
-    const reviewer = withOutputCap(model, plan.outputCap).withStructuredOutput(ReviewSchema, { includeRaw: true });
-    const result = (await reviewer.invoke(messages, { signal })) as { raw?: AIMessage; parsed?: Review } | Review;
+    model = getModel();
+    const limits = { outputCap: plan.outputCap, timeoutMs: settings.modelTimeoutMs, signal };
+    const result = (await invokeWithinLimits(model, limits, (limited, callSignal) =>
+      limited.withStructuredOutput(ReviewSchema, { includeRaw: true }).invoke(messages, { signal: callSignal }),
+    )) as { raw?: AIMessage; parsed?: Review } | Review;
     const parsed = "parsed" in result ? result.parsed : (result as Review);
     const raw = "raw" in result ? result.raw : undefined;
     const review = ReviewSchema.parse(parsed);
@@ -147,8 +151,11 @@ async function reviewWithModel(
     // may well be right to the fixer with no defect to fix, and blame the program for the
     // reviewer. model_error says who failed, keeps the checkpoint, and resume asks again (with
     // another criticModel if this one cannot answer in the schema).
-    const what = isUnreadableReview(error) ? "returned no readable review" : "failed";
-    return { stop: { status: "model_error", reason: `The critic model call ${what} (LLM review): ${describeError(error)}`, resumeFrom: "critic" } };
+    // An unreadable review is the model's answer, not the server's fault: its own error says most.
+    const reason = isUnreadableReview(error)
+      ? `returned no readable review (LLM review): ${describeError(error)}`
+      : `failed (LLM review): ${describeModelFailure(error, { endpoint: modelEndpoint(model), timeoutMs: settings.modelTimeoutMs })}`;
+    return { stop: { status: "model_error", reason: `The critic model call ${reason}`, resumeFrom: "critic" } };
   }
 }
 
@@ -167,7 +174,7 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     }
     const usage: ModelCallUsage[] = [];
     if (critique.passed && settings.llmReview && !state.tests?.trim()) {
-      const outcome = await reviewWithModel(deps.resolveModel("critic", settings), state, run, settings, runtime.signal);
+      const outcome = await reviewWithModel(() => deps.resolveModel("critic", settings), state, run, settings, runtime.signal);
       // Nothing of this attempt is booked yet, so resuming at the critic judges it once, not twice.
       if ("stop" in outcome) return outcome.stop;
       usage.push(outcome.usage);

@@ -20,7 +20,7 @@ export function createFixerNode(deps: NodeDeps): AgentNode {
     const latest = state.history.at(-1);
     return writeProgram({
       node: "fixer",
-      model: deps.resolveModel(fixerRoleFor(run.error?.type), settings),
+      getModel: () => deps.resolveModel(fixerRoleFor(run.error?.type), settings),
       messages: buildFixerPrompt({
         task: state.task,
         language: state.language,

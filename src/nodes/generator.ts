@@ -25,7 +25,7 @@ export function createGeneratorNode(deps: NodeDeps): AgentNode {
     const rewrite = rewriteContext(state);
     const update = await writeProgram({
       node: "generator",
-      model: deps.resolveModel("generator", settings),
+      getModel: () => deps.resolveModel("generator", settings),
       messages: buildGeneratorPrompt({ task: state.task, language: state.language, rewrite: rewrite?.context }),
       state,
       settings,

@@ -3,6 +3,8 @@ import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { InvalidSettingsError, MissingModelConfigError } from "../errors.js";
 import type { ModelCallUsage } from "../graph/state.js";
+import { modelTimeoutFromEnv } from "../graph/context.js";
+import { inspectingFetch } from "./model-errors.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 
 export type ModelRole = "generator" | "fixer" | "strongFixer" | "critic";
@@ -43,7 +45,7 @@ export function modelRetriesFromEnv(env: NodeJS.ProcessEnv = process.env): numbe
  */
 export function createChatModel(
   name: string,
-  options: { temperature: number; maxTokens?: number },
+  options: { temperature: number; maxTokens?: number; timeoutMs?: number },
   env: NodeJS.ProcessEnv = process.env,
 ): BaseChatModel {
   if (!hasModelConfig(env)) throw new MissingModelConfigError();
@@ -51,19 +53,34 @@ export function createChatModel(
     model: name,
     temperature: options.temperature,
     maxTokens: options.maxTokens,
+    // Per HTTP request, enforced by the openai SDK, which retries a timed-out request like a
+    // refused one: a hung server costs timeout x (retries + 1) plus the backoff, not forever.
+    timeout: options.timeoutMs ?? modelTimeoutFromEnv(env),
     // Local OpenAI-compatible servers ignore the key, but the client refuses to start without one.
     apiKey: env.OPENAI_API_KEY ?? "not-needed",
     // Retries belong to the openai SDK, not LangChain's caller: the SDK retries 408, 409, 429,
     // 5xx and refused connections with exponential backoff (0.5 s, 1 s, 2 s ... with jitter) and
     // honours a server's retry-after. LangChain's caller would re-raise a 429 that has no
     // retry-after at once, and would multiply the SDK's attempts if both retried.
-    configuration: { ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}), maxRetries: modelRetriesFromEnv(env) },
+    configuration: {
+      ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
+      maxRetries: modelRetriesFromEnv(env),
+      // An HTML page or a body without choices becomes an error that names the URL.
+      fetch: inspectingFetch(),
+    },
     maxRetries: 0,
   });
 }
 
 /** A LangChain chat model that takes its output cap as the `maxTokens` constructor field. */
-type CappableModel = BaseChatModel & { maxTokens?: number; defaultOptions?: unknown };
+type CappableModel = BaseChatModel & { maxTokens?: number; timeout?: number; defaultOptions?: unknown };
+
+/** What bounds one model call: the reply's length, how long a request may wait, the run's signal. */
+export interface CallLimits {
+  outputCap: number;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
 
 /**
  * ChatOpenAI (1.5) reads max_tokens / max_completion_tokens / max_output_tokens only from its
@@ -73,15 +90,51 @@ type CappableModel = BaseChatModel & { maxTokens?: number; defaultOptions?: unkn
  * and the cap would silently go unsent. The same holds for other LangChain models that keep a
  * `maxTokens` field (Anthropic, Groq, Mistral...). Models without one are used as they are: the
  * budget check before the call still holds, only the provider-side cap is missing.
+ * A model whose class has a `timeout` field (ChatOpenAI's, per HTTP request) that the caller left
+ * unset gets the run's timeout there, so its client's retries keep working; a caller's own wins.
  */
-export function withOutputCap(model: BaseChatModel, maxTokens: number): BaseChatModel {
+export function withRequestLimits(model: BaseChatModel, limits: Pick<CallLimits, "outputCap" | "timeoutMs">): BaseChatModel {
   if (!("maxTokens" in model)) return model;
   const Model = model.constructor as new (fields: Record<string, unknown>) => CappableModel;
-  const capped = new Model({ ...model.lc_kwargs, maxTokens });
+  const timeout = "timeout" in model && (model as CappableModel).timeout === undefined ? { timeout: limits.timeoutMs } : {};
+  const capped = new Model({ ...model.lc_kwargs, maxTokens: limits.outputCap, ...timeout });
   // ChatOpenAI keeps what withConfig / bindTools bound here, outside its constructor fields.
   const bound = (model as CappableModel).defaultOptions;
   if (bound !== undefined) capped.defaultOptions = bound;
   return capped;
+}
+
+/** True when the model's own client stops a request that takes too long. */
+function timesOutPerRequest(model: BaseChatModel): boolean {
+  return typeof (model as CappableModel).timeout === "number";
+}
+
+/** Settles as the call does, or rejects with the signal's reason, even for a model that ignores it. */
+function untilAborted<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    call.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
+}
+
+/**
+ * Calls `invoke` with the model capped and bounded in time. A model whose client times out each
+ * request (ChatOpenAI) does it itself, between its retries; any other model (injected, scripted,
+ * another provider) gets a deadline of `timeoutMs` for the whole call, joined to the run's signal,
+ * and is no longer waited for once it passes, whether or not it honours the signal.
+ */
+export async function invokeWithinLimits<T>(
+  model: BaseChatModel,
+  limits: CallLimits,
+  invoke: (model: BaseChatModel, signal: AbortSignal | undefined) => Promise<T>,
+): Promise<T> {
+  const limited = withRequestLimits(model, limits);
+  if (timesOutPerRequest(limited)) return invoke(limited, limits.signal);
+  const deadline = AbortSignal.timeout(limits.timeoutMs);
+  const signal = limits.signal ? AbortSignal.any([limits.signal, deadline]) : deadline;
+  return untilAborted(invoke(limited, signal), signal);
 }
 
 export interface ModelReply {
@@ -104,9 +157,9 @@ export async function callModel(
   model: BaseChatModel,
   messages: BaseMessage[],
   node: string,
-  options: { outputCap: number; signal?: AbortSignal },
+  limits: CallLimits,
 ): Promise<ModelReply> {
-  const reply = (await withOutputCap(model, options.outputCap).invoke(messages, { signal: options.signal })) as AIMessage;
+  const reply = (await invokeWithinLimits(model, limits, (limited, signal) => limited.invoke(messages, { signal }))) as AIMessage;
   const text = messageText(reply);
   const truncated = stoppedAtOutputCap(reply);
   const reported = reply.usage_metadata;
@@ -132,6 +185,7 @@ export interface ModelSettings {
   strongFixerModel: string | null;
   criticModel: string | null;
   temperature: number;
+  modelTimeoutMs: number;
 }
 
 /**
@@ -140,13 +194,14 @@ export interface ModelSettings {
  */
 export function createModelResolver(injected: AgentModels = {}) {
   const built = new Map<string, BaseChatModel>();
-  const byName = (name: string, temperature: number) => {
-    const key = `${name}@${temperature}`;
+  const build = (name: string, temperature: number, timeoutMs: number) => {
+    const key = `${name}@${temperature}@${timeoutMs}`;
     let model = built.get(key);
-    if (!model) built.set(key, (model = createChatModel(name, { temperature })));
+    if (!model) built.set(key, (model = createChatModel(name, { temperature, timeoutMs })));
     return model;
   };
   const resolve = (role: ModelRole, settings: ModelSettings): BaseChatModel => {
+    const byName = (name: string, temperature: number) => build(name, temperature, settings.modelTimeoutMs);
     const fallback = injected.model;
     switch (role) {
       case "generator":

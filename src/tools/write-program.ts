@@ -5,6 +5,7 @@ import type { AgentState, AgentUpdate } from "../graph/state.js";
 import type { Settings } from "../graph/context.js";
 import { planModelCall } from "./budget.js";
 import { extractCode } from "./extract-code.js";
+import { describeModelFailure, modelEndpoint } from "./model-errors.js";
 import { callModel } from "./models.js";
 import { countMessageTokens } from "./tokens.js";
 
@@ -14,7 +15,8 @@ import { countMessageTokens } from "./tokens.js";
  */
 export async function writeProgram(args: {
   node: string;
-  model: BaseChatModel;
+  /** Resolved inside, so a model that cannot be built (no key) ends the run as data too. */
+  getModel: () => BaseChatModel;
   messages: BaseMessage[];
   state: AgentState;
   settings: Settings;
@@ -31,11 +33,14 @@ export async function writeProgram(args: {
   if (!plan.ok) return { status: "budget_exhausted", reason: plan.reason };
 
   let reply;
+  let model: BaseChatModel | undefined;
   try {
-    reply = await callModel(args.model, args.messages, node, { outputCap: plan.outputCap, signal: args.signal });
+    model = args.getModel();
+    reply = await callModel(model, args.messages, node, { outputCap: plan.outputCap, timeoutMs: settings.modelTimeoutMs, signal: args.signal });
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;
-    return { status: "model_error", reason: `The ${node} model call failed: ${describeError(error)}`, resumeFrom: node };
+    const reason = describeModelFailure(error, { endpoint: modelEndpoint(model), timeoutMs: settings.modelTimeoutMs });
+    return { status: "model_error", reason: `The ${node} model call failed: ${reason}`, resumeFrom: node };
   }
 
   const tokens = reply.usage.inputTokens + reply.usage.outputTokens;
@@ -55,12 +60,4 @@ export async function writeProgram(args: {
     };
   }
   return { usage: [reply.usage], code: extraction.code, draft: { author: node, tokens, hasCode: true } };
-}
-
-export function describeError(error: unknown): string {
-  if (error instanceof Error) {
-    const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
-    return `${error.name}: ${error.message}${cause}`;
-  }
-  return String(error);
 }
