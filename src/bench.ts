@@ -38,6 +38,9 @@ export {
 } from "./benchmark/run.js";
 export {
   verifyDataset,
+  judgeProgram,
+  BENCH_SANDBOX_LIMITS,
+  HIDDEN_JUDGE_TIMEOUT_MS,
   formatVerifyReport,
   type VerifyOptions,
   type VerifyReport,

@@ -15,7 +15,7 @@ import {
   type StrategyStep,
 } from "./metrics.js";
 import { mapWithConcurrency } from "./pool.js";
-import { judgeProgram, type JudgeVerdict } from "./verify.js";
+import { HIDDEN_JUDGE_TIMEOUT_MS, judgeProgram, type JudgeVerdict } from "./verify.js";
 import { buildVisibleTests } from "./visible-tests.js";
 
 /**
@@ -195,7 +195,7 @@ export interface RunBenchmarkOptions {
   tokenBudget?: number;
   /** Any other run setting (model name, timeout, temperature); the defaults are the agent's own. */
   settings?: SettingsInput;
-  /** Limit for one hidden-test judgement: generous, since HumanEval+ tests take seconds. */
+  /** Limit for one hidden-test judgement (default HIDDEN_JUDGE_TIMEOUT_MS): HumanEval+ tests can take many seconds. */
   judgeTimeoutMs?: number;
   /** Names the answers' source in the report. */
   modelLabel: { name: string; simulated: boolean; label?: string };
@@ -211,7 +211,7 @@ export const compareTaskIds = (a: string, b: string): number => a.localeCompare(
 
 /** Runs the agent on every task and aggregates the report. Results are sorted by task id. */
 export async function runBenchmark(options: RunBenchmarkOptions): Promise<BenchmarkReport> {
-  const { tasks, sandbox, concurrency = 2, onProgress, feedback = "visible", samples = 0, judgeTimeoutMs = 20_000 } = options;
+  const { tasks, sandbox, concurrency = 2, onProgress, feedback = "visible", samples = 0, judgeTimeoutMs = HIDDEN_JUDGE_TIMEOUT_MS } = options;
   if (!Number.isInteger(samples) || samples < 0) throw new RangeError(`samples must be a whole number of at least 0, got ${samples}`);
   const settings = parseSettings({
     ...options.settings,
@@ -276,6 +276,7 @@ interface CapturedAttempt {
   code: string;
   /** The program the CLI would hand over at this point: the passing one, else the best so far. */
   handover: string;
+  /** The critic's score when this attempt is the best so far (always, for a one-attempt sample), else 0. */
   score: number;
 }
 

@@ -47,6 +47,17 @@ function lastLine(text: string): string | undefined {
   return line === "" ? undefined : line;
 }
 
+/**
+ * Limits for the benchmark's sandbox. HumanEval+'s hidden tests can be heavy (HumanEval/15 joins
+ * strings of a million numbers, MBPP+/599 sums ranges near 1e8): on a busy 2-core machine a
+ * reference solution needs more than the default 10 CPU seconds, and a judge that kills a correct
+ * program is a false fail. The agent's own runs keep their wall-clock limit (`timeoutMs`).
+ */
+export const BENCH_SANDBOX_LIMITS = { cpuSeconds: 60 } as const;
+
+/** Wall-clock limit for judging one program on hidden tests, by the same reasoning. */
+export const HIDDEN_JUDGE_TIMEOUT_MS = 60_000;
+
 export interface MutantVerification {
   id: string;
   operator: MutationOperator;
@@ -99,7 +110,7 @@ export interface VerifyOptions extends FindMutantsOptions {
   sandbox: Sandbox;
   /** Tasks in flight at once. */
   concurrency?: number;
-  /** Limit for a reference solution's run; a few HumanEval tests take a second or two. */
+  /** Limit for a reference solution's run; a few HumanEval+ tests take several seconds. */
   canonicalTimeoutMs?: number;
   /** Limit for a mutant's judge run: short, because a hanging mutant fails either way. */
   mutantTimeoutMs?: number;
@@ -114,7 +125,7 @@ export async function verifyDataset({
   tasks,
   sandbox,
   concurrency = 2,
-  canonicalTimeoutMs = 20_000,
+  canonicalTimeoutMs = HIDDEN_JUDGE_TIMEOUT_MS,
   mutantTimeoutMs = 3_000,
   onProgress,
   ...mutantOptions

@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import {
+  BENCH_SANDBOX_LIMITS,
   DatasetError,
   FEEDBACK_MODES,
   formatBenchmarkTable,
@@ -111,7 +112,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
   });
   if (!flags.verifyDataset && !flags.simulated && !hasModelConfig()) throw new MissingModelConfigError();
 
-  const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"] });
+  const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
     if (flags.verifyDataset) {
       const progress = new BenchProgress(tasks.length, "verify");
