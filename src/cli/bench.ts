@@ -4,12 +4,12 @@ import { InvalidArgumentError, Option, type Command } from "commander";
 import {
   BENCH_SANDBOX_LIMITS,
   DatasetError,
+  FEEDBACK_LABELS,
   FEEDBACK_MODES,
   formatBenchmarkTable,
+  formatVerifyReport,
   NAMED_DATASETS,
   renderHtmlReport,
-  FEEDBACK_LABELS,
-  formatVerifyReport,
   loadDataset,
   parseTaskIds,
   resolveDatasetPath,
@@ -187,7 +187,7 @@ export function registerBenchCommand(program: Command): Command {
     .option("--dataset <name|file>", `${Object.keys(NAMED_DATASETS).join(", ")}, or a HumanEval-format .jsonl / .jsonl.gz file`, "humaneval")
     .option("--dataset-dir <dir>", "where named datasets live (default the repository's datasets/, or $SELFHEAL_DATASET_DIR)")
     .option("--limit <n>", "run only the first N tasks", positiveInteger)
-    .option("--tasks <ids>", "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5)")
+    .option("--tasks <ids>", "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5; Mbpp/2 or 2 with mbppplus)")
     .option("--concurrency <n>", "tasks run at once", positiveInteger, 2)
     .option("--max-attempts <n>", "programs executed per task before giving up (default 4)", positiveInteger)
     .option("--token-budget <n>", "tokens one task may spend (default 40000)", positiveInteger)
