@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadDataset, type BenchmarkTask } from "../src/benchmark/dataset.js";
 import { registerBenchCommand } from "../src/cli/bench.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 /** Runs `selfheal bench ...args` in-process and returns what it printed and its exit code. */
 async function bench(...args: string[]) {
@@ -26,7 +26,7 @@ async function bench(...args: string[]) {
   return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode };
 }
 
-const tempDir = () => mkdtempSync(join(tmpdir(), "selfheal-bench-cli-"));
+const tempDir = () => scratchDir("bench-cli");
 
 afterEach(() => {
   process.exitCode = undefined;

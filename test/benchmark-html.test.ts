@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
@@ -9,6 +8,7 @@ import { renderHtmlReport, taskAnchor } from "../src/benchmark/html-report.js";
 import { runBenchmark, type BenchmarkReport } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
 import { createSandbox } from "../src/tools/sandbox/index.js";
+import { scratchDir } from "./scratch.js";
 
 /** Debian's `chromium` package; CI installs it (.ci/run). */
 const CHROMIUM = process.env.SELFHEAL_CHROMIUM ?? "/usr/bin/chromium";
@@ -33,7 +33,7 @@ beforeAll(async () => {
     modelLabel: { name: "simulated", simulated: true, label: SIMULATED_MODEL_LABEL },
   });
   if (!haveChromium) return;
-  const path = join(mkdtempSync(join(tmpdir(), "selfheal-html-")), "report.html");
+  const path = join(scratchDir("bench-html"), "report.html");
   writeFileSync(path, renderHtmlReport(report));
   // Root (CI, this machine) cannot use Chromium's own sandbox; the page is our own file.
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });

@@ -18,6 +18,11 @@ let swept = false;
 function sweepOnce(): void {
   if (swept) return;
   swept = true;
+  removeDeadProcessDirs();
+}
+
+/** Removes the temporary dirs of selfheal processes that are gone; another live process's are kept. */
+export function removeDeadProcessDirs(): void {
   let entries: string[];
   try {
     entries = readdirSync(tmpdir());
@@ -25,7 +30,7 @@ function sweepOnce(): void {
     return;
   }
   for (const entry of entries) {
-    const pid = Number(OUR_TEMP_DIR.exec(entry)?.[1]);
+    const pid = tempDirOwner(entry);
     if (!pid || pid === process.pid || isAlive(pid)) continue;
     try {
       rmSync(join(tmpdir(), entry), { recursive: true, force: true });
@@ -35,7 +40,13 @@ function sweepOnce(): void {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** The pid in the name of a sandbox temp dir, or undefined for any other name. */
+export function tempDirOwner(name: string): number | undefined {
+  return Number(OUR_TEMP_DIR.exec(name)?.[1]) || undefined;
+}
+
+/** A zombie (exited, not yet reaped by its parent) still counts as alive. */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
