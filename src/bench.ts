@@ -39,6 +39,7 @@ export {
 export {
   verifyDataset,
   judgeProgram,
+  judgeCompletion,
   BENCH_SANDBOX_LIMITS,
   HIDDEN_JUDGE_TIMEOUT_MS,
   formatVerifyReport,

@@ -85,6 +85,11 @@ describe("dataset", () => {
     expect(resolveDatasetPath({ dataset: "mbppplus" })).toBe(join(REPO, "datasets", "mbppplus.jsonl.gz"));
   });
 
+  it("makes MBPP+'s regex tasks assert the verdict their published helper only computes", async () => {
+    const fixed = await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/737", "Mbpp/787", "Mbpp/794"] });
+    for (const task of fixed) expect(task.test).toContain("    assert exact_match, ");
+  });
+
   it("fixes HumanEval+/32's published check, whose arguments are in the wrong order", async () => {
     const [fixed] = await loadDataset({ dataset: "humanevalplus", taskIds: ["HumanEval/32"] });
     expect(fixed?.test).toContain("assert abs(_poly(*inp, candidate(*inp))) <= 0.0001");

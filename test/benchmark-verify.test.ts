@@ -52,16 +52,17 @@ describe("dataset verify on small tasks", () => {
 });
 
 describe("dataset verify on HumanEval+ and MBPP+", () => {
-  it("passes the references and catches every effective mutant on a sample of each, HumanEval+/32's fixed check included", async () => {
+  it("passes the references and catches every effective mutant on a sample of each, the fixed checks of HumanEval+/32 and Mbpp/737 included", async () => {
     const tasks = [
       ...(await loadDataset({ dataset: "humanevalplus", taskIds: ["HumanEval/0", "HumanEval/32", "HumanEval/47"] })),
-      // Mbpp/56 names its own function `check`; Mbpp/98's example uses math.
-      ...(await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/2", "Mbpp/56", "Mbpp/98"] })),
+      // Mbpp/2 compares as sets; Mbpp/56 names its own function `check`; Mbpp/98's example uses math;
+      // Mbpp/737's published helper asserted nothing until its declared fix.
+      ...(await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/2", "Mbpp/56", "Mbpp/98", "Mbpp/737"] })),
     ];
     const report = await verifyDataset({ tasks, sandbox, concurrency: 2 });
     expect(report.falseFails).toEqual([]);
     expect(report.visibleFalseFails).toEqual([]);
-    expect(report.visibleChecked).toBe(6);
+    expect(report.visibleChecked).toBe(7);
     expect(report.falsePasses).toEqual([]);
     expect(report.tasksWithoutMutants).toEqual([]);
   }, 300_000);

@@ -40,19 +40,13 @@ export const ANSWER_EQUIVALENCE: Record<string, { entryPoint: string; reason: st
 /**
  * Comparisons a test suite declares for every call, recognised by the text of its assertion
  * helper: there the tests' own rule, not equality with the reference, says what a right answer
- * is. MBPP+ compares the answers of 7 tasks as sets ("the shared elements", Mbpp/2), and for 3
- * regex tasks (Mbpp/737, 787, 794) checks only whether a match was found.
+ * is. MBPP+ compares the answers of 7 tasks as sets ("the shared elements", Mbpp/2).
  */
 export const DECLARED_EQUIVALENCE: ReadonlyArray<{ marker: string; reason: string; accepts: string }> = [
   {
     marker: "    out = set(out)\n    exp = set(exp)\n",
     reason: "the tests compare the answers as sets",
     accepts: "set(got) == set(expected)",
-  },
-  {
-    marker: "        exact_match = exp == (out is not None)\n",
-    reason: "the tests check only whether a match was found",
-    accepts: "(got == (expected is not None)) if isinstance(got, bool) else ((got is not None) == (expected is not None))",
   },
 ];
 

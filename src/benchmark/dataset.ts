@@ -49,7 +49,21 @@ export const NAMED_DATASETS: Record<string, NamedDataset> = {
       },
     },
   },
-  mbppplus: { file: "mbppplus.jsonl.gz", idPrefix: "Mbpp/" },
+  mbppplus: {
+    file: "mbppplus.jsonl.gz",
+    idPrefix: "Mbpp/",
+    // Three regex tasks whose published assertion helper computes its verdict and never asserts it.
+    testFixes: Object.fromEntries(
+      ["Mbpp/737", "Mbpp/787", "Mbpp/794"].map((id) => [
+        id,
+        {
+          find: "        exact_match = exp == (out is not None)\n",
+          replace: '        exact_match = exp == (out is not None)\n    assert exact_match, f"out: {out}, exp: {exp}"\n',
+          why: "the assertion helper computes exact_match and never asserts it, so the tests accept any program",
+        },
+      ]),
+    ),
+  },
 };
 
 export interface DatasetLocation {
