@@ -7,7 +7,9 @@ import { loadDataset } from "../src/benchmark/dataset.js";
 import { renderHtmlReport, taskAnchor } from "../src/benchmark/html-report.js";
 import { runBenchmark, type BenchmarkReport } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
+import { createChatModel } from "../src/index.js";
 import { createSandbox } from "../src/tools/sandbox/index.js";
+import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 /** Debian's `chromium` package; CI installs it (.ci/run). */
@@ -16,8 +18,12 @@ const haveChromium = existsSync(CHROMIUM);
 
 const sandbox = createSandbox({ prewarm: ["python"] });
 let report: BenchmarkReport;
+/** A run of the real ChatOpenAI client against a local stub that answers with wrong programs. */
+let stubReport: BenchmarkReport;
+let stub: OpenAIStub | undefined;
 let browser: Browser | undefined;
 let page: Page;
+let stubPage: Page;
 /** Requests the page made to anything but its own file: a self-contained report makes none. */
 const outsideRequests: string[] = [];
 
@@ -32,9 +38,25 @@ beforeAll(async () => {
     dataset: "humaneval",
     modelLabel: { name: "simulated", simulated: true, label: SIMULATED_MODEL_LABEL },
   });
+  stub = await startOpenAIStub((request) => {
+    const name = /Complete the Python function `(\w+)`/.exec(request.messages.map((message) => message.content).join("\n"))?.[1] ?? "f";
+    return { content: `\`\`\`python\ndef ${name}(*args, **kwargs):\n    return None\n\`\`\`` };
+  });
+  stubReport = await runBenchmark({
+    tasks: tasks.slice(0, 2),
+    sandbox,
+    models: { model: createChatModel("stub-model", { temperature: 0 }, { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: "0" }) },
+    samples: 1,
+    maxAttempts: 2,
+    dataset: "humaneval",
+    modelLabel: { name: "stub-model", simulated: false },
+  });
   if (!haveChromium) return;
-  const path = join(scratchDir("bench-html"), "report.html");
+  const dir = scratchDir("bench-html");
+  const path = join(dir, "report.html");
   writeFileSync(path, renderHtmlReport(report));
+  const stubPath = join(dir, "stub.html");
+  writeFileSync(stubPath, renderHtmlReport(stubReport));
   // Root (CI, this machine) cannot use Chromium's own sandbox; the page is our own file.
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   page = await browser.newPage();
@@ -49,10 +71,14 @@ beforeAll(async () => {
     }
   });
   await page.goto(pathToFileURL(path).href, { waitUntil: "load" });
+  stubPage = await browser.newPage();
+  await stubPage.setViewport({ width: 1200, height: 900 });
+  await stubPage.goto(pathToFileURL(stubPath).href, { waitUntil: "load" });
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
+  await stub?.close();
   await sandbox.close();
 });
 
@@ -97,6 +123,8 @@ describe.skipIf(!haveChromium)(`the HTML report in headless Chromium (skipped: n
   });
 
   it("draws the curves in a screenshot: the repair line's colour is on the attempts chart", async () => {
+    // Headless Chromium paints only the tab in front; a screenshot of another waits forever.
+    await page.bringToFront();
     const shot = await (await page.$("#chart-attempts"))!.screenshot({ encoding: "base64" });
     const stats = await pixelStats(shot as string);
     expect(stats.inked).toBeGreaterThan(2_000);
@@ -119,5 +147,19 @@ describe.skipIf(!haveChromium)(`the HTML report in headless Chromium (skipped: n
 
   it("carries the simulated model's label", async () => {
     expect(await page.$eval(".banner.simulated", (banner) => banner.textContent)).toMatch(/^SIMULATED MODEL/);
+  });
+
+  it("renders the report of a real client against the stub: nothing solved, failures by class drawn", async () => {
+    expect(stubReport.solvedFinal).toBe(0);
+    expect(await stubPage.$eval("body", (body) => body.getAttribute("data-charts-rendered"))).toBe("3");
+    const labels = await stubPage.evaluate(
+      () => (window as unknown as { Chart: { getChart(id: string): { data: { labels: string[] } } | undefined } }).Chart.getChart("chart-errors")?.data.labels,
+    );
+    expect(labels).toEqual(expect.arrayContaining(Object.keys(stubReport.failuresByErrorClass)));
+    expect(labels?.length).toBeGreaterThan(0);
+    await stubPage.bringToFront();
+    const bars = await pixelStats((await (await stubPage.$("#chart-errors"))!.screenshot({ encoding: "base64" })) as string);
+    expect(bars.hasColour("8250df")).toBe(true);
+    expect(await stubPage.$(".banner.simulated")).toBeNull();
   });
 });
