@@ -139,7 +139,7 @@ describe("benchmark run with the simulated model", () => {
 
 describe("the simulated model", () => {
   it("is never given a task's hidden tests", () => {
-    for (const script of (model as unknown as { scripts: Array<{ task: object }> }).scripts) expect(script.task).not.toHaveProperty("test");
+    for (const script of model.scripts) expect(script.task).not.toHaveProperty("test");
   });
 });
 

@@ -44,7 +44,8 @@ const messageText = (message: BaseMessage): string =>
  * tasks and gives the same answers however the runs interleave.
  */
 export class SimulatedBenchmarkModel extends BaseChatModel {
-  private readonly scripts: SimulatedScript[];
+  /** What the model knows per task: the prompt and reference, and its wrong answer; never the hidden tests. */
+  readonly scripts: readonly SimulatedScript[];
   /** Every prompt received, in order: lets tests check what the model was (and was not) shown. */
   readonly prompts: BaseMessage[][] = [];
 
