@@ -2,17 +2,23 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { loadDataset, type BenchmarkTask } from "../src/benchmark/dataset.js";
-import { registerBenchCommand } from "../src/cli/bench.js";
-import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
+import { registerBenchCommand } from "../src/cli/commands/bench.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 /** Runs `selfheal bench ...args` in-process and returns what it printed and its exit code. */
 async function bench(...args: string[]) {
   const stdout: string[] = [];
   const stderr: string[] = [];
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => (stdout.push(String(chunk)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => (stderr.push(String(chunk)), true));
+  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+    stdout.push(String(chunk));
+    return true;
+  });
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
+    stderr.push(String(chunk));
+    return true;
+  });
   const program = new Command("selfheal").exitOverride();
   registerBenchCommand(program);
   process.exitCode = undefined;
@@ -58,7 +64,7 @@ describe("selfheal bench", () => {
     const path = join(tempDir(), "weak.jsonl");
     const weak = {
       task_id: "Weak/0",
-      prompt: "def double(x):\n    \"\"\"Return 2 * x.\"\"\"\n",
+      prompt: 'def double(x):\n    """Return 2 * x."""\n',
       canonical_solution: "    return 2 * x\n",
       test: "def check(candidate):\n    candidate(3)\n",
       entry_point: "double",
@@ -99,7 +105,11 @@ const hiddenLines = (task: BenchmarkTask): string[] =>
 
 describe("selfheal bench against an OpenAI-compatible server", () => {
   let stub: OpenAIStub;
-  const saved = { url: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY, retries: process.env.SELFHEAL_MODEL_RETRIES };
+  const saved = {
+    url: process.env.OPENAI_BASE_URL,
+    key: process.env.OPENAI_API_KEY,
+    retries: process.env.SELFHEAL_MODEL_RETRIES,
+  };
 
   beforeAll(async () => {
     // A model that always answers with a wrong implementation of whatever function it is asked for.
@@ -113,13 +123,18 @@ describe("selfheal bench against an OpenAI-compatible server", () => {
   });
   afterAll(async () => {
     await stub.close();
-    for (const [name, value] of [["OPENAI_BASE_URL", saved.url], ["OPENAI_API_KEY", saved.key], ["SELFHEAL_MODEL_RETRIES", saved.retries]] as const) {
+    for (const [name, value] of [
+      ["OPENAI_BASE_URL", saved.url],
+      ["OPENAI_API_KEY", saved.key],
+      ["SELFHEAL_MODEL_RETRIES", saved.retries],
+    ] as const) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }
   });
 
-  const requestsSince = (start: number) => stub.requests.slice(start).map((request) => JSON.stringify(request.messages));
+  const requestsSince = (start: number) =>
+    stub.requests.slice(start).map((request) => JSON.stringify(request.messages));
 
   it("sends no hidden test to the model under the default feedback, while the fixer sees the failing example", async () => {
     const start = stub.requests.length;
@@ -131,7 +146,9 @@ describe("selfheal bench against an OpenAI-compatible server", () => {
     // The fixer ran, so failures were fed back: the check below is not vacuous.
     expect(requests.filter((request) => request.includes("Latest failure")).length).toBeGreaterThan(0);
     expect(requests.some((request) => request.includes("the task's docstring shows False"))).toBe(true);
-    expect(requests.some((request) => request.includes("the task's example failed: assert is_not_prime(2) == False"))).toBe(true);
+    expect(
+      requests.some((request) => request.includes("the task's example failed: assert is_not_prime(2) == False")),
+    ).toBe(true);
     const tasks = [
       ...(await loadDataset({ taskIds: ["HumanEval/0", "HumanEval/2", "HumanEval/12"] })),
       ...(await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/2", "Mbpp/3"] })),
@@ -139,7 +156,8 @@ describe("selfheal bench against an OpenAI-compatible server", () => {
     for (const task of tasks) {
       const lines = hiddenLines(task);
       expect(lines.length).toBeGreaterThan(0);
-      for (const line of lines) for (const request of requests) expect(request.includes(line), `${task.task_id}: ${line}`).toBe(false);
+      for (const line of lines)
+        for (const request of requests) expect(request.includes(line), `${task.task_id}: ${line}`).toBe(false);
     }
     expect(humaneval.stdout).toMatch(/final pass, hidden tests \(max 3 attempts\)\s+0 \(0\.0%\)/);
     expect(humaneval.stdout).not.toMatch(/ORACLE/);
@@ -148,13 +166,31 @@ describe("selfheal bench against an OpenAI-compatible server", () => {
   it("under --feedback oracle sends the hidden assertion and labels the table, the JSON and the HTML", async () => {
     const start = stub.requests.length;
     const dir = tempDir();
-    const result = await bench("--model", "stub-model", "--tasks", "0", "--max-attempts", "2", "--feedback", "oracle", "--json", join(dir, "r.json"), "--html", join(dir, "r.html"));
+    const result = await bench(
+      "--model",
+      "stub-model",
+      "--tasks",
+      "0",
+      "--max-attempts",
+      "2",
+      "--feedback",
+      "oracle",
+      "--json",
+      join(dir, "r.json"),
+      "--html",
+      join(dir, "r.html"),
+    );
     expect(result.exitCode).toBe(0);
     const [task] = await loadDataset({ taskIds: ["HumanEval/0"] });
-    expect(hiddenLines(task!).some((line) => requestsSince(start).some((request) => request.includes(line)))).toBe(true);
+    expect(hiddenLines(task!).some((line) => requestsSince(start).some((request) => request.includes(line)))).toBe(
+      true,
+    );
     expect(result.stdout).toMatch(/^ORACLE FEEDBACK/);
     expect(result.stderr).toMatch(/ORACLE FEEDBACK/);
-    expect(JSON.parse(readFileSync(join(dir, "r.json"), "utf8")).feedback).toMatchObject({ mode: "oracle", label: expect.stringMatching(/^ORACLE FEEDBACK/) });
+    expect(JSON.parse(readFileSync(join(dir, "r.json"), "utf8")).feedback).toMatchObject({
+      mode: "oracle",
+      label: expect.stringMatching(/^ORACLE FEEDBACK/),
+    });
     expect(readFileSync(join(dir, "r.html"), "utf8")).toMatch(/class="banner oracle">ORACLE FEEDBACK/);
   }, 120_000);
 });

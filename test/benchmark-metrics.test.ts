@@ -1,12 +1,25 @@
 import { describe, expect, it } from "vitest";
-import { passAtK, solvedAfterSteps, solvedAtEqualTokens, solvedWithinTokens, tokenGrid } from "../src/benchmark/metrics.js";
+import {
+  passAtK,
+  solvedAfterSteps,
+  solvedAtEqualTokens,
+  solvedWithinTokens,
+  tokenGrid,
+} from "../src/benchmark/metrics.js";
 
 /** C(n, k) as a float, for a brute-force check of the estimator on small numbers. */
 const choose = (n: number, k: number): number => (k < 0 || k > n ? 0 : k === 0 ? 1 : (choose(n - 1, k - 1) * n) / k);
 
 describe("passAtK", () => {
   it("equals 1 - C(n-c, k) / C(n, k), the estimator of Chen et al.", () => {
-    for (const [n, c, k] of [[10, 3, 1], [10, 3, 5], [20, 1, 10], [5, 0, 2], [7, 7, 3], [200, 13, 100]] as const) {
+    for (const [n, c, k] of [
+      [10, 3, 1],
+      [10, 3, 5],
+      [20, 1, 10],
+      [5, 0, 2],
+      [7, 7, 3],
+      [200, 13, 100],
+    ] as const) {
       expect(passAtK(n, c, k)).toBeCloseTo(1 - choose(n - c, k) / choose(n, k), 10);
     }
   });
@@ -24,7 +37,10 @@ describe("passAtK", () => {
 
 describe("solved curves", () => {
   const tasks = [
-    [{ tokens: 100, handoverPassed: false }, { tokens: 150, handoverPassed: true }],
+    [
+      { tokens: 100, handoverPassed: false },
+      { tokens: 150, handoverPassed: true },
+    ],
     [{ tokens: 300, handoverPassed: true }],
     [{ tokens: 50, handoverPassed: false }],
   ];
@@ -39,9 +55,16 @@ describe("solved curves", () => {
 
   it("gives resampling, per task, the tokens repair spent on it, and always one sample", () => {
     const samples = [
-      [{ tokens: 100, handoverPassed: false }, { tokens: 100, handoverPassed: true }, { tokens: 100, handoverPassed: true }],
+      [
+        { tokens: 100, handoverPassed: false },
+        { tokens: 100, handoverPassed: true },
+        { tokens: 100, handoverPassed: true },
+      ],
       [{ tokens: 400, handoverPassed: true }],
-      [{ tokens: 50, handoverPassed: false }, { tokens: 50, handoverPassed: true }],
+      [
+        { tokens: 50, handoverPassed: false },
+        { tokens: 50, handoverPassed: true },
+      ],
     ];
     // Task 1: 200 of 250 fit, the second sample passes. Task 2: one sample, over budget, still counted. Task 3: 50 allowed.
     expect(solvedAtEqualTokens(tasks, samples)).toBe(2);

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadDataset, type BenchmarkTask } from "../src/benchmark/dataset.js";
+import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
 import {
+  type BenchmarkReport,
   FIRST_ATTEMPT,
   formatBenchmarkTable,
   outcomeFromRun,
-  runBenchmark,
-  type BenchmarkReport,
   type RunBenchmarkOptions,
+  runBenchmark,
 } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
-import { emptyUsage } from "../src/graph/state.js";
-import { createSandbox } from "../src/tools/sandbox/index.js";
+import { emptyUsage } from "../src/core/state.js";
+import { createSandbox } from "../src/sandbox/index.js";
 
 const sandbox = createSandbox({ prewarm: ["python"] });
 afterAll(() => sandbox.close());
@@ -78,17 +78,30 @@ describe("benchmark run with the simulated model", () => {
   it("shows the fixer the failing docstring example and never a hidden test", async () => {
     const [task] = tasks;
     const watched = await SimulatedBenchmarkModel.forTasks([task!], sandbox);
-    await runBenchmark({ tasks: [task!], sandbox, models: { model: watched }, modelLabel: { name: "simulated", simulated: true } });
+    await runBenchmark({
+      tasks: [task!],
+      sandbox,
+      models: { model: watched },
+      modelLabel: { name: "simulated", simulated: true },
+    });
     const seen = watched.prompts.map((messages) => messages.map((message) => String(message.content)).join("\n"));
     expect(seen).toHaveLength(2);
-    expect(seen[1]).toMatch(/AssertionError: example has_close_elements\(.*\) returned True, the task's docstring shows False/);
+    expect(seen[1]).toMatch(
+      /AssertionError: example has_close_elements\(.*\) returned True, the task's docstring shows False/,
+    );
     for (const prompt of seen) for (const line of hiddenLines(task!)) expect(prompt).not.toContain(line);
   }, 60_000);
 
   it("under oracle feedback gives the fixer the hidden assertion, and says so in the table", async () => {
     const [task] = tasks;
     const watched = await SimulatedBenchmarkModel.forTasks([task!], sandbox);
-    const report = await runBenchmark({ tasks: [task!], sandbox, models: { model: watched }, feedback: "oracle", modelLabel: { name: "simulated", simulated: true } });
+    const report = await runBenchmark({
+      tasks: [task!],
+      sandbox,
+      models: { model: watched },
+      feedback: "oracle",
+      modelLabel: { name: "simulated", simulated: true },
+    });
     const seen = watched.prompts.map((messages) => messages.map((message) => String(message.content)).join("\n"));
     expect(hiddenLines(task!).some((line) => seen[1]!.includes(line))).toBe(true);
     expect(report.feedback.mode).toBe("oracle");
@@ -144,9 +157,19 @@ describe("the simulated model", () => {
 });
 
 describe("outcomeFromRun", () => {
-  const hidden = (passed: boolean) => ({ passed, status: passed ? ("ok" as const) : ("error" as const), ...(passed ? {} : { errorClass: "AssertionError" }) });
+  const hidden = (passed: boolean) => ({
+    passed,
+    status: passed ? ("ok" as const) : ("error" as const),
+    ...(passed ? {} : { errorClass: "AssertionError" }),
+  });
   const record = (attempt: number, feedback: string, passed: boolean) => ({
-    attempt, node: attempt === 1 ? "generator" : "fixer", feedback, tokens: 100 * attempt, code: `v${attempt}`, hidden: hidden(passed), handoverPassed: passed,
+    attempt,
+    node: attempt === 1 ? "generator" : "fixer",
+    feedback,
+    tokens: 100 * attempt,
+    code: `v${attempt}`,
+    hidden: hidden(passed),
+    handoverPassed: passed,
   });
 
   it("charges each repair's tokens to the error class it repaired", () => {
@@ -169,7 +192,13 @@ describe("outcomeFromRun", () => {
       true,
       1234.4,
     );
-    expect(outcome).toMatchObject({ solved: true, solvedFirstAttempt: false, attempts: 3, wallMs: 1234, solvedWithin: [false, false, true, true] });
+    expect(outcome).toMatchObject({
+      solved: true,
+      solvedFirstAttempt: false,
+      attempts: 3,
+      wallMs: 1234,
+      solvedWithin: [false, false, true, true],
+    });
     expect(outcome.tokensByErrorClass).toEqual({ [FIRST_ATTEMPT]: 400, NameError: 450, AssertionError: 350 });
     expect(outcome.finalErrorClass).toBeUndefined();
   });
@@ -177,13 +206,24 @@ describe("outcomeFromRun", () => {
   it("counts a run its own feedback passed as unsolved when the hidden tests reject it", () => {
     const outcome = outcomeFromRun(
       "T/1",
-      { status: "passed", attempt: 1, reason: "ok", usage: emptyUsage(), history: [{ attempt: 1, node: "generator", codeHash: "a", outcome: "passed", tokens: 1 }] },
+      {
+        status: "passed",
+        attempt: 1,
+        reason: "ok",
+        usage: emptyUsage(),
+        history: [{ attempt: 1, node: "generator", codeHash: "a", outcome: "passed", tokens: 1 }],
+      },
       [record(1, "passed", false)],
       hidden(false),
       2,
       true,
       10,
     );
-    expect(outcome).toMatchObject({ feedbackPassed: true, solved: false, finalErrorClass: "AssertionError", solvedWithin: [false, false] });
+    expect(outcome).toMatchObject({
+      feedbackPassed: true,
+      solved: false,
+      finalErrorClass: "AssertionError",
+      solvedWithin: [false, false],
+    });
   });
 });

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { loadDataset, type BenchmarkTask } from "../src/benchmark/dataset.js";
+import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
 import { judgeProgram } from "../src/benchmark/verify.js";
 import { buildVisibleTests, extractVisibleExamples } from "../src/benchmark/visible-tests.js";
-import { createSandbox } from "../src/tools/sandbox/index.js";
+import { createSandbox } from "../src/sandbox/index.js";
 
 const sandbox = createSandbox({ prewarm: ["python"] });
 afterAll(() => sandbox.close());
@@ -17,7 +17,8 @@ const task = (prompt: string, entry_point = "f"): BenchmarkTask => ({
 
 describe("visible tests from the prompt", () => {
   it("reads doctest examples with their shown value, continuation lines and setup steps", () => {
-    const prompt = 'def f(x):\n    """Doc.\n    >>> y = 2\n    >>> f(\n    ... y)\n    [1,\n     2]\n    >>> f(3)\n    4\n    """\n';
+    const prompt =
+      'def f(x):\n    """Doc.\n    >>> y = 2\n    >>> f(\n    ... y)\n    [1,\n     2]\n    >>> f(3)\n    4\n    """\n';
     expect(extractVisibleExamples(prompt, "f")).toEqual([
       { kind: "statement", statement: "y = 2" },
       { kind: "call", call: "f(\ny)", expected: "[1,\n2]" },
@@ -59,7 +60,12 @@ describe("visible tests from the prompt", () => {
 
   it("keeps MBPP's example working when it uses math without the program importing it", async () => {
     const [mbpp] = await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/98"] });
-    const verdict = await judgeProgram(sandbox, mbpp!.prompt + mbpp!.canonical_solution, buildVisibleTests(mbpp!)!, 10_000);
+    const verdict = await judgeProgram(
+      sandbox,
+      mbpp!.prompt + mbpp!.canonical_solution,
+      buildVisibleTests(mbpp!)!,
+      10_000,
+    );
     expect(verdict).toMatchObject({ passed: true });
   });
 });

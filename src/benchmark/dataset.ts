@@ -58,7 +58,8 @@ export const NAMED_DATASETS: Record<string, NamedDataset> = {
         id,
         {
           find: "        exact_match = exp == (out is not None)\n",
-          replace: '        exact_match = exp == (out is not None)\n    assert exact_match, f"out: {out}, exp: {exp}"\n',
+          replace:
+            '        exact_match = exp == (out is not None)\n    assert exact_match, f"out: {out}, exp: {exp}"\n',
           why: "the assertion helper computes exact_match and never asserts it, so the tests accept any program",
         },
       ]),
@@ -186,7 +187,11 @@ export async function loadDataset(options: LoadDatasetOptions = {}): Promise<Ben
   } catch (error) {
     throw new DatasetError(`cannot read dataset ${path}: ${(error as Error).message}`);
   }
-  const tasks = applyTestFixes(parseDatasetText(decodeDatasetBytes(bytes), path), NAMED_DATASETS[options.dataset ?? "humaneval"], path);
+  const tasks = applyTestFixes(
+    parseDatasetText(decodeDatasetBytes(bytes), path),
+    NAMED_DATASETS[options.dataset ?? "humaneval"],
+    path,
+  );
   return filterTasks(tasks, options);
 }
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { reportBanner, summaryRows, type BenchmarkReport, type TaskOutcome } from "./run.js";
+import { type BenchmarkReport, reportBanner, summaryRows, type TaskOutcome } from "./run.js";
 
 /**
  * Chart.js's UMD build, read from the installed package and inlined, so the report opens with no
@@ -23,7 +23,8 @@ const scriptJson = (value: unknown): string => JSON.stringify(value).replace(/</
 /** An id usable as a URL fragment: `HumanEval/0` -> `task-HumanEval-0`. */
 export const taskAnchor = (taskId: string): string => `task-${taskId.replace(/[^A-Za-z0-9_-]+/g, "-")}`;
 
-const verdict = (passed: boolean): string => (passed ? '<span class="pass">pass</span>' : '<span class="fail">fail</span>');
+const verdict = (passed: boolean): string =>
+  passed ? '<span class="pass">pass</span>' : '<span class="fail">fail</span>';
 
 function taskRow(task: TaskOutcome): string {
   const anchor = taskAnchor(task.taskId);
@@ -46,7 +47,9 @@ function taskRow(task: TaskOutcome): string {
 function taskSection(task: TaskOutcome): string {
   const anchor = taskAnchor(task.taskId);
   const attempts = task.attemptRecords.map((record) => {
-    const hiddenError = record.hidden.passed ? "" : ` (${escapeHtml(record.hidden.error ?? record.hidden.errorClass ?? record.hidden.status)})`;
+    const hiddenError = record.hidden.passed
+      ? ""
+      : ` (${escapeHtml(record.hidden.error ?? record.hidden.errorClass ?? record.hidden.status)})`;
     return [
       `<section class="attempt" id="${anchor}-attempt-${record.attempt}">`,
       `<h4>attempt ${record.attempt}, by the ${escapeHtml(record.node)}: feedback ${escapeHtml(record.feedback)}; hidden tests ${verdict(record.hidden.passed)}${hiddenError}; ${record.tokens} tokens</h4>`,
@@ -72,7 +75,8 @@ function taskSection(task: TaskOutcome): string {
 function errorClassCounts(report: BenchmarkReport): { classes: string[]; attempts: number[]; unsolved: number[] } {
   const attempts: Record<string, number> = {};
   for (const task of report.perTask) {
-    for (const outcome of task.attemptOutcomes) if (outcome !== "passed") attempts[outcome] = (attempts[outcome] ?? 0) + 1;
+    for (const outcome of task.attemptOutcomes)
+      if (outcome !== "passed") attempts[outcome] = (attempts[outcome] ?? 0) + 1;
   }
   const classes = [...new Set([...Object.keys(attempts), ...Object.keys(report.failuresByErrorClass)])].sort();
   return {

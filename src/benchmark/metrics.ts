@@ -5,7 +5,16 @@
  * the paper's code, because the binomials overflow long before realistic n.
  */
 export function passAtK(n: number, c: number, k: number): number {
-  if (!Number.isInteger(n) || !Number.isInteger(c) || !Number.isInteger(k) || n < 1 || c < 0 || c > n || k < 1 || k > n) {
+  if (
+    !Number.isInteger(n) ||
+    !Number.isInteger(c) ||
+    !Number.isInteger(k) ||
+    n < 1 ||
+    c < 0 ||
+    c > n ||
+    k < 1 ||
+    k > n
+  ) {
     throw new RangeError(`passAtK needs whole numbers with 0 <= c <= n and 1 <= k <= n, got n=${n}, c=${c}, k=${k}`);
   }
   if (n - c < k) return 1;

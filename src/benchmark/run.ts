@@ -1,21 +1,27 @@
-import { createAgent, type Agent } from "../graph/index.js";
-import { parseSettings, type Settings, type SettingsInput } from "../graph/context.js";
-import type { AgentState, RunStatusValue } from "../graph/state.js";
-import type { AgentModels } from "../tools/models.js";
-import type { Sandbox } from "../tools/sandbox/types.js";
-import { buildHiddenTests, type BenchmarkTask } from "./dataset.js";
+import {
+  type Agent,
+  type AgentModels,
+  type AgentState,
+  createAgent,
+  parseSettings,
+  type RunStatusValue,
+  type Sandbox,
+  type Settings,
+  type SettingsInput,
+} from "../index.js";
+import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
 import {
   passAtK,
+  type StrategyStep,
   solvedAfterSteps,
   solvedAtEqualTokens,
   solvedPerThousandTokens,
   solvedWithinTokens,
   stepTokens,
   tokenGrid,
-  type StrategyStep,
 } from "./metrics.js";
 import { mapWithConcurrency } from "./pool.js";
-import { HIDDEN_JUDGE_TIMEOUT_MS, judgeProgram, type JudgeVerdict } from "./verify.js";
+import { HIDDEN_JUDGE_TIMEOUT_MS, type JudgeVerdict, judgeProgram } from "./verify.js";
 import { buildVisibleTests } from "./visible-tests.js";
 
 /**
@@ -137,7 +143,14 @@ export interface BenchmarkReport {
   model: { name: string; simulated: boolean; label?: string };
   dataset: string;
   feedback: { mode: FeedbackMode; label: string; tasksWithVisibleTests: number };
-  settings: { maxAttempts: number; tokenBudget: number; concurrency: number; timeoutMs: number; temperature: number; samples: number };
+  settings: {
+    maxAttempts: number;
+    tokenBudget: number;
+    concurrency: number;
+    timeoutMs: number;
+    temperature: number;
+    samples: number;
+  };
   tasks: number;
   /** The first program passes the hidden tests. */
   solvedFirstAttempt: number;
@@ -211,8 +224,17 @@ export const compareTaskIds = (a: string, b: string): number => a.localeCompare(
 
 /** Runs the agent on every task and aggregates the report. Results are sorted by task id. */
 export async function runBenchmark(options: RunBenchmarkOptions): Promise<BenchmarkReport> {
-  const { tasks, sandbox, concurrency = 2, onProgress, feedback = "visible", samples = 0, judgeTimeoutMs = HIDDEN_JUDGE_TIMEOUT_MS } = options;
-  if (!Number.isInteger(samples) || samples < 0) throw new RangeError(`samples must be a whole number of at least 0, got ${samples}`);
+  const {
+    tasks,
+    sandbox,
+    concurrency = 2,
+    onProgress,
+    feedback = "visible",
+    samples = 0,
+    judgeTimeoutMs = HIDDEN_JUDGE_TIMEOUT_MS,
+  } = options;
+  if (!Number.isInteger(samples) || samples < 0)
+    throw new RangeError(`samples must be a whole number of at least 0, got ${samples}`);
   const settings = parseSettings({
     ...options.settings,
     ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
@@ -224,7 +246,8 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
   let done = 0;
   const outcomes = await mapWithConcurrency(tasks, concurrency, async (task) => {
     const outcome = await runTask(agent, task, settings, feedback, judge);
-    if (samples > 0 && outcome.status !== "error") outcome.samples = await drawSamples(agent, task, settings, feedback, judge, samples);
+    if (samples > 0 && outcome.status !== "error")
+      outcome.samples = await drawSamples(agent, task, settings, feedback, judge, samples);
     done += 1;
     onProgress?.({ done, total: tasks.length, outcome });
     return outcome;
@@ -251,16 +274,24 @@ type Judge = (program: string, hiddenTests: string) => Promise<AttemptRecord["hi
 function createJudge(sandbox: Sandbox, timeoutMs: number): Judge {
   const verdicts = new Map<string, Promise<AttemptRecord["hidden"]>>();
   return (program, hiddenTests) => {
-    if (program.trim() === "") return Promise.resolve({ passed: false, status: "error", errorClass: "NoProgram", error: "no program was written" });
+    if (program.trim() === "")
+      return Promise.resolve({
+        passed: false,
+        status: "error",
+        errorClass: "NoProgram",
+        error: "no program was written",
+      });
     const key = `${program}\u0000${hiddenTests}`;
     let verdict = verdicts.get(key);
     if (verdict === undefined) {
-      verdict = judgeProgram(sandbox, program, hiddenTests, timeoutMs).then(({ passed, status, error, errorClass }) => ({
-        passed,
-        status,
-        ...(error !== undefined ? { error } : {}),
-        ...(errorClass !== undefined ? { errorClass } : {}),
-      }));
+      verdict = judgeProgram(sandbox, program, hiddenTests, timeoutMs).then(
+        ({ passed, status, error, errorClass }) => ({
+          passed,
+          status,
+          ...(error !== undefined ? { error } : {}),
+          ...(errorClass !== undefined ? { errorClass } : {}),
+        }),
+      );
       verdicts.set(key, verdict);
     }
     return verdict;
@@ -287,7 +318,12 @@ async function runCapturing(
   feedback: FeedbackMode,
 ): Promise<{ state: AgentState; attempts: CapturedAttempt[]; hiddenTests: string; hasVisibleTests: boolean }> {
   const { tests, hiddenTests } = testsForTask(task, feedback);
-  const input = { task: buildBenchmarkTask(task), language: "python" as const, ...(tests !== undefined ? { tests } : {}), hiddenTests };
+  const input = {
+    task: buildBenchmarkTask(task),
+    language: "python" as const,
+    ...(tests !== undefined ? { tests } : {}),
+    hiddenTests,
+  };
   const attempts: CapturedAttempt[] = [];
   let state: AgentState | undefined;
   for await (const values of await agent.stream(input, { context: settings, streamMode: "values" })) {
@@ -311,7 +347,13 @@ async function runCapturing(
   return { state, attempts, hiddenTests, hasVisibleTests: tests !== undefined };
 }
 
-async function runTask(agent: Agent, task: BenchmarkTask, settings: Settings, feedback: FeedbackMode, judge: Judge): Promise<TaskOutcome> {
+async function runTask(
+  agent: Agent,
+  task: BenchmarkTask,
+  settings: Settings,
+  feedback: FeedbackMode,
+  judge: Judge,
+): Promise<TaskOutcome> {
   const started = performance.now();
   try {
     const { state, attempts, hiddenTests, hasVisibleTests } = await runCapturing(agent, task, settings, feedback);
@@ -329,7 +371,15 @@ async function runTask(agent: Agent, task: BenchmarkTask, settings: Settings, fe
     }
     const handover = attempts.at(-1)?.handover;
     const finalVerdict = handover === undefined ? undefined : await judge(handover, hiddenTests);
-    return outcomeFromRun(task.task_id, state, records, finalVerdict, settings.maxAttempts, hasVisibleTests, performance.now() - started);
+    return outcomeFromRun(
+      task.task_id,
+      state,
+      records,
+      finalVerdict,
+      settings.maxAttempts,
+      hasVisibleTests,
+      performance.now() - started,
+    );
   } catch (error) {
     return {
       taskId: task.task_id,
@@ -412,7 +462,10 @@ export function outcomeFromRun(
     const spentOn = index === 0 ? FIRST_ATTEMPT : (state.history[index - 1]?.outcome ?? FIRST_ATTEMPT);
     tokensByErrorClass[spentOn] = (tokensByErrorClass[spentOn] ?? 0) + entry.tokens;
   });
-  const solvedWithin = Array.from({ length: maxAttempts }, (_, index) => records[Math.min(index, records.length - 1)]?.handoverPassed ?? false);
+  const solvedWithin = Array.from(
+    { length: maxAttempts },
+    (_, index) => records[Math.min(index, records.length - 1)]?.handoverPassed ?? false,
+  );
   return {
     taskId,
     status: state.status,
@@ -467,7 +520,10 @@ function summarizeSampling(perTask: readonly TaskOutcome[], samples: number): Sa
     tokens,
     tokensPerTask: count === 0 ? 0 : round(tokens / count, 1),
     solvedPerThousandTokens: solvedPerThousandTokens(solved, tokens),
-    atRepairTokens: { resampling: solvedAtEqualTokens(perTask.map(repairSteps), sampled), repair: perTask.filter((outcome) => outcome.solved).length },
+    atRepairTokens: {
+      resampling: solvedAtEqualTokens(perTask.map(repairSteps), sampled),
+      repair: perTask.filter((outcome) => outcome.solved).length,
+    },
   };
 }
 
@@ -487,7 +543,13 @@ export function summarizeBenchmark(
   const input = perTask.reduce((sum, outcome) => sum + outcome.inputTokens, 0);
   const output = perTask.reduce((sum, outcome) => sum + outcome.outputTokens, 0);
   const statusCounts: Record<TaskStatus, number> = {
-    running: 0, passed: 0, failed: 0, stuck: 0, budget_exhausted: 0, model_error: 0, error: 0,
+    running: 0,
+    passed: 0,
+    failed: 0,
+    stuck: 0,
+    budget_exhausted: 0,
+    model_error: 0,
+    error: 0,
   };
   const failuresByErrorClass: Record<string, number> = {};
   const tokensByErrorClass: Record<string, number> = {};
@@ -523,12 +585,16 @@ export function summarizeBenchmark(
     tasks: count,
     solvedFirstAttempt: firstSolved,
     solvedFinal: solved.length,
-    solvedWithin: Array.from({ length: maxAttempts }, (_, index) => perTask.filter((outcome) => outcome.solvedWithin[index]).length),
+    solvedWithin: Array.from(
+      { length: maxAttempts },
+      (_, index) => perTask.filter((outcome) => outcome.solvedWithin[index]).length,
+    ),
     feedbackPassed: feedbackPassed.length,
     feedbackPassedHiddenFailed: feedbackPassed.filter((outcome) => !outcome.solved).length,
     passAt1: count === 0 ? 0 : round(firstSolved / count, 4),
     passFinal: count === 0 ? 0 : round(solved.length / count, 4),
-    meanAttemptsSolved: solved.length === 0 ? null : round(solved.reduce((sum, outcome) => sum + outcome.attempts, 0) / solved.length),
+    meanAttemptsSolved:
+      solved.length === 0 ? null : round(solved.reduce((sum, outcome) => sum + outcome.attempts, 0) / solved.length),
     tokens: {
       input,
       output,
@@ -550,7 +616,11 @@ export function summarizeBenchmark(
       byAttempt: {
         programs,
         repair: programs.map((steps) => solvedAfterSteps(repair, steps)),
-        resampling: sampling ? programs.map((steps) => (steps <= samples ? solvedAfterSteps(sampled, steps) : null)).filter((value): value is number => value !== null) : null,
+        resampling: sampling
+          ? programs
+              .map((steps) => (steps <= samples ? solvedAfterSteps(sampled, steps) : null))
+              .filter((value): value is number => value !== null)
+          : null,
       },
       byTokens: {
         budgets,
@@ -568,7 +638,8 @@ const ofTasks = (solved: number, tasks: number): string => `${solved} (${percent
 /** The headline lines every rendering starts with: who answered, and what the runs learned from. */
 export function reportBanner(report: BenchmarkReport): string[] {
   const lines: string[] = [];
-  if (report.model.simulated) lines.push(report.model.label ?? "SIMULATED MODEL: these figures test the harness, not a model.");
+  if (report.model.simulated)
+    lines.push(report.model.label ?? "SIMULATED MODEL: these figures test the harness, not a model.");
   if (report.feedback.mode === "oracle") lines.push(report.feedback.label);
   return lines;
 }
@@ -588,35 +659,65 @@ export function summaryRows(report: BenchmarkReport): Array<[string, string]> {
     ["pass@1, first attempt (hidden tests)", ofTasks(report.solvedFirstAttempt, report.tasks)],
     [`final pass, hidden tests (max ${maxAttempts} attempts)`, ofTasks(report.solvedFinal, report.tasks)],
     [`solved within 1..${maxAttempts} attempts`, report.solvedWithin.join(" / ")],
-    ["runs passing their own feedback", `${report.feedbackPassed} (hidden tests reject ${report.feedbackPassedHiddenFailed})`],
+    [
+      "runs passing their own feedback",
+      `${report.feedbackPassed} (hidden tests reject ${report.feedbackPassedHiddenFailed})`,
+    ],
     ["mean attempts of solved", report.meanAttemptsSolved === null ? "-" : report.meanAttemptsSolved.toFixed(2)],
     ["input tokens per task", report.tokens.inputPerTask.toFixed(0)],
     ["output tokens per task", report.tokens.outputPerTask.toFixed(0)],
-    ["input tokens per solved task", report.tokens.inputPerSolved === null ? "-" : report.tokens.inputPerSolved.toFixed(0)],
-    ["output tokens per solved task", report.tokens.outputPerSolved === null ? "-" : report.tokens.outputPerSolved.toFixed(0)],
-    ["solved per 1k tokens, repair", report.tokens.solvedPerThousandTokens === null ? "-" : report.tokens.solvedPerThousandTokens.toFixed(3)],
+    [
+      "input tokens per solved task",
+      report.tokens.inputPerSolved === null ? "-" : report.tokens.inputPerSolved.toFixed(0),
+    ],
+    [
+      "output tokens per solved task",
+      report.tokens.outputPerSolved === null ? "-" : report.tokens.outputPerSolved.toFixed(0),
+    ],
+    [
+      "solved per 1k tokens, repair",
+      report.tokens.solvedPerThousandTokens === null ? "-" : report.tokens.solvedPerThousandTokens.toFixed(3),
+    ],
   ];
   const sampling = report.sampling;
   if (sampling) {
     rows.push(
-      [`pass@k, k = 1..${sampling.samples} (unbiased, ${sampling.samples} samples)`, sampling.passAtK.map(percent).join(" / ")],
+      [
+        `pass@k, k = 1..${sampling.samples} (unbiased, ${sampling.samples} samples)`,
+        sampling.passAtK.map(percent).join(" / "),
+      ],
       [`resampling: solved within 1..${sampling.samples} samples`, sampling.solvedWithin.join(" / ")],
       ["tokens per task, resampling", sampling.tokensPerTask.toFixed(0)],
-      ["solved per 1k tokens, resampling", sampling.solvedPerThousandTokens === null ? "-" : sampling.solvedPerThousandTokens.toFixed(3)],
-      ["at repair's tokens: resampling / repair", `${sampling.atRepairTokens.resampling} / ${sampling.atRepairTokens.repair}`],
+      [
+        "solved per 1k tokens, resampling",
+        sampling.solvedPerThousandTokens === null ? "-" : sampling.solvedPerThousandTokens.toFixed(3),
+      ],
+      [
+        "at repair's tokens: resampling / repair",
+        `${sampling.atRepairTokens.resampling} / ${sampling.atRepairTokens.repair}`,
+      ],
     );
   }
   rows.push(
     ["wall time per task", `${(report.wallMs.meanPerTask / 1000).toFixed(2)} s`],
     ["total wall time", `${(report.wallMs.total / 1000).toFixed(1)} s (concurrency ${report.settings.concurrency})`],
-    ["failed / stuck / budget exhausted", `${report.statusCounts.failed} / ${report.statusCounts.stuck} / ${report.statusCounts.budget_exhausted}`],
+    [
+      "failed / stuck / budget exhausted",
+      `${report.statusCounts.failed} / ${report.statusCounts.stuck} / ${report.statusCounts.budget_exhausted}`,
+    ],
   );
   if (report.statusCounts.model_error > 0) rows.push(["model errors", String(report.statusCounts.model_error)]);
   if (report.statusCounts.error > 0) rows.push(["harness errors", String(report.statusCounts.error)]);
   const failures = Object.entries(report.failuresByErrorClass);
-  rows.push(["failures by error class (hidden)", failures.length === 0 ? "none" : failures.map(([name, n]) => `${name} ${n}`).join(", ")]);
+  rows.push([
+    "failures by error class (hidden)",
+    failures.length === 0 ? "none" : failures.map(([name, n]) => `${name} ${n}`).join(", "),
+  ]);
   const tokens = Object.entries(report.tokensByErrorClass);
-  rows.push(["tokens by error class repaired", tokens.length === 0 ? "none" : tokens.map(([name, n]) => `${name} ${n}`).join(", ")]);
+  rows.push([
+    "tokens by error class repaired",
+    tokens.length === 0 ? "none" : tokens.map(([name, n]) => `${name} ${n}`).join(", "),
+  ]);
   return rows;
 }
 

@@ -1,6 +1,12 @@
-import type { RunStatus, Sandbox } from "../tools/sandbox/types.js";
-import { buildCheckProgram, type BenchmarkTask } from "./dataset.js";
-import { findEffectiveMutants, MUTATION_OPERATORS, type EffectiveMutant, type FindMutantsOptions, type MutationOperator } from "./mutants.js";
+import type { RunStatus, Sandbox } from "../index.js";
+import { type BenchmarkTask, buildCheckProgram } from "./dataset.js";
+import {
+  type EffectiveMutant,
+  type FindMutantsOptions,
+  findEffectiveMutants,
+  MUTATION_OPERATORS,
+  type MutationOperator,
+} from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";
 import { buildVisibleTests } from "./visible-tests.js";
 
@@ -29,16 +35,31 @@ export async function judgeCompletion(
 }
 
 /** Judges a whole program (as a run hands it over) against tests appended after it. */
-export function judgeProgram(sandbox: Sandbox, program: string, tests: string, timeoutMs: number): Promise<JudgeVerdict> {
+export function judgeProgram(
+  sandbox: Sandbox,
+  program: string,
+  tests: string,
+  timeoutMs: number,
+): Promise<JudgeVerdict> {
   return judgeSource(sandbox, `${program.trimEnd()}\n\n${tests}`, timeoutMs);
 }
 
 async function judgeSource(sandbox: Sandbox, code: string, timeoutMs: number): Promise<JudgeVerdict> {
   const result = await sandbox.run({ language: "python", code, timeoutMs });
   const passed = result.status === "ok";
-  const error = result.error ? `${result.error.type}: ${result.error.message}` : passed ? undefined : lastLine(result.stderr);
+  const error = result.error
+    ? `${result.error.type}: ${result.error.message}`
+    : passed
+      ? undefined
+      : lastLine(result.stderr);
   const errorClass = passed ? undefined : (result.error?.type ?? result.status);
-  return { passed, status: result.status, durationMs: result.durationMs, ...(error ? { error } : {}), ...(errorClass ? { errorClass } : {}) };
+  return {
+    passed,
+    status: result.status,
+    durationMs: result.durationMs,
+    ...(error ? { error } : {}),
+    ...(errorClass ? { errorClass } : {}),
+  };
 }
 
 /** Python prints the exception last, so the last line of stderr names the failure. */
@@ -150,7 +171,10 @@ async function verifyTask(
 ): Promise<TaskVerification> {
   const canonical = await judgeCompletion(sandbox, task, task.canonical_solution, canonicalTimeoutMs);
   const visibleTests = buildVisibleTests(task);
-  const visible = visibleTests === null ? undefined : await judgeProgram(sandbox, task.prompt + task.canonical_solution, visibleTests, canonicalTimeoutMs);
+  const visible =
+    visibleTests === null
+      ? undefined
+      : await judgeProgram(sandbox, task.prompt + task.canonical_solution, visibleTests, canonicalTimeoutMs);
   const found = await findEffectiveMutants(task, sandbox, mutantOptions);
   const mutants: MutantVerification[] = [];
   for (const mutant of found.effective) {
@@ -176,11 +200,15 @@ async function verifyTask(
   };
 }
 
-function summarize(perTask: TaskVerification[], sandboxKind: string, concurrency: number, durationMs: number): VerifyReport {
-  const byOperator = Object.fromEntries(MUTATION_OPERATORS.map((operator) => [operator, { judged: 0, caught: 0 }])) as Record<
-    MutationOperator,
-    { judged: number; caught: number }
-  >;
+function summarize(
+  perTask: TaskVerification[],
+  sandboxKind: string,
+  concurrency: number,
+  durationMs: number,
+): VerifyReport {
+  const byOperator = Object.fromEntries(
+    MUTATION_OPERATORS.map((operator) => [operator, { judged: 0, caught: 0 }]),
+  ) as Record<MutationOperator, { judged: number; caught: number }>;
   const histogram: number[] = [];
   const report: VerifyReport = {
     sandboxKind,
@@ -228,7 +256,12 @@ function summarize(perTask: TaskVerification[], sandboxKind: string, concurrency
       report.mutantsJudged += 1;
       byOperator[mutant.operator].judged += 1;
       if (mutant.verdict.passed) {
-        report.falsePasses.push({ taskId: task.taskId, mutantId: mutant.id, description: mutant.description, detail: mutant.detail });
+        report.falsePasses.push({
+          taskId: task.taskId,
+          mutantId: mutant.id,
+          description: mutant.description,
+          detail: mutant.detail,
+        });
       } else {
         report.mutantsCaught += 1;
         byOperator[mutant.operator].caught += 1;
@@ -260,7 +293,8 @@ export function formatVerifyReport(report: VerifyReport): string {
         .map((operator) => `${operator} ${report.byOperator[operator].caught}/${report.byOperator[operator].judged}`)
         .join(", "),
   ];
-  for (const fail of report.falseFails) lines.push(`  FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
+  for (const fail of report.falseFails)
+    lines.push(`  FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
   for (const fail of report.visibleFalseFails) {
     lines.push(`  VISIBLE FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
   }

@@ -47,7 +47,8 @@ export function extractVisibleExamples(prompt: string, entryPoint: string): Visi
     const doctest = DOCTEST_PROMPT.exec(line);
     if (doctest) {
       const source = [doctest[1]!];
-      while (DOCTEST_CONTINUATION.test(lines[index + 1] ?? "")) source.push(DOCTEST_CONTINUATION.exec(lines[++index]!)![1]!);
+      while (DOCTEST_CONTINUATION.test(lines[index + 1] ?? ""))
+        source.push(DOCTEST_CONTINUATION.exec(lines[++index]!)![1]!);
       const expected: string[] = [];
       while (index + 1 < lines.length) {
         const next = lines[index + 1]!;
@@ -58,7 +59,11 @@ export function extractVisibleExamples(prompt: string, entryPoint: string): Visi
       }
       const call = source.join("\n").trim();
       if (call === "") continue;
-      examples.push(expected.length > 0 ? { kind: "call", call, expected: expected.join("\n") } : { kind: "statement", statement: call });
+      examples.push(
+        expected.length > 0
+          ? { kind: "call", call, expected: expected.join("\n") }
+          : { kind: "statement", statement: call },
+      );
       continue;
     }
     if (/^assert\s/.test(line) && callsEntry.test(line)) examples.push({ kind: "statement", statement: line });

@@ -1,0 +1,59 @@
+// `selfheal/bench`: the HumanEval-format benchmark and the dataset checker, apart from the agent's
+// own entry since an application that runs the agent never needs them.
+export {
+  type BenchmarkTask,
+  BenchmarkTaskSchema,
+  buildCheckProgram,
+  buildHiddenTests,
+  DatasetError,
+  type DatasetLocation,
+  DEFAULT_DATASET_DIR,
+  filterTasks,
+  type LoadDatasetOptions,
+  loadDataset,
+  NAMED_DATASETS,
+  type NamedDataset,
+  parseDatasetText,
+  parseTaskIds,
+  resolveDatasetPath,
+  type TaskFilter,
+} from "./dataset.js";
+export { renderHtmlReport } from "./html-report.js";
+export { passAtK } from "./metrics.js";
+export {
+  type AttemptRecord,
+  type BenchmarkReport,
+  buildBenchmarkTask,
+  FEEDBACK_LABELS,
+  FEEDBACK_MODES,
+  type FeedbackMode,
+  formatBenchmarkTable,
+  type RunBenchmarkOptions,
+  reportBanner,
+  runBenchmark,
+  type SampleRecord,
+  type SamplingSummary,
+  summarizeBenchmark,
+  type TaskOutcome,
+  type TaskStatus,
+  testsForTask,
+} from "./run.js";
+export {
+  SIMULATED_MODEL_LABEL,
+  SIMULATED_MODEL_NAME,
+  SimulatedBenchmarkModel,
+  type SimulatedScript,
+} from "./simulated-model.js";
+export {
+  BENCH_SANDBOX_LIMITS,
+  formatVerifyReport,
+  HIDDEN_JUDGE_TIMEOUT_MS,
+  judgeCompletion,
+  judgeProgram,
+  type MutantVerification,
+  type TaskVerification,
+  type VerifyOptions,
+  type VerifyReport,
+  verifyDataset,
+} from "./verify.js";
+export { buildVisibleTests, extractVisibleExamples, type VisibleExample } from "./visible-tests.js";
