@@ -1,8 +1,10 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
 import { registerBenchCommand } from "../src/cli/commands/bench.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 /** Runs `selfheal bench ...args` in-process and returns what it printed and its exit code. */
@@ -42,9 +44,10 @@ describe("selfheal bench", () => {
     const result = await bench("--simulated", "--tasks", "0,2", "--json", jsonPath);
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/^SIMULATED MODEL/);
-    expect(result.stdout).toMatch(/solved within 4 attempts\s+2 \(100\.0%\)/);
+    expect(result.stdout).toMatch(/final pass, hidden tests \(max 4 attempts\)\s+2 \(100\.0%\)/);
+    expect(result.stdout).toMatch(/pass@1, first attempt \(hidden tests\)\s+0 \(0\.0%\)/);
     // Not a terminal here, so progress comes as plain lines on stderr.
-    expect(result.stderr).toMatch(/\[2\/2\] HumanEval\/\d: passed in 2 attempt\(s\)/);
+    expect(result.stderr).toMatch(/\[2\/2\] HumanEval\/\d: passed in 2 attempt\(s\), hidden tests: solved/);
     const report = JSON.parse(readFileSync(jsonPath, "utf8"));
     expect(report.model).toMatchObject({ name: "simulated", simulated: true });
     expect(report.perTask.map((task: { taskId: string }) => task.taskId)).toEqual(["HumanEval/0", "HumanEval/2"]);
@@ -91,4 +94,103 @@ describe("selfheal bench", () => {
       if (saved.url !== undefined) process.env.OPENAI_BASE_URL = saved.url;
     }
   });
+});
+
+/** Lines of a task's hidden tests that say something of their own (not also in the prompt). */
+const hiddenLines = (task: BenchmarkTask): string[] =>
+  task.test
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.length >= 20 && !task.prompt.includes(line));
+
+describe("selfheal bench against an OpenAI-compatible server", () => {
+  let stub: OpenAIStub;
+  const saved = {
+    url: process.env.OPENAI_BASE_URL,
+    key: process.env.OPENAI_API_KEY,
+    retries: process.env.SELFHEAL_MODEL_RETRIES,
+  };
+
+  beforeAll(async () => {
+    // A model that always answers with a wrong implementation of whatever function it is asked for.
+    stub = await startOpenAIStub((request) => {
+      const text = request.messages.map((message) => message.content).join("\n");
+      const name = /Complete the Python function `(\w+)`/.exec(text)?.[1] ?? "solution";
+      return { content: `\`\`\`python\ndef ${name}(*args, **kwargs):\n    return None\n\`\`\`` };
+    });
+    process.env.OPENAI_BASE_URL = stub.url;
+    process.env.SELFHEAL_MODEL_RETRIES = "0";
+  });
+  afterAll(async () => {
+    await stub.close();
+    for (const [name, value] of [
+      ["OPENAI_BASE_URL", saved.url],
+      ["OPENAI_API_KEY", saved.key],
+      ["SELFHEAL_MODEL_RETRIES", saved.retries],
+    ] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+
+  const requestsSince = (start: number) =>
+    stub.requests.slice(start).map((request) => JSON.stringify(request.messages));
+
+  it("sends no hidden test to the model under the default feedback, while the fixer sees the failing example", async () => {
+    const start = stub.requests.length;
+    const humaneval = await bench("--model", "stub-model", "--tasks", "0,2,12", "--max-attempts", "3");
+    const mbpp = await bench("--model", "stub-model", "--dataset", "mbppplus", "--tasks", "2,3", "--max-attempts", "3");
+    expect(humaneval.exitCode).toBe(0);
+    expect(mbpp.exitCode).toBe(0);
+    const requests = requestsSince(start);
+    // The fixer ran, so failures were fed back: the check below is not vacuous.
+    expect(requests.filter((request) => request.includes("Latest failure")).length).toBeGreaterThan(0);
+    expect(requests.some((request) => request.includes("the task's docstring shows False"))).toBe(true);
+    expect(
+      requests.some((request) => request.includes("the task's example failed: assert is_not_prime(2) == False")),
+    ).toBe(true);
+    const tasks = [
+      ...(await loadDataset({ taskIds: ["HumanEval/0", "HumanEval/2", "HumanEval/12"] })),
+      ...(await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/2", "Mbpp/3"] })),
+    ];
+    for (const task of tasks) {
+      const lines = hiddenLines(task);
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines)
+        for (const request of requests) expect(request.includes(line), `${task.task_id}: ${line}`).toBe(false);
+    }
+    expect(humaneval.stdout).toMatch(/final pass, hidden tests \(max 3 attempts\)\s+0 \(0\.0%\)/);
+    expect(humaneval.stdout).not.toMatch(/ORACLE/);
+  }, 120_000);
+
+  it("under --feedback oracle sends the hidden assertion and labels the table, the JSON and the HTML", async () => {
+    const start = stub.requests.length;
+    const dir = tempDir();
+    const result = await bench(
+      "--model",
+      "stub-model",
+      "--tasks",
+      "0",
+      "--max-attempts",
+      "2",
+      "--feedback",
+      "oracle",
+      "--json",
+      join(dir, "r.json"),
+      "--html",
+      join(dir, "r.html"),
+    );
+    expect(result.exitCode).toBe(0);
+    const [task] = await loadDataset({ taskIds: ["HumanEval/0"] });
+    expect(hiddenLines(task!).some((line) => requestsSince(start).some((request) => request.includes(line)))).toBe(
+      true,
+    );
+    expect(result.stdout).toMatch(/^ORACLE FEEDBACK/);
+    expect(result.stderr).toMatch(/ORACLE FEEDBACK/);
+    expect(JSON.parse(readFileSync(join(dir, "r.json"), "utf8")).feedback).toMatchObject({
+      mode: "oracle",
+      label: expect.stringMatching(/^ORACLE FEEDBACK/),
+    });
+    expect(readFileSync(join(dir, "r.html"), "utf8")).toMatch(/class="banner oracle">ORACLE FEEDBACK/);
+  }, 120_000);
 });

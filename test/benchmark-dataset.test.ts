@@ -73,8 +73,29 @@ describe("dataset", () => {
     expect(() => filterTasks(tasks, { limit: 0 })).toThrow(/positive integer/);
   });
 
-  it("accepts bare numbers as HumanEval ids", () => {
+  it("accepts bare numbers as the dataset's own ids", () => {
     expect(parseTaskIds("0, HumanEval/5,12")).toEqual(["HumanEval/0", "HumanEval/5", "HumanEval/12"]);
+    expect(parseTaskIds("2,Mbpp/3", "mbppplus")).toEqual(["Mbpp/2", "Mbpp/3"]);
+  });
+
+  it("loads HumanEval+ and MBPP+ by name through the same loader", async () => {
+    const plus = await loadDataset({ dataset: "humanevalplus" });
+    const mbpp = await loadDataset({ dataset: "mbppplus" });
+    expect(plus).toHaveLength(164);
+    expect(mbpp).toHaveLength(378);
+    expect(mbpp[0]?.task_id).toBe("Mbpp/2");
+    expect(resolveDatasetPath({ dataset: "mbppplus" })).toBe(join(REPO, "datasets", "mbppplus.jsonl.gz"));
+  });
+
+  it("makes MBPP+'s regex tasks assert the verdict their published helper only computes", async () => {
+    const fixed = await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/737", "Mbpp/787", "Mbpp/794"] });
+    for (const task of fixed) expect(task.test).toContain("    assert exact_match, ");
+  });
+
+  it("fixes HumanEval+/32's published check, whose arguments are in the wrong order", async () => {
+    const [fixed] = await loadDataset({ dataset: "humanevalplus", taskIds: ["HumanEval/32"] });
+    expect(fixed?.test).toContain("assert abs(_poly(*inp, candidate(*inp))) <= 0.0001");
+    expect(fixed?.test).not.toContain("_poly(*candidate(*inp), inp)");
   });
 
   it("builds the judge program by HumanEval's rule", () => {

@@ -4,7 +4,7 @@ import {
   type BenchmarkReport,
   FIRST_ATTEMPT,
   formatBenchmarkTable,
-  outcomeFromState,
+  outcomeFromRun,
   type RunBenchmarkOptions,
   runBenchmark,
 } from "../src/benchmark/run.js";
@@ -36,6 +36,14 @@ const simulatedRun = (overrides: Partial<RunBenchmarkOptions> = {}) =>
     ...overrides,
   });
 
+/** Lines of the hidden tests that say something of their own (not shared with the prompt). */
+function hiddenLines(task: BenchmarkTask): string[] {
+  return task.test
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.length >= 20 && !task.prompt.includes(line));
+}
+
 /** Everything but wall-clock times, which no run can reproduce. */
 function withoutTimes(report: BenchmarkReport) {
   const { wallMs: _wall, perTask, ...rest } = report;
@@ -43,27 +51,31 @@ function withoutTimes(report: BenchmarkReport) {
 }
 
 describe("benchmark run with the simulated model", () => {
-  it("fails each task with its mutant, repairs it from the traceback and reports the pass", async () => {
+  it("fails each task that has examples with its mutant, repairs it from the visible failure and judges it on the hidden tests", async () => {
     const report = await simulatedRun();
     expect(report.tasks).toBe(TASK_IDS.length);
-    expect(report.solvedFirstAttempt).toBe(0);
-    expect(report.solvedWithinLimit).toBe(TASK_IDS.length);
-    expect(report.passAt1).toBe(0);
-    expect(report.passWithinLimit).toBe(1);
-    expect(report.meanAttemptsSolved).toBe(2);
+    expect(report.feedback.mode).toBe("visible");
+    // 38 and 50 have no docstring example: the script sends the reference at once.
+    const withExamples = ["HumanEval/0", "HumanEval/10", "HumanEval/32", "HumanEval/55"];
+    expect(report.feedback.tasksWithVisibleTests).toBe(withExamples.length);
+    expect(report.solvedFirstAttempt).toBe(2);
+    expect(report.solvedFinal).toBe(TASK_IDS.length);
+    expect(report.solvedWithin).toEqual([2, 6, 6, 6]);
+    expect(report.passAt1).toBe(0.3333);
+    expect(report.passFinal).toBe(1);
     for (const outcome of report.perTask) {
       expect(outcome.status).toBe("passed");
-      expect(outcome.attemptOutcomes).toHaveLength(2);
-      expect(outcome.attemptOutcomes[0]).not.toBe("passed");
-      expect(outcome.attemptOutcomes[1]).toBe("passed");
       expect(outcome.inputTokens).toBeGreaterThan(0);
+      if (!withExamples.includes(outcome.taskId)) continue;
+      expect(outcome.attemptOutcomes).toEqual(["AssertionError", "passed"]);
+      expect(outcome.attemptRecords.map((record) => record.hidden.passed)).toEqual([false, true]);
     }
     expect(report.perTask.map((outcome) => outcome.taskId)).toEqual(TASK_IDS);
     expect(report.tokensByErrorClass[FIRST_ATTEMPT]).toBeGreaterThan(0);
     expect(report.tokens.inputPerSolved).toBe(report.tokens.inputPerTask);
   }, 120_000);
 
-  it("shows the fixer the failing assertion but never the hidden test suite", async () => {
+  it("shows the fixer the failing docstring example and never a hidden test", async () => {
     const [task] = tasks;
     const watched = await SimulatedBenchmarkModel.forTasks([task!], sandbox);
     await runBenchmark({
@@ -74,8 +86,26 @@ describe("benchmark run with the simulated model", () => {
     });
     const seen = watched.prompts.map((messages) => messages.map((message) => String(message.content)).join("\n"));
     expect(seen).toHaveLength(2);
-    expect(seen[1]).toMatch(/AssertionError/);
-    for (const prompt of seen) expect(prompt).not.toContain(task!.test.trim());
+    expect(seen[1]).toMatch(
+      /AssertionError: example has_close_elements\(.*\) returned True, the task's docstring shows False/,
+    );
+    for (const prompt of seen) for (const line of hiddenLines(task!)) expect(prompt).not.toContain(line);
+  }, 60_000);
+
+  it("under oracle feedback gives the fixer the hidden assertion, and says so in the table", async () => {
+    const [task] = tasks;
+    const watched = await SimulatedBenchmarkModel.forTasks([task!], sandbox);
+    const report = await runBenchmark({
+      tasks: [task!],
+      sandbox,
+      models: { model: watched },
+      feedback: "oracle",
+      modelLabel: { name: "simulated", simulated: true },
+    });
+    const seen = watched.prompts.map((messages) => messages.map((message) => String(message.content)).join("\n"));
+    expect(hiddenLines(task!).some((line) => seen[1]!.includes(line))).toBe(true);
+    expect(report.feedback.mode).toBe("oracle");
+    expect(formatBenchmarkTable(report)).toMatch(/ORACLE FEEDBACK/);
   }, 60_000);
 
   it("gives the same report for the same tasks, apart from wall time", async () => {
@@ -84,21 +114,32 @@ describe("benchmark run with the simulated model", () => {
     expect(withoutTimes(second)).toEqual({ ...withoutTimes(first), settings: { ...first.settings, concurrency: 1 } });
   }, 120_000);
 
-  it("counts tasks as failed, by error class, when the attempt limit leaves no room to repair", async () => {
+  it("counts unsolved tasks by the hidden tests' error class when the attempt limit leaves no room to repair", async () => {
     const report = await simulatedRun({ maxAttempts: 1 });
-    expect(report.solvedWithinLimit).toBe(0);
-    expect(report.statusCounts.failed).toBe(TASK_IDS.length);
-    const failures = Object.values(report.failuresByErrorClass).reduce((sum, count) => sum + count, 0);
-    expect(failures).toBe(TASK_IDS.length);
-    expect(report.meanAttemptsSolved).toBeNull();
-    expect(report.tokens.inputPerSolved).toBeNull();
+    expect(report.solvedFinal).toBe(2);
+    expect(report.statusCounts.failed).toBe(4);
+    expect(report.failuresByErrorClass).toEqual({ AssertionError: 4 });
+    expect(report.meanAttemptsSolved).toBe(1);
   }, 60_000);
 
   it("counts budget-exhausted tasks", async () => {
     const report = await simulatedRun({ tokenBudget: 50 });
     expect(report.statusCounts.budget_exhausted).toBe(TASK_IDS.length);
-    expect(report.solvedWithinLimit).toBe(0);
+    expect(report.solvedFinal).toBe(0);
+    expect(report.tokens.inputPerSolved).toBeNull();
   }, 60_000);
+
+  it("draws independent samples, scores them with pass@k and sets resampling beside repair", async () => {
+    const report = await simulatedRun({ samples: 2 });
+    // The script is deterministic: every sample of a task is its first answer.
+    expect(report.sampling?.passAtK).toEqual([0.3333, 0.3333]);
+    expect(report.sampling?.solvedWithin).toEqual([2, 2]);
+    expect(report.sampling?.atRepairTokens).toEqual({ resampling: 2, repair: 6 });
+    expect(report.curves.byAttempt.repair).toEqual([2, 6, 6, 6]);
+    expect(report.curves.byAttempt.resampling).toEqual([2, 2]);
+    expect(report.curves.byTokens.repair.at(-1)).toBe(6);
+    expect(formatBenchmarkTable(report)).toMatch(/pass@k, k = 1\.\.2 \(unbiased, 2 samples\)\s+33\.3% \/ 33\.3%/);
+  }, 120_000);
 
   it("labels a simulated report as not a model result when printed", async () => {
     const report = await simulatedRun({ tasks: tasks.slice(0, 1) });
@@ -109,9 +150,30 @@ describe("benchmark run with the simulated model", () => {
   }, 60_000);
 });
 
-describe("outcomeFromState", () => {
+describe("the simulated model", () => {
+  it("is never given a task's hidden tests", () => {
+    for (const script of model.scripts) expect(script.task).not.toHaveProperty("test");
+  });
+});
+
+describe("outcomeFromRun", () => {
+  const hidden = (passed: boolean) => ({
+    passed,
+    status: passed ? ("ok" as const) : ("error" as const),
+    ...(passed ? {} : { errorClass: "AssertionError" }),
+  });
+  const record = (attempt: number, feedback: string, passed: boolean) => ({
+    attempt,
+    node: attempt === 1 ? "generator" : "fixer",
+    feedback,
+    tokens: 100 * attempt,
+    code: `v${attempt}`,
+    hidden: hidden(passed),
+    handoverPassed: passed,
+  });
+
   it("charges each repair's tokens to the error class it repaired", () => {
-    const outcome = outcomeFromState(
+    const outcome = outcomeFromRun(
       "T/1",
       {
         status: "passed",
@@ -124,28 +186,44 @@ describe("outcomeFromState", () => {
           { attempt: 3, node: "fixer", codeHash: "c", outcome: "passed", tokens: 350 },
         ],
       },
+      [record(1, "NameError", false), record(2, "AssertionError", false), record(3, "passed", true)],
+      hidden(true),
+      4,
+      true,
       1234.4,
     );
-    expect(outcome).toMatchObject({ solved: true, solvedFirstAttempt: false, attempts: 3, wallMs: 1234 });
+    expect(outcome).toMatchObject({
+      solved: true,
+      solvedFirstAttempt: false,
+      attempts: 3,
+      wallMs: 1234,
+      solvedWithin: [false, false, true, true],
+    });
     expect(outcome.tokensByErrorClass).toEqual({ [FIRST_ATTEMPT]: 400, NameError: 450, AssertionError: 350 });
     expect(outcome.finalErrorClass).toBeUndefined();
   });
 
-  it("names the last failure's class for an unsolved task", () => {
-    const outcome = outcomeFromState(
+  it("counts a run its own feedback passed as unsolved when the hidden tests reject it", () => {
+    const outcome = outcomeFromRun(
       "T/1",
       {
-        status: "stuck",
-        attempt: 2,
-        reason: "same error",
+        status: "passed",
+        attempt: 1,
+        reason: "ok",
         usage: emptyUsage(),
-        history: [
-          { attempt: 1, node: "generator", codeHash: "a", outcome: "IndexError", tokens: 1 },
-          { attempt: 2, node: "fixer", codeHash: "b", outcome: "IndexError", tokens: 1 },
-        ],
+        history: [{ attempt: 1, node: "generator", codeHash: "a", outcome: "passed", tokens: 1 }],
       },
+      [record(1, "passed", false)],
+      hidden(false),
+      2,
+      true,
       10,
     );
-    expect(outcome).toMatchObject({ solved: false, status: "stuck", finalErrorClass: "IndexError" });
+    expect(outcome).toMatchObject({
+      feedbackPassed: true,
+      solved: false,
+      finalErrorClass: "AssertionError",
+      solvedWithin: [false, false],
+    });
   });
 });

@@ -51,6 +51,23 @@ describe("dataset verify on small tasks", () => {
   });
 });
 
+describe("dataset verify on HumanEval+ and MBPP+", () => {
+  it("passes the references and catches every effective mutant on a sample of each, the fixed checks of HumanEval+/32 and Mbpp/737 included", async () => {
+    const tasks = [
+      ...(await loadDataset({ dataset: "humanevalplus", taskIds: ["HumanEval/0", "HumanEval/32", "HumanEval/47"] })),
+      // Mbpp/2 compares as sets; Mbpp/56 names its own function `check`; Mbpp/98's example uses math;
+      // Mbpp/737's published helper asserted nothing until its declared fix.
+      ...(await loadDataset({ dataset: "mbppplus", taskIds: ["Mbpp/2", "Mbpp/56", "Mbpp/98", "Mbpp/737"] })),
+    ];
+    const report = await verifyDataset({ tasks, sandbox, concurrency: 2 });
+    expect(report.falseFails).toEqual([]);
+    expect(report.visibleFalseFails).toEqual([]);
+    expect(report.visibleChecked).toBe(7);
+    expect(report.falsePasses).toEqual([]);
+    expect(report.tasksWithoutMutants).toEqual([]);
+  }, 300_000);
+});
+
 describe("dataset verify on all of HumanEval", () => {
   it("passes every reference solution and fails every effective mutant", async () => {
     const tasks = await loadDataset();
@@ -60,7 +77,11 @@ describe("dataset verify on all of HumanEval", () => {
     expect(report.tasks).toBe(164);
     expect(report.falseFails).toEqual([]);
     expect(report.falsePasses).toEqual([]);
+    // The docstring examples fed back as visible tests never fail a reference solution.
+    expect(report.visibleChecked).toBe(70);
+    expect(report.visibleFalseFails).toEqual([]);
     expect(report.tasksWithoutMutants.length).toBeLessThanOrEqual(3);
     expect(report.mutantsJudged).toBeGreaterThanOrEqual(2 * 164);
-  }, 300_000); // Generous: CI machines vary; the 60 s target is a benchmark figure, not a timed test.
+    // Generous: CI machines vary; the 60 s target is a benchmark figure, not a timed test.
+  }, 300_000);
 });

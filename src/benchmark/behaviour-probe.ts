@@ -41,6 +41,26 @@ export const ANSWER_EQUIVALENCE: Record<string, { entryPoint: string; reason: st
   },
 };
 
+/**
+ * Comparisons a test suite declares for every call, recognised by the text of its assertion
+ * helper: there the tests' own rule, not equality with the reference, says what a right answer
+ * is. MBPP+ compares the answers of 7 tasks as sets ("the shared elements", Mbpp/2).
+ */
+export const DECLARED_EQUIVALENCE: ReadonlyArray<{ marker: string; reason: string; accepts: string }> = [
+  {
+    marker: "    out = set(out)\n    exp = set(exp)\n",
+    reason: "the tests compare the answers as sets",
+    accepts: "set(got) == set(expected)",
+  },
+];
+
+/** The task's own rule for a second right answer, as a Python expression over args, got and expected; null when there is none. */
+export function acceptanceRule(task: BenchmarkTask): string | null {
+  const equivalence = ANSWER_EQUIVALENCE[task.task_id];
+  if (equivalence !== undefined && equivalence.entryPoint === task.entry_point) return equivalence.accepts;
+  return DECLARED_EQUIVALENCE.find((declared) => task.test.includes(declared.marker))?.accepts ?? null;
+}
+
 const PROBE_PRELUDE = String.raw`
 import base64 as _selfheal_base64, contextlib as _selfheal_contextlib, copy as _selfheal_copy
 import io as _selfheal_io, json as _selfheal_json, math as _selfheal_math, signal as _selfheal_signal
@@ -92,13 +112,13 @@ def _selfheal_same(a, b):
         return False
 
 
-def _selfheal_accepts(args, got):
+def _selfheal_accepts(args, got, expected):
     """The task's own rule for a second right answer, when it has one."""
     rule = _selfheal_payload["accepts"]
     if rule is None:
         return False
     try:
-        return bool(eval(rule, globals(), {"args": args, "got": got}))
+        return bool(eval(rule, globals(), {"args": args, "got": got, "expected": expected}))
     except Exception:
         return False
 
@@ -173,7 +193,7 @@ def _selfheal_recorder(*args, **kwargs):
             mutant["difference"] = "value"
             mutant["detail"] = "call with %s returned %s where the reference raised %s" % (
                 shown_args, _selfheal_short(got), type(expected_error).__name__)
-        elif not _selfheal_same(expected, got) and not _selfheal_accepts(saved[0], got):
+        elif not _selfheal_same(expected, got) and not _selfheal_accepts(saved[0], got, expected):
             mutant["difference"] = "value"
             mutant["detail"] = "call with %s returned %s, reference %s" % (
                 shown_args, _selfheal_short(got), _selfheal_short(expected))
@@ -208,12 +228,11 @@ export function buildProbeProgram(
   mutants: ReadonlyArray<{ id: string; solution: string }>,
   callTimeoutSeconds: number,
 ): string {
-  const equivalence = ANSWER_EQUIVALENCE[task.task_id];
   const payload = {
     prompt: task.prompt,
     entry_point: task.entry_point,
     call_timeout_s: callTimeoutSeconds,
-    accepts: equivalence !== undefined && equivalence.entryPoint === task.entry_point ? equivalence.accepts : null,
+    accepts: acceptanceRule(task),
     mutants: mutants.map(({ id, solution }) => ({ id, solution })),
   };
   // Base64 keeps arbitrary source text out of Python's string-literal rules.

@@ -24,13 +24,51 @@ const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /** The datasets vendored in the repository (with their licences), so a bare clone can benchmark. */
 export const DEFAULT_DATASET_DIR = resolve(REPO_ROOT, "datasets");
 
-/** Names that resolve to a bundled dataset instead of a file path. */
-const NAMED_DATASETS: Record<string, string> = {
-  humaneval: "humaneval.jsonl.gz",
+/** A dataset vendored in `datasets/`, picked with `--dataset NAME`. */
+export interface NamedDataset {
+  file: string;
+  /** What bare numbers in `--tasks 0,5` stand for. */
+  idPrefix: string;
+  /**
+   * Upstream bugs in a hidden test, fixed when the file is read (the vendored file stays as
+   * published). Each is an exact text replacement; one that no longer matches is an error.
+   */
+  testFixes?: Record<string, { find: string; replace: string; why: string }>;
+}
+
+export const NAMED_DATASETS: Record<string, NamedDataset> = {
+  humaneval: { file: "humaneval.jsonl.gz", idPrefix: "HumanEval/" },
+  humanevalplus: {
+    file: "humanevalplus.jsonl.gz",
+    idPrefix: "HumanEval/",
+    testFixes: {
+      "HumanEval/32": {
+        find: "assert _poly(*candidate(*inp), inp) <= 0.0001",
+        replace: "assert abs(_poly(*inp, candidate(*inp))) <= 0.0001",
+        why: "the published check passes _poly its arguments in the wrong order and fails every program (TypeError)",
+      },
+    },
+  },
+  mbppplus: {
+    file: "mbppplus.jsonl.gz",
+    idPrefix: "Mbpp/",
+    // Three regex tasks whose published assertion helper computes its verdict and never asserts it.
+    testFixes: Object.fromEntries(
+      ["Mbpp/737", "Mbpp/787", "Mbpp/794"].map((id) => [
+        id,
+        {
+          find: "        exact_match = exp == (out is not None)\n",
+          replace:
+            '        exact_match = exp == (out is not None)\n    assert exact_match, f"out: {out}, exp: {exp}"\n',
+          why: "the assertion helper computes exact_match and never asserts it, so the tests accept any program",
+        },
+      ]),
+    ),
+  },
 };
 
 export interface DatasetLocation {
-  /** `humaneval` (the default) or a path to a `.jsonl` / `.jsonl.gz` file. */
+  /** A name from NAMED_DATASETS (`humaneval` by default) or a path to a `.jsonl` / `.jsonl.gz` file. */
   dataset?: string;
   /** Where named datasets live; defaults to the repository's `datasets/`. */
   datasetDir?: string;
@@ -40,7 +78,7 @@ export interface DatasetLocation {
 export function resolveDatasetPath({ dataset = "humaneval", datasetDir }: DatasetLocation = {}): string {
   const bundled = NAMED_DATASETS[dataset];
   if (bundled !== undefined) {
-    return resolve(datasetDir ?? process.env.SELFHEAL_DATASET_DIR ?? DEFAULT_DATASET_DIR, bundled);
+    return resolve(datasetDir ?? process.env.SELFHEAL_DATASET_DIR ?? DEFAULT_DATASET_DIR, bundled.file);
   }
   return resolve(dataset);
 }
@@ -115,13 +153,27 @@ export function filterTasks(tasks: readonly BenchmarkTask[], { taskIds, limit }:
   return selected;
 }
 
-/** `"HumanEval/0, HumanEval/1"` -> ids; accepts bare numbers as shorthand for HumanEval ids. */
-export function parseTaskIds(list: string): string[] {
+/** `"HumanEval/0, HumanEval/1"` -> ids; bare numbers are shorthand for the dataset's ids (`HumanEval/N`, `Mbpp/N`). */
+export function parseTaskIds(list: string, dataset = "humaneval"): string[] {
+  const prefix = NAMED_DATASETS[dataset]?.idPrefix ?? "HumanEval/";
   return list
     .split(",")
     .map((id) => id.trim())
     .filter((id) => id !== "")
-    .map((id) => (/^\d+$/.test(id) ? `HumanEval/${id}` : id));
+    .map((id) => (/^\d+$/.test(id) ? `${prefix}${id}` : id));
+}
+
+/** Applies a named dataset's declared fixes to its hidden tests. */
+function applyTestFixes(tasks: BenchmarkTask[], named: NamedDataset | undefined, source: string): BenchmarkTask[] {
+  const fixes = named?.testFixes ?? {};
+  return tasks.map((task) => {
+    const fix = fixes[task.task_id];
+    if (fix === undefined) return task;
+    if (task.test.split(fix.find).length !== 2) {
+      throw new DatasetError(`${source}: the declared fix for ${task.task_id} no longer matches its test exactly once`);
+    }
+    return { ...task, test: task.test.replace(fix.find, fix.replace) };
+  });
 }
 
 export interface LoadDatasetOptions extends DatasetLocation, TaskFilter {}
@@ -135,7 +187,11 @@ export async function loadDataset(options: LoadDatasetOptions = {}): Promise<Ben
   } catch (error) {
     throw new DatasetError(`cannot read dataset ${path}: ${(error as Error).message}`);
   }
-  const tasks = parseDatasetText(decodeDatasetBytes(bytes), path);
+  const tasks = applyTestFixes(
+    parseDatasetText(decodeDatasetBytes(bytes), path),
+    NAMED_DATASETS[options.dataset ?? "humaneval"],
+    path,
+  );
   return filterTasks(tasks, options);
 }
 

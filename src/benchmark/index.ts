@@ -11,20 +11,32 @@ export {
   filterTasks,
   type LoadDatasetOptions,
   loadDataset,
+  NAMED_DATASETS,
+  type NamedDataset,
   parseDatasetText,
   parseTaskIds,
   resolveDatasetPath,
   type TaskFilter,
 } from "./dataset.js";
+export { renderHtmlReport } from "./html-report.js";
+export { passAtK } from "./metrics.js";
 export {
+  type AttemptRecord,
   type BenchmarkReport,
   buildBenchmarkTask,
+  FEEDBACK_LABELS,
+  FEEDBACK_MODES,
+  type FeedbackMode,
   formatBenchmarkTable,
   type RunBenchmarkOptions,
+  reportBanner,
   runBenchmark,
+  type SampleRecord,
+  type SamplingSummary,
   summarizeBenchmark,
   type TaskOutcome,
   type TaskStatus,
+  testsForTask,
 } from "./run.js";
 export {
   SIMULATED_MODEL_LABEL,
@@ -33,10 +45,15 @@ export {
   type SimulatedScript,
 } from "./simulated-model.js";
 export {
+  BENCH_SANDBOX_LIMITS,
   formatVerifyReport,
+  HIDDEN_JUDGE_TIMEOUT_MS,
+  judgeCompletion,
+  judgeProgram,
   type MutantVerification,
   type TaskVerification,
   type VerifyOptions,
   type VerifyReport,
   verifyDataset,
 } from "./verify.js";
+export { buildVisibleTests, extractVisibleExamples, type VisibleExample } from "./visible-tests.js";

@@ -5,6 +5,7 @@ import { messageText, type Sandbox } from "../index.js";
 import type { BenchmarkTask } from "./dataset.js";
 import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants } from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";
+import { withVisibleTestsOnly } from "./visible-tests.js";
 
 /**
  * The label every report made with this model carries. Its pass rates measure the harness
@@ -12,13 +13,15 @@ import { mapWithConcurrency } from "./pool.js";
  */
 export const SIMULATED_MODEL_NAME = "simulated";
 export const SIMULATED_MODEL_LABEL =
-  "SIMULATED MODEL: a script that answers each task with a known-wrong mutant of the reference solution, " +
-  "then with the reference solution after a failure. These figures test the harness; they are not a model's result.";
+  "SIMULATED MODEL: a script that answers each task with a mutant of the reference solution that fails the task's " +
+  "docstring examples (chosen without the hidden tests), then with the reference solution once the fixer shows it that " +
+  "program; a task without examples gets the reference at once. These figures test the harness; they are not a model's result.";
 
 /** What the simulated model says for one task. */
 export interface SimulatedScript {
-  task: BenchmarkTask;
-  /** The wrong first answer; absent when no effective mutant exists, and the reference is sent at once. */
+  /** The task without its hidden tests: the script is never given them. */
+  task: Omit<BenchmarkTask, "test">;
+  /** The wrong first answer; absent when no mutant fails the visible examples, and the reference is sent at once. */
   mutant?: EffectiveMutant;
 }
 
@@ -38,7 +41,8 @@ function fenced(code: string): string {
  * tasks and gives the same answers however the runs interleave.
  */
 export class SimulatedBenchmarkModel extends BaseChatModel {
-  private readonly scripts: SimulatedScript[];
+  /** What the model knows per task: the prompt and reference, and its wrong answer; never the hidden tests. */
+  readonly scripts: readonly SimulatedScript[];
   /** Every prompt received, in order: lets tests check what the model was (and was not) shown. */
   readonly prompts: BaseMessage[][] = [];
 
@@ -48,17 +52,24 @@ export class SimulatedBenchmarkModel extends BaseChatModel {
     this.scripts = [...scripts].sort((a, b) => b.task.prompt.length - a.task.prompt.length);
   }
 
-  /** Finds each task's mutants in the sandbox and builds the model; the first effective mutant is the wrong answer. */
+  /**
+   * Finds each task's mutants in the sandbox and builds the model. The wrong answer is a mutant
+   * that changes behaviour on the task's docstring examples: the mutant search runs against the
+   * visible examples only, so the script knows nothing the hidden tests would tell it.
+   */
   static async forTasks(
     tasks: readonly BenchmarkTask[],
     sandbox: Sandbox,
     options: FindMutantsOptions & { concurrency?: number } = {},
   ): Promise<SimulatedBenchmarkModel> {
     const { concurrency = 2, ...mutantOptions } = options;
-    const scripts = await mapWithConcurrency(tasks, concurrency, async (task) => {
-      const found = await findEffectiveMutants(task, sandbox, { ...mutantOptions, maxMutants: 1 });
+    const scripts = await mapWithConcurrency(tasks, concurrency, async (task): Promise<SimulatedScript> => {
+      const { test: _hidden, ...known } = task;
+      const visibleOnly = withVisibleTestsOnly(task);
+      if (visibleOnly === null) return { task: known };
+      const found = await findEffectiveMutants(visibleOnly, sandbox, { ...mutantOptions, maxMutants: 1 });
       const mutant = found.effective[0];
-      return mutant === undefined ? { task } : { task, mutant };
+      return mutant === undefined ? { task: known } : { task: known, mutant };
     });
     return new SimulatedBenchmarkModel(scripts);
   }

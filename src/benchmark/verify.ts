@@ -8,6 +8,7 @@ import {
   type MutationOperator,
 } from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";
+import { buildVisibleTests } from "./visible-tests.js";
 
 /** What the judge said about one program: the hidden tests pass only on a clean `ok`. */
 export interface JudgeVerdict {
@@ -16,6 +17,8 @@ export interface JudgeVerdict {
   durationMs: number;
   /** `Type: message` of the failure, when the sandbox parsed one. */
   error?: string;
+  /** The failure's class for counting: the exception type, or the run status (`timeout`) when none was raised. */
+  errorClass?: string;
 }
 
 /**
@@ -28,14 +31,35 @@ export async function judgeCompletion(
   completion: string,
   timeoutMs: number,
 ): Promise<JudgeVerdict> {
-  const result = await sandbox.run({ language: "python", code: buildCheckProgram(task, completion), timeoutMs });
+  return judgeSource(sandbox, buildCheckProgram(task, completion), timeoutMs);
+}
+
+/** Judges a whole program (as a run hands it over) against tests appended after it. */
+export function judgeProgram(
+  sandbox: Sandbox,
+  program: string,
+  tests: string,
+  timeoutMs: number,
+): Promise<JudgeVerdict> {
+  return judgeSource(sandbox, `${program.trimEnd()}\n\n${tests}`, timeoutMs);
+}
+
+async function judgeSource(sandbox: Sandbox, code: string, timeoutMs: number): Promise<JudgeVerdict> {
+  const result = await sandbox.run({ language: "python", code, timeoutMs });
   const passed = result.status === "ok";
   const error = result.error
     ? `${result.error.type}: ${result.error.message}`
     : passed
       ? undefined
       : lastLine(result.stderr);
-  return { passed, status: result.status, durationMs: result.durationMs, ...(error ? { error } : {}) };
+  const errorClass = passed ? undefined : (result.error?.type ?? result.status);
+  return {
+    passed,
+    status: result.status,
+    durationMs: result.durationMs,
+    ...(error ? { error } : {}),
+    ...(errorClass ? { errorClass } : {}),
+  };
 }
 
 /** Python prints the exception last, so the last line of stderr names the failure. */
@@ -43,6 +67,17 @@ function lastLine(text: string): string | undefined {
   const line = text.trim().split("\n").at(-1)?.trim();
   return line === "" ? undefined : line;
 }
+
+/**
+ * Limits for the benchmark's sandbox. HumanEval+ and MBPP+ hidden tests can be heavy: on a busy
+ * 2-core machine HumanEval+/15 and /139's reference solutions take over 30 s, Mbpp/599's 46 s,
+ * and Mbpp/255's needs between 2 and 4 GB of address space. A judge that kills a correct program
+ * is a false fail. The agent's own runs keep their wall-clock limit (`timeoutMs`).
+ */
+export const BENCH_SANDBOX_LIMITS = { cpuSeconds: 120, memoryMb: 4096 } as const;
+
+/** Wall-clock limit for judging one program on hidden tests, by the same reasoning. */
+export const HIDDEN_JUDGE_TIMEOUT_MS = 120_000;
 
 export interface MutantVerification {
   id: string;
@@ -57,6 +92,8 @@ export interface MutantVerification {
 export interface TaskVerification {
   taskId: string;
   canonical: JudgeVerdict;
+  /** The reference solution against the visible tests (the docstring's examples); absent when the task has none. */
+  visible?: JudgeVerdict;
   mutants: MutantVerification[];
   generated: number;
   tried: number;
@@ -73,6 +110,9 @@ export interface VerifyReport {
   canonicalPassed: number;
   /** Reference solutions the judge rejected. */
   falseFails: Array<{ taskId: string; status: RunStatus; error?: string }>;
+  /** Tasks with visible tests, and those whose reference solution fails them: feedback that would mislead a correct program. */
+  visibleChecked: number;
+  visibleFalseFails: Array<{ taskId: string; status: RunStatus; error?: string }>;
   mutantsJudged: number;
   mutantsCaught: number;
   /** Behaviour-changing mutants the judge accepted. */
@@ -91,7 +131,7 @@ export interface VerifyOptions extends FindMutantsOptions {
   sandbox: Sandbox;
   /** Tasks in flight at once. */
   concurrency?: number;
-  /** Limit for a reference solution's run; a few HumanEval tests take a second or two. */
+  /** Limit for a reference solution's run; a few HumanEval+ tests take several seconds. */
   canonicalTimeoutMs?: number;
   /** Limit for a mutant's judge run: short, because a hanging mutant fails either way. */
   mutantTimeoutMs?: number;
@@ -106,7 +146,7 @@ export async function verifyDataset({
   tasks,
   sandbox,
   concurrency = 2,
-  canonicalTimeoutMs = 20_000,
+  canonicalTimeoutMs = HIDDEN_JUDGE_TIMEOUT_MS,
   mutantTimeoutMs = 3_000,
   onProgress,
   ...mutantOptions
@@ -130,6 +170,11 @@ async function verifyTask(
   mutantOptions: FindMutantsOptions,
 ): Promise<TaskVerification> {
   const canonical = await judgeCompletion(sandbox, task, task.canonical_solution, canonicalTimeoutMs);
+  const visibleTests = buildVisibleTests(task);
+  const visible =
+    visibleTests === null
+      ? undefined
+      : await judgeProgram(sandbox, task.prompt + task.canonical_solution, visibleTests, canonicalTimeoutMs);
   const found = await findEffectiveMutants(task, sandbox, mutantOptions);
   const mutants: MutantVerification[] = [];
   for (const mutant of found.effective) {
@@ -145,6 +190,7 @@ async function verifyTask(
   return {
     taskId: task.task_id,
     canonical,
+    ...(visible !== undefined ? { visible } : {}),
     mutants,
     generated: found.generated,
     tried: found.tried,
@@ -170,6 +216,8 @@ function summarize(
     tasks: perTask.length,
     canonicalPassed: 0,
     falseFails: [],
+    visibleChecked: 0,
+    visibleFalseFails: [],
     mutantsJudged: 0,
     mutantsCaught: 0,
     falsePasses: [],
@@ -189,6 +237,16 @@ function summarize(
         status: task.canonical.status,
         ...(task.canonical.error !== undefined ? { error: task.canonical.error } : {}),
       });
+    }
+    if (task.visible !== undefined) {
+      report.visibleChecked += 1;
+      if (!task.visible.passed) {
+        report.visibleFalseFails.push({
+          taskId: task.taskId,
+          status: task.visible.status,
+          ...(task.visible.error !== undefined ? { error: task.visible.error } : {}),
+        });
+      }
     }
     histogram[task.mutants.length] = (histogram[task.mutants.length] ?? 0) + 1;
     if (task.mutants.length === 0) {
@@ -224,6 +282,7 @@ export function formatVerifyReport(report: VerifyReport): string {
     `Dataset verify: ${report.tasks} tasks, sandbox ${report.sandboxKind}, concurrency ${report.concurrency}, ${(report.durationMs / 1000).toFixed(1)} s`,
     `  reference solutions passing   ${report.canonicalPassed}/${report.tasks}`,
     `  false fails                   ${report.falseFails.length}`,
+    `  visible-test false fails      ${report.visibleFalseFails.length} (of ${report.visibleChecked} tasks with examples)`,
     `  mutants judged                ${report.mutantsJudged} (caught ${report.mutantsCaught})`,
     `  false passes                  ${report.falsePasses.length}`,
     `  tasks with 0/1/2/3.. mutants  ${report.mutantsPerTaskHistogram.join("/")}`,
@@ -236,6 +295,9 @@ export function formatVerifyReport(report: VerifyReport): string {
   ];
   for (const fail of report.falseFails)
     lines.push(`  FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
+  for (const fail of report.visibleFalseFails) {
+    lines.push(`  VISIBLE FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
+  }
   for (const pass of report.falsePasses) {
     lines.push(`  FALSE PASS ${pass.taskId} ${pass.mutantId}: ${pass.description}; ${pass.detail}`);
   }

@@ -1,13 +1,19 @@
 import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import {
+  BENCH_SANDBOX_LIMITS,
   type BenchmarkReport,
   DatasetError,
+  FEEDBACK_LABELS,
+  FEEDBACK_MODES,
+  type FeedbackMode,
   formatBenchmarkTable,
   formatVerifyReport,
   loadDataset,
+  NAMED_DATASETS,
   parseTaskIds,
+  renderHtmlReport,
   resolveDatasetPath,
   runBenchmark,
   SIMULATED_MODEL_LABEL,
@@ -34,10 +40,20 @@ interface BenchFlags {
   tokenBudget?: number;
   timeout?: number;
   model?: string;
+  temperature?: number;
   simulated?: boolean;
+  feedback: FeedbackMode;
+  samples: number;
   json?: string;
+  html?: string;
   verifyDataset?: boolean;
   sandbox?: SandboxKind;
+}
+
+function nonNegativeInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError("expected a whole number of at least 0");
+  return parsed;
 }
 
 /**
@@ -81,20 +97,21 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     dataset: flags.dataset,
     datasetDir: flags.datasetDir,
     limit: flags.limit,
-    taskIds: flags.tasks === undefined ? undefined : parseTaskIds(flags.tasks),
+    taskIds: flags.tasks === undefined ? undefined : parseTaskIds(flags.tasks, flags.dataset),
   });
-  const datasetName = flags.dataset === "humaneval" ? "humaneval" : resolveDatasetPath({ dataset: flags.dataset });
+  const datasetName = flags.dataset in NAMED_DATASETS ? flags.dataset : resolveDatasetPath({ dataset: flags.dataset });
   // Validate settings before any sandbox or model work, so a bad flag fails in milliseconds.
   const settings = parseSettings({
     maxAttempts: flags.maxAttempts,
     tokenBudget: flags.tokenBudget,
     timeoutMs: flags.timeout,
+    temperature: flags.temperature,
     model: flags.simulated ? SIMULATED_MODEL_NAME : flags.model,
     sandbox: flags.sandbox,
   });
   if (!flags.verifyDataset && !flags.simulated && !hasModelConfig()) throw new MissingModelConfigError();
 
-  const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"] });
+  const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
     if (flags.verifyDataset) {
       const progress = new BenchProgress(tasks.length, "verify");
@@ -111,7 +128,9 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
       progress.stop();
       process.stdout.write(`${formatVerifyReport(report)}\n`);
       await writeJson(flags.json, { dataset: datasetName, ...report });
-      return report.falseFails.length === 0 && report.falsePasses.length === 0 ? 0 : 1;
+      const trusted =
+        report.falseFails.length === 0 && report.falsePasses.length === 0 && report.visibleFalseFails.length === 0;
+      return trusted ? 0 : 1;
     }
 
     let simulated: SimulatedBenchmarkModel | undefined;
@@ -119,6 +138,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
       process.stderr.write(`selfheal bench: ${SIMULATED_MODEL_LABEL}\n`);
       simulated = await SimulatedBenchmarkModel.forTasks(tasks, sandbox, { concurrency: flags.concurrency });
     }
+    if (flags.feedback === "oracle") process.stderr.write(`selfheal bench: ${FEEDBACK_LABELS.oracle}\n`);
     const progress = new BenchProgress(tasks.length, "bench");
     const report: BenchmarkReport = await runBenchmark({
       tasks,
@@ -126,6 +146,8 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
       ...(simulated ? { models: { model: simulated } } : {}),
       concurrency: flags.concurrency,
       settings,
+      feedback: flags.feedback,
+      samples: flags.samples,
       dataset: datasetName,
       modelLabel: simulated
         ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
@@ -135,13 +157,17 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
         progress.step(
           done,
           total,
-          `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), ${tokens} tokens`,
+          `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), hidden tests: ${outcome.solved ? "solved" : "not solved"}, ${tokens} tokens`,
         );
       },
     });
     progress.stop();
     process.stdout.write(`${formatBenchmarkTable(report)}\n`);
     await writeJson(flags.json, report);
+    if (flags.html !== undefined) {
+      await writeFile(flags.html, renderHtmlReport(report));
+      process.stderr.write(`selfheal bench: wrote ${flags.html}\n`);
+    }
     return 0;
   } finally {
     // The sandbox's idle interpreters are unreferenced, so while close() waits for them to exit
@@ -162,13 +188,20 @@ export function registerBenchCommand(program: Command): Command {
   return program
     .command("bench")
     .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
-    .option("--dataset <name|file>", "humaneval, or a HumanEval-format .jsonl / .jsonl.gz file", "humaneval")
+    .option(
+      "--dataset <name|file>",
+      `${Object.keys(NAMED_DATASETS).join(", ")}, or a HumanEval-format .jsonl / .jsonl.gz file`,
+      "humaneval",
+    )
     .option(
       "--dataset-dir <dir>",
       "where named datasets live (default the repository's datasets/, or $SELFHEAL_DATASET_DIR)",
     )
     .option("--limit <n>", "run only the first N tasks", positiveInteger)
-    .option("--tasks <ids>", "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5)")
+    .option(
+      "--tasks <ids>",
+      "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5; Mbpp/2 or 2 with mbppplus)",
+    )
     .option("--concurrency <n>", "tasks run at once", positiveInteger, 2)
     .option(
       "--max-attempts <n>",
@@ -178,8 +211,28 @@ export function registerBenchCommand(program: Command): Command {
     .option("--token-budget <n>", `tokens one task may spend (default ${defaults.tokenBudget})`, positiveInteger)
     .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, positiveInteger)
     .option("-m, --model <name>", `model name (default ${defaults.model}; or set $SELFHEAL_MODEL)`)
+    .option(
+      "--temperature <t>",
+      `sampling temperature (default ${defaults.temperature}; pass@k with --samples wants more, e.g. 0.8)`,
+      Number,
+    )
+    .addOption(
+      new Option(
+        "--feedback <mode>",
+        "what failed attempts learn from: visible (docstring examples, self-checks) or oracle (the hidden tests)",
+      )
+        .choices([...FEEDBACK_MODES])
+        .default("visible"),
+    )
+    .option(
+      "--samples <n>",
+      "also draw N independent one-attempt samples per task: pass@k and resampling vs repair",
+      nonNegativeInteger,
+      0,
+    )
     .option("--simulated", "use the scripted simulated model (tests the harness; no network, not a model result)")
     .option("--json <file>", "also write the full report as JSON")
+    .option("--html <file>", "also write a self-contained HTML report with charts (no network needed to view it)")
     .option(
       "--verify-dataset",
       "no model: check that every reference solution passes and every behaviour-changing mutant fails",

@@ -1,0 +1,194 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { type BenchmarkReport, reportBanner, summaryRows, type TaskOutcome } from "./run.js";
+
+/**
+ * Chart.js's UMD build, read from the installed package and inlined, so the report opens with no
+ * network (and no CDN can change under it). The package exports no path to the UMD file, so it is
+ * found beside the package's main entry.
+ */
+function chartJsSource(): string {
+  const main = createRequire(import.meta.url).resolve("chart.js");
+  // Keep `</script>` out of the inline script even if a future build contains it.
+  return readFileSync(join(dirname(main), "chart.umd.min.js"), "utf8").replace(/<\/script/gi, "<\\/script");
+}
+
+const escapeHtml = (text: string): string =>
+  text.replace(/[&<>"']/g, (char) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[char]!);
+
+/** JSON safe inside a <script> element. */
+const scriptJson = (value: unknown): string => JSON.stringify(value).replace(/</g, "\\u003c");
+
+/** An id usable as a URL fragment: `HumanEval/0` -> `task-HumanEval-0`. */
+export const taskAnchor = (taskId: string): string => `task-${taskId.replace(/[^A-Za-z0-9_-]+/g, "-")}`;
+
+const verdict = (passed: boolean): string =>
+  passed ? '<span class="pass">pass</span>' : '<span class="fail">fail</span>';
+
+function taskRow(task: TaskOutcome): string {
+  const anchor = taskAnchor(task.taskId);
+  const attempts = task.attemptRecords
+    .map((record) => `<a href="#${anchor}-attempt-${record.attempt}">${record.attempt}</a>`)
+    .join(" ");
+  return [
+    "<tr>",
+    `<td><a href="#${anchor}">${escapeHtml(task.taskId)}</a></td>`,
+    `<td>${escapeHtml(task.status)}</td>`,
+    `<td>${attempts || "-"}</td>`,
+    `<td>${verdict(task.solvedFirstAttempt)}</td>`,
+    `<td>${verdict(task.solved)}</td>`,
+    `<td>${task.inputTokens + task.outputTokens}</td>`,
+    `<td>${escapeHtml(task.finalErrorClass ?? "")}</td>`,
+    "</tr>",
+  ].join("");
+}
+
+function taskSection(task: TaskOutcome): string {
+  const anchor = taskAnchor(task.taskId);
+  const attempts = task.attemptRecords.map((record) => {
+    const hiddenError = record.hidden.passed
+      ? ""
+      : ` (${escapeHtml(record.hidden.error ?? record.hidden.errorClass ?? record.hidden.status)})`;
+    return [
+      `<section class="attempt" id="${anchor}-attempt-${record.attempt}">`,
+      `<h4>attempt ${record.attempt}, by the ${escapeHtml(record.node)}: feedback ${escapeHtml(record.feedback)}; hidden tests ${verdict(record.hidden.passed)}${hiddenError}; ${record.tokens} tokens</h4>`,
+      `<pre><code>${escapeHtml(record.code)}</code></pre>`,
+      "</section>",
+    ].join("\n");
+  });
+  const samples = (task.samples ?? []).map(
+    (sample) =>
+      `<details class="sample"><summary>sample ${sample.sample}: feedback ${escapeHtml(sample.feedback)}; hidden tests ${verdict(sample.hidden.passed)}; ${sample.tokens} tokens</summary><pre><code>${escapeHtml(sample.code)}</code></pre></details>`,
+  );
+  return [
+    `<section class="task" id="${anchor}">`,
+    `<h3>${escapeHtml(task.taskId)}: ${escapeHtml(task.status)}, hidden tests ${verdict(task.solved)}</h3>`,
+    task.reason ? `<p>${escapeHtml(task.reason)}</p>` : "",
+    ...attempts,
+    ...samples,
+    "</section>",
+  ].join("\n");
+}
+
+/** Counts of each failure class: every failed attempt by its feedback, and every unsolved task by the hidden tests. */
+function errorClassCounts(report: BenchmarkReport): { classes: string[]; attempts: number[]; unsolved: number[] } {
+  const attempts: Record<string, number> = {};
+  for (const task of report.perTask) {
+    for (const outcome of task.attemptOutcomes)
+      if (outcome !== "passed") attempts[outcome] = (attempts[outcome] ?? 0) + 1;
+  }
+  const classes = [...new Set([...Object.keys(attempts), ...Object.keys(report.failuresByErrorClass)])].sort();
+  return {
+    classes,
+    attempts: classes.map((name) => attempts[name] ?? 0),
+    unsolved: classes.map((name) => report.failuresByErrorClass[name] ?? 0),
+  };
+}
+
+// Animation off: the charts are drawn in one pass, so a screenshot taken on load shows them.
+const CHART_SCRIPT = String.raw`
+(function () {
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var repairColour = "#1f6feb", resampleColour = "#d1242f";
+  Chart.defaults.animation = false;
+  function line(id, labels, series, xTitle) {
+    return new Chart(document.getElementById(id), {
+      type: "line",
+      data: { labels: labels, datasets: series },
+      options: {
+        responsive: false,
+        scales: {
+          x: { title: { display: true, text: xTitle } },
+          y: { beginAtZero: true, suggestedMax: data.tasks, title: { display: true, text: "tasks solved (hidden tests)" } }
+        }
+      }
+    });
+  }
+  var attempts = data.curves.byAttempt, tokens = data.curves.byTokens;
+  var bySteps = [{ label: "repair", data: attempts.repair, borderColor: repairColour, backgroundColor: repairColour }];
+  if (attempts.resampling) bySteps.push({ label: "resampling", data: attempts.resampling, borderColor: resampleColour, backgroundColor: resampleColour });
+  var byTokens = [{ label: "repair", data: tokens.repair, borderColor: repairColour, backgroundColor: repairColour, stepped: true }];
+  if (tokens.resampling) byTokens.push({ label: "resampling", data: tokens.resampling, borderColor: resampleColour, backgroundColor: resampleColour, stepped: true });
+  var charts = [
+    line("chart-attempts", attempts.programs, bySteps, "programs written per task (attempts, or samples)"),
+    line("chart-tokens", tokens.budgets, byTokens, "tokens allowed per task"),
+    new Chart(document.getElementById("chart-errors"), {
+      type: "bar",
+      data: {
+        labels: data.errors.classes,
+        datasets: [
+          { label: "failed attempts (run's feedback)", data: data.errors.attempts, backgroundColor: "#bf8700" },
+          { label: "unsolved tasks (hidden tests)", data: data.errors.unsolved, backgroundColor: "#8250df" }
+        ]
+      },
+      options: { responsive: false, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } }
+    })
+  ];
+  document.body.setAttribute("data-charts-rendered", String(charts.length));
+})();
+`;
+
+const STYLE = `
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #1f2328; padding: 0 1rem; }
+.banner { padding: .6rem .9rem; border-radius: 6px; margin: .5rem 0; font-weight: 600; }
+.banner.simulated { background: #fff8c5; border: 1px solid #d4a72c; }
+.banner.oracle { background: #ffebe9; border: 1px solid #d1242f; }
+.banner.feedback { background: #ddf4ff; border: 1px solid #54aeff; font-weight: 400; }
+table { border-collapse: collapse; margin: 1rem 0; }
+td, th { border: 1px solid #d0d7de; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+.charts { display: flex; flex-wrap: wrap; gap: 1.5rem; }
+figure { margin: 0; } figcaption { font-weight: 600; margin-bottom: .3rem; }
+pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; border-radius: 6px; }
+.pass { color: #1a7f37; font-weight: 600; } .fail { color: #d1242f; font-weight: 600; }
+.task { border-top: 1px solid #d0d7de; margin-top: 1.5rem; }
+`;
+
+/**
+ * The benchmark report as one self-contained HTML file: the headline figures, three charts
+ * (solved against programs written and against tokens, repair beside resampling; failures by
+ * class), a table of tasks, and every attempt's program with both verdicts.
+ */
+export function renderHtmlReport(report: BenchmarkReport): string {
+  const banners = [
+    ...(report.model.simulated ? [`<p class="banner simulated">${escapeHtml(reportBanner(report)[0]!)}</p>`] : []),
+    `<p class="banner ${report.feedback.mode === "oracle" ? "oracle" : "feedback"}">${escapeHtml(report.feedback.label)}</p>`,
+  ];
+  const chartData = { tasks: report.tasks, curves: report.curves, errors: errorClassCounts(report) };
+  const resamplingNote = report.sampling
+    ? ""
+    : "<p>No resampling curve: run with <code>--samples N</code> to draw it beside repair.</p>";
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>selfheal bench: ${escapeHtml(report.dataset)}, ${escapeHtml(report.model.name)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<h1>selfheal bench: ${escapeHtml(report.dataset)}, ${escapeHtml(report.model.name)}</h1>
+${banners.join("\n")}
+<table class="summary">
+${summaryRows(report)
+  .map(([name, value]) => `<tr><th>${escapeHtml(name)}</th><td>${escapeHtml(value)}</td></tr>`)
+  .join("\n")}
+</table>
+${resamplingNote}
+<div class="charts">
+<figure><figcaption>Solved against programs written</figcaption><canvas id="chart-attempts" width="520" height="320"></canvas></figure>
+<figure><figcaption>Solved against tokens spent per task</figcaption><canvas id="chart-tokens" width="520" height="320"></canvas></figure>
+<figure><figcaption>Failures by error class</figcaption><canvas id="chart-errors" width="520" height="320"></canvas></figure>
+</div>
+<h2>Tasks</h2>
+<table class="tasks">
+<tr><th>task</th><th>status</th><th>attempts</th><th>first attempt</th><th>final</th><th>tokens</th><th>error class (hidden)</th></tr>
+${report.perTask.map(taskRow).join("\n")}
+</table>
+${report.perTask.map(taskSection).join("\n")}
+<script type="application/json" id="report-data">${scriptJson(chartData)}</script>
+<script>${chartJsSource()}</script>
+<script>${CHART_SCRIPT}</script>
+</body>
+</html>
+`;
+}
