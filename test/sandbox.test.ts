@@ -9,6 +9,7 @@ import { createSandbox, DEFAULT_LIMITS, probeBwrap, type ManagedSandbox } from "
 import { InterpreterMissingError, resolveInterpreters } from "../src/tools/sandbox/interpreters.js";
 import { resolveLimits } from "../src/tools/sandbox/limits.js";
 import { LocalSandbox, type Launcher } from "../src/tools/sandbox/local-sandbox.js";
+import { ProcessLauncher } from "../src/tools/sandbox/process-backend.js";
 import { WorkDir } from "../src/tools/sandbox/work-dir.js";
 import type { OutputStream, RunRequest } from "../src/tools/sandbox/types.js";
 
@@ -38,6 +39,7 @@ describe("createSandbox", () => {
   it("reports a run as unavailable when the interpreter is missing", async () => {
     const noPython: Launcher = {
       kind: "process",
+      describe: () => new ProcessLauncher(resolveLimits()).describe(),
       async reserve() {
         const workDir = await WorkDir.create();
         return {

@@ -1,4 +1,5 @@
-import { readdirSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -24,9 +25,13 @@ function sweepOnce(): void {
   } catch {
     return;
   }
+  let mounted: Set<string> | undefined;
   for (const entry of entries) {
     const pid = Number(OUR_TEMP_DIR.exec(entry)?.[1]);
-    if (!pid || pid === process.pid || isAlive(pid)) continue;
+    if (!pid || pid === process.pid || isProcessAlive(pid)) continue;
+    // A run's tmpfs (work-dir.ts) is unmounted first: rm would empty it and then fail on the mount.
+    mounted ??= mountPoints();
+    if (mounted.has(join(tmpdir(), entry))) spawnSync("umount", ["-l", join(tmpdir(), entry)], { stdio: "ignore" });
     try {
       rmSync(join(tmpdir(), entry), { recursive: true, force: true });
     } catch {
@@ -35,7 +40,17 @@ function sweepOnce(): void {
   }
 }
 
-function isAlive(pid: number): boolean {
+function mountPoints(): Set<string> {
+  try {
+    // Octal escapes (\040 for a space) cannot occur in our own names, so they need no decoding.
+    return new Set(readFileSync("/proc/self/mounts", "utf8").split("\n").map((line) => line.split(" ")[1] ?? ""));
+  } catch {
+    return new Set();
+  }
+}
+
+/** Whether a process with this pid exists, ours or another user's. */
+export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

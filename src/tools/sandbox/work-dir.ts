@@ -1,32 +1,78 @@
+import { execFile, spawnSync } from "node:child_process";
 import { rmSync } from "node:fs";
-import { chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, normalize, sep } from "node:path";
+import { promisify } from "node:util";
 
 import { tempDirPrefix } from "./temp-dirs.js";
+
+const execFileAsync = promisify(execFile);
+
+/** A size-limited tmpfs to hold the work dir and /tmp of a run, and the tools to (un)mount it. */
+export interface RunDisk {
+  bytes: number;
+  inodes: number;
+  mount: string;
+  umount: string;
+}
 
 /**
  * Work dirs not yet removed. A sandbox that is never closed leaves its pre-warmed interpreter's dir
  * behind when the process exits (the interpreter itself exits when its control pipe closes), so
  * whatever is left is removed on exit.
  */
-const liveWorkDirs = new Set<string>();
+const liveWorkDirs = new Map<string, RunDisk | null>();
 process.once("exit", () => {
-  for (const path of liveWorkDirs) rmSync(path, { recursive: true, force: true });
+  for (const [path, disk] of liveWorkDirs) {
+    // Lazy, because a process may still be dying in there; rm then only removes the mount point.
+    if (disk) spawnSync(disk.umount, ["-l", path], { stdio: "ignore" });
+    try {
+      rmSync(path, { recursive: true, force: true });
+    } catch {
+      // The next selfheal process sweeps it (temp-dirs.ts).
+    }
+  }
 });
 
-/** The one writable directory of a run; the code and `request.files` are written here. */
+/**
+ * The one writable directory of a run; the code and `request.files` are written here. With a
+ * `RunDisk`, it and the run's /tmp live on one tmpfs of their own, bounded in bytes and inodes, so
+ * a program that fills them gets ENOSPC and the host's disk never sees a byte.
+ */
 export class WorkDir {
   private constructor(
+    /** The temp dir this run owns: the work dir itself, or the tmpfs mount point holding it. */
+    private readonly root: string,
     readonly path: string,
+    /** The run's /tmp on the same tmpfs; null without a `RunDisk` (the sandbox makes its own). */
+    readonly tmpPath: string | null,
     /** Owner to give every file, when the program runs as a different uid than the host. */
     private readonly owner: { uid: number; gid: number } | null,
+    private readonly disk: RunDisk | null,
   ) {}
 
-  static async create(owner: { uid: number; gid: number } | null = null): Promise<WorkDir> {
-    const path = await mkdtemp(tempDirPrefix("run"));
-    liveWorkDirs.add(path);
-    if (owner) await chown(path, owner.uid, owner.gid);
-    return new WorkDir(path, owner);
+  static async create(owner: { uid: number; gid: number } | null = null, disk: RunDisk | null = null): Promise<WorkDir> {
+    const root = await mkdtemp(tempDirPrefix("run"));
+    liveWorkDirs.set(root, null);
+    if (!disk) {
+      if (owner) await chown(root, owner.uid, owner.gid);
+      return new WorkDir(root, root, null, owner, null);
+    }
+    try {
+      const options = `size=${disk.bytes},nr_inodes=${disk.inodes},mode=0755,nosuid,nodev`;
+      await execFileAsync(disk.mount, ["-t", "tmpfs", "-o", options, "selfheal-run", root]);
+      liveWorkDirs.set(root, disk);
+      const path = join(root, "work");
+      const tmpPath = join(root, "tmp");
+      await Promise.all([mkdir(path, { mode: 0o700 }), mkdir(tmpPath)]);
+      // A sticky, world-writable /tmp as everywhere; only the run's uid exists in there anyway.
+      await chmod(tmpPath, 0o1777);
+      if (owner) await Promise.all([chown(path, owner.uid, owner.gid), chown(tmpPath, owner.uid, owner.gid)]);
+      return new WorkDir(root, path, tmpPath, owner, disk);
+    } catch (error) {
+      await new WorkDir(root, root, null, null, liveWorkDirs.get(root) ?? null).remove();
+      throw error;
+    }
   }
 
   /** Writes `content` at a relative path inside the work dir; anything escaping it is refused. */
@@ -42,8 +88,12 @@ export class WorkDir {
   }
 
   async remove(): Promise<void> {
-    await rm(this.path, { recursive: true, force: true, maxRetries: 3 });
-    liveWorkDirs.delete(this.path);
+    if (this.disk) {
+      // Lazy: a process of the run may not have been reaped yet; the tmpfs goes with the last one.
+      await execFileAsync(this.disk.umount, ["-l", this.root]).catch(() => undefined);
+    }
+    await rm(this.root, { recursive: true, force: true, maxRetries: 3 });
+    liveWorkDirs.delete(this.root);
   }
 }
 
