@@ -70,7 +70,8 @@ const INODE_FILL_CEILING = 20_000;
 /**
  * Calls a system call the sandbox must refuse with harmless arguments (a no-op `unshare(0)`, a
  * zeroed io_uring setup, PTRACE_TRACEME) and prints what each returned, as `{name: "EPERM"}` or
- * `{name: "ok"}`. Numbers for the two architectures selfheal's filter is built on here.
+ * `{name: "ok"}`. The arguments stay harmless even as root without a filter (the process backend):
+ * kexec_load gets one segment at NULL (EFAULT) rather than none, which would unload a crash kernel.
  */
 const SYSCALL_PROBE = `
 import ctypes, errno, json, os, platform
@@ -86,7 +87,7 @@ numbers = {
 buffer = ctypes.create_string_buffer(256)
 args = dict(ptrace=(0, 0, 0, 0), process_vm_readv=(os.getpid(), 0, 0, 0, 0, 0), mount=(0, 0, 0, 0, 0), umount2=(0, 0),
             pivot_root=(0, 0), unshare=(0,), setns=(-1, 0), keyctl=(0, -3, 0), add_key=(0, 0, 0, 0, 0), bpf=(0, 0, 0),
-            perf_event_open=(0, 0, -1, -1, 0), userfaultfd=(0,), kexec_load=(0, 0, 0, 0), init_module=(0, 0, 0),
+            perf_event_open=(0, 0, -1, -1, 0), userfaultfd=(0,), kexec_load=(0, 1, 0, 0), init_module=(0, 0, 0),
             delete_module=(0, 0), reboot=(0, 0, 0, 0), swapon=(0, 0), io_uring_setup=(1, buffer), clone3=(0, 0))
 results = {}
 for name, number in numbers.items():

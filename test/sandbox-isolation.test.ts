@@ -1,0 +1,142 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterAll, describe, expect, it, vi } from "vitest";
+
+import { detectCgroups, ownCgroupPath } from "../src/tools/sandbox/cgroups.js";
+import { createSandbox, probeBwrap, resolveLimits } from "../src/tools/sandbox/index.js";
+import { seccompFilter } from "../src/tools/sandbox/seccomp.js";
+
+const scratch = mkdtempSync(join(tmpdir(), "selfheal-isolation-test-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe("finding where run cgroups can go", () => {
+  const selfCgroup = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/abc\n2:cpuacct:/\n0::/user.slice/app.scope\n";
+
+  it("reads this process's path in a v1 hierarchy and in v2", () => {
+    expect(ownCgroupPath(selfCgroup, "memory")).toBe("/process_api/abc");
+    expect(ownCgroupPath(selfCgroup, "pids")).toBe("/");
+    expect(ownCgroupPath(selfCgroup, null)).toBe("/user.slice/app.scope");
+  });
+
+  it("says why there is no cgroup when the hierarchies are not there", () => {
+    // A plain directory is no cgroup v2 (statfs says so), and it holds no v1 memory hierarchy.
+    const support = detectCgroups({ root: scratch, selfCgroup, delegated: undefined, pid: process.pid });
+    expect(support).toEqual({ version: null, reason: `no cgroup v1 memory hierarchy at ${join(scratch, "memory")}` });
+  });
+});
+
+describe("the seccomp filter", () => {
+  it("is built once with libseccomp and then read from its cache", () => {
+    const cacheDir = join(scratch, "cache");
+    const first = seccompFilter({ cacheDir });
+    if (!first.usable) {
+      expect(first.reason).toMatch(/python3-seccomp/);
+      return;
+    }
+    expect(readdirSync(cacheDir)).toEqual([first.path.slice(cacheDir.length + 1)]);
+    // A search path with no python3 at all still finds the file it built.
+    expect(seccompFilter({ cacheDir, path: join(scratch, "nothing-here") })).toEqual(first);
+  });
+
+  it("says which package to install when no python3 can build it", () => {
+    mkdirSync(join(scratch, "fake-bin"), { recursive: true });
+    const result = seccompFilter({ cacheDir: join(scratch, "empty-cache"), path: join(scratch, "fake-bin") });
+    // /usr/bin/python3 is always tried; where it has the binding the filter is built anyway.
+    if (result.usable) expect(existsSync(result.path)).toBe(true);
+    else expect(result.reason).toContain("apt-get install python3-seccomp");
+  });
+});
+
+describe.runIf(probeBwrap().usable)("the bwrap sandbox's whole-run limits", () => {
+  it("says in describe() which limits hold for the whole run and by what", () => {
+    const sandbox = createSandbox({ kind: "bwrap", prewarm: false, limits: { memoryMb: 200 } });
+    const isolation = sandbox.describe();
+    expect(isolation.kind).toBe("bwrap");
+    for (const limit of [isolation.memory, isolation.processes, isolation.cpu, isolation.disk, isolation.syscalls]) {
+      expect(["run", "process", "none"]).toContain(limit.scope);
+      expect(limit.by.length).toBeGreaterThan(0);
+    }
+    if (isolation.memory.scope === "run") expect(isolation.memory.by).toContain("200 MiB for the whole run");
+    else expect(isolation.notes.join(" ")).toMatch(/no cgroup/);
+  });
+
+  it("falls back to per-process limits with one warning when no cgroup can be made", async () => {
+    vi.resetModules();
+    const { BwrapLauncher } = await import("../src/tools/sandbox/bwrap-backend.js");
+    const probe = probeBwrap();
+    if (!probe.usable) return;
+    const warnings: string[] = [];
+    const listener = (warning: Error): void => {
+      warnings.push(warning.message);
+    };
+    process.on("warning", listener);
+    try {
+      const noCgroup = { cgroups: { version: null, reason: "cgroups switched off for this test" } as const };
+      const first = new BwrapLauncher(resolveLimits(), probe.host, noCgroup);
+      new BwrapLauncher(resolveLimits(), probe.host, noCgroup);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(first.describe().memory.scope).toBe("process");
+      expect(warnings.filter((message) => message.includes("cgroups switched off for this test"))).toHaveLength(1);
+    } finally {
+      process.off("warning", listener);
+    }
+  });
+
+  it("removes the run's cgroups and tmpfs after a run that timed out", async () => {
+    const sandbox = createSandbox({ kind: "bwrap", prewarm: false });
+    if (sandbox.describe().memory.scope !== "run") return;
+    const before = ourLeftovers();
+    const result = await sandbox.run({ language: "python", code: "import os, time\nos.fork()\ntime.sleep(60)\n", timeoutMs: 500 });
+    expect(result.status).toBe("timeout");
+    await sandbox.close();
+    expect(ourLeftovers().filter((entry) => !before.includes(entry))).toEqual([]);
+  });
+
+  it("runs Python threads, multiprocessing and subprocess, and Node child_process and crypto, under the filter", async () => {
+    const sandbox = createSandbox({ kind: "bwrap" });
+    try {
+      const python = [
+        "import multiprocessing, subprocess, threading",
+        "thread = threading.Thread(target=print, args=('thread',))",
+        "thread.start(); thread.join()",
+        "with multiprocessing.Pool(2) as pool:",
+        "    print(sum(pool.map(abs, [-1, -2])))",
+        "print(subprocess.run(['echo', 'child'], capture_output=True, text=True).stdout.strip())",
+      ].join("\n");
+      // Twice: the second run takes the interpreter pre-warmed after the first.
+      for (let round = 0; round < 2; round++) {
+        const result = await sandbox.run({ language: "python", code: python, timeoutMs: 20_000 });
+        expect(result.stdout).toBe("thread\n3\nchild\n");
+      }
+      const node = 'const { execFileSync } = require("child_process");\nconsole.log(execFileSync("echo", ["child"]).toString().trim(), require("crypto").randomBytes(2).length);\n';
+      for (let round = 0; round < 2; round++) {
+        const result = await sandbox.run({ language: "javascript", code: node, timeoutMs: 20_000 });
+        expect(result.stdout).toBe("child 2\n");
+      }
+    } finally {
+      await sandbox.close();
+    }
+  });
+});
+
+/** Our cgroups and tmpfs mounts on this host, by name. */
+function ourLeftovers(): string[] {
+  const found: string[] = [];
+  for (const hierarchy of ["memory", "pids", "cpuacct"]) {
+    const root = join("/sys/fs/cgroup", hierarchy);
+    if (!existsSync(root)) continue;
+    const walk = (dir: string, depth: number): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (!entry.isDirectory()) continue;
+        if (entry.name.startsWith(`selfheal-${process.pid}-`)) found.push(join(dir, entry.name));
+        else if (depth < 3) walk(join(dir, entry.name), depth + 1);
+      }
+    };
+    walk(root, 0);
+  }
+  const mounts = existsSync("/proc/self/mounts") ? readFileSync("/proc/self/mounts", "utf8") : "";
+  for (const line of mounts.split("\n")) if (line.includes(`selfheal-run-${process.pid}-`)) found.push(line);
+  return found;
+}
