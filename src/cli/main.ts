@@ -13,6 +13,7 @@ import { checkSandbox } from "../tools/sandbox/index.js";
 import { canAskPerson, terminalApprover } from "./approval-prompt.js";
 import { registerBenchCommand } from "./bench.js";
 import { createDemoModel, DEMO_BANNER, DEMO_MODEL_NAME, DEMO_TASK } from "./demo.js";
+import { registerDoctorCommand } from "./doctor.js";
 import { formatCheckpoints, listCheckpoints } from "./history.js";
 import { addOutputOptions, addSettingOptions, settingsFromFlags, type SettingFlags } from "./options.js";
 import { ProgressReporter } from "./progress.js";
@@ -183,6 +184,7 @@ export function buildProgram(): Command {
   });
 
   registerBenchCommand(program);
+  registerDoctorCommand(program);
   return program;
 }
 

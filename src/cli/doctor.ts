@@ -1,0 +1,36 @@
+import { Option, type Command } from "commander";
+
+import { createSandbox, type SandboxIsolation, type SandboxKind } from "../tools/sandbox/index.js";
+import { EXIT } from "./run.js";
+
+const LIMITS = ["memory", "processes", "cpu", "disk", "syscalls"] as const;
+const SCOPE_WORDS = { run: "whole run", process: "per process", none: "none" } as const;
+
+/** The table `selfheal doctor` prints: one line per limit, how far it holds and by what. */
+export function formatIsolation(isolation: SandboxIsolation): string {
+  const lines = [`sandbox: ${isolation.kind}`];
+  for (const name of LIMITS) {
+    const { scope, by } = isolation[name];
+    lines.push(`  ${name.padEnd(9)}  ${SCOPE_WORDS[scope].padEnd(11)}  ${by}`);
+  }
+  for (const note of isolation.notes) lines.push(`  note: ${note}`);
+  return `${lines.join("\n")}\n`;
+}
+
+export function registerDoctorCommand(program: Command): void {
+  program
+    .command("doctor")
+    .description("say which sandbox would run code here and which of its limits hold for the whole run")
+    .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]).default("auto"))
+    .option("--json", "print JSON")
+    .action(async (flags: { sandbox: SandboxKind; json?: boolean }) => {
+      const sandbox = createSandbox({ kind: flags.sandbox, prewarm: false });
+      try {
+        const isolation = sandbox.describe();
+        process.stdout.write(flags.json ? `${JSON.stringify(isolation, null, 2)}\n` : formatIsolation(isolation));
+      } finally {
+        await sandbox.close();
+      }
+      process.exitCode = EXIT.passed;
+    });
+}
