@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, renameSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 
@@ -97,6 +97,7 @@ function buildFilter(cacheDir: string, searchPath: string | undefined): SeccompF
       renameSync(partial, file);
       return { usable: true, path: file, arch: process.arch };
     }
+    rmSync(partial, { force: true });
     problems.push(`${python}: ${(result.stderr || result.error?.message || `exit ${result.status}`).trim().split("\n").pop()}`);
   }
   return {
