@@ -7,6 +7,13 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Tests run real interpreters; two cores do not gain from more workers than that.
     maxWorkers: 2,
+    // A temp dir of the run's own, checked empty at the end, and the repository's .selfheal/ untouched.
+    globalSetup: ["test/global-setup.ts"],
+    // Removes every scratchDir() a test file made once its tests are over.
+    setupFiles: ["test/setup.ts"],
+    // Tests run generated code with the process backend on purpose; its warning would be noise in
+    // the output (a test can still see it through process.on("warning")).
+    execArgv: ["--disable-warning=SELFHEAL_PROCESS_SANDBOX"],
     // Type-level tests of the public API (expectTypeOf), checked by tsc as part of `npm test`.
     typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "./tsconfig.json" },
   },

@@ -1,6 +1,6 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { createAgent, createSandbox, parseSettings } from "../src/index.js";
+import { createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
 import { countMessageTokens } from "../src/tools/tokens.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
 
@@ -115,6 +115,22 @@ describe("the self-correcting loop", () => {
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);
     expect(result.history[0]).toMatchObject({ outcome: "NoCodeError" });
+  });
+
+  it("tells the fixer a python reply to a javascript task is in the wrong language, then passes on a javascript reply", async () => {
+    const model = new ScriptedChatModel([
+      fence("print('hello')", "python"),
+      fence("console.log('hello');", "javascript"),
+    ]);
+    const result = await createAgent({ model, sandbox }).invoke({ task: "Print hello.", language: "javascript" });
+    expect(result.status).toBe("passed");
+    expect(result.attempt).toBe(2);
+    expect(result.history.map((entry) => [entry.node, entry.outcome])).toEqual([
+      ["generator", "NoCodeError"],
+      ["fixer", "passed"],
+    ]);
+    expect(promptText(model.prompts[1]!)).toContain("The reply has a python block but the task is javascript");
+    expect(result.lastRun?.stdout).toBe("hello\n");
   });
 
   it("handles every malformed reply shape without crashing", async () => {

@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { registerBenchCommand } from "../src/cli/bench.js";
+import { scratchDir } from "./scratch.js";
 
 /** Runs `selfheal bench ...args` in-process and returns what it printed and its exit code. */
 async function bench(...args: string[]) {
@@ -24,7 +24,7 @@ async function bench(...args: string[]) {
   return { stdout: stdout.join(""), stderr: stderr.join(""), exitCode };
 }
 
-const tempDir = () => mkdtempSync(join(tmpdir(), "selfheal-bench-cli-"));
+const tempDir = () => scratchDir("bench-cli");
 
 afterEach(() => {
   process.exitCode = undefined;

@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
@@ -14,6 +13,7 @@ import {
   resolveDatasetPath,
   type BenchmarkTask,
 } from "../src/benchmark/dataset.js";
+import { scratchDir } from "./scratch.js";
 
 const task = (id: string): BenchmarkTask => ({
   task_id: id,
@@ -25,7 +25,7 @@ const task = (id: string): BenchmarkTask => ({
 const jsonl = (...tasks: BenchmarkTask[]) => tasks.map((row) => JSON.stringify(row)).join("\n") + "\n";
 
 function writeTemp(name: string, content: string | Buffer): string {
-  const path = join(mkdtempSync(join(tmpdir(), "selfheal-dataset-")), name);
+  const path = join(scratchDir("dataset"), name);
   writeFileSync(path, content);
   return path;
 }

@@ -1,6 +1,7 @@
 import { createServer } from "node:net";
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { scratchDir } from "./scratch.js";
 
 export const REPO = fileURLToPath(new URL("..", import.meta.url));
 export const BIN = fileURLToPath(new URL("../bin/selfheal.js", import.meta.url));
@@ -14,7 +15,8 @@ export interface CliResult {
 /** The parent's environment without any model configuration, plus what the test adds. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const key of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFHEAL_MODEL", "SELFHEAL_DB", "SELFHEAL_POSTGRES_URL"]) delete env[key];
+  // The colour switches too: each test says which look it expects.
+  for (const key of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFHEAL_MODEL", "SELFHEAL_DB", "SELFHEAL_POSTGRES_URL", "SELFHEAL_MODEL_RETRIES", "SELFHEAL_MODEL_TIMEOUT_MS", "NO_COLOR", "FORCE_COLOR"]) delete env[key];
   return { ...env, ...extra };
 }
 
@@ -28,6 +30,7 @@ export interface RunningCli {
 
 interface CliOptions {
   env?: Record<string, string>;
+  /** A fresh directory when absent, so a run never lands in the repository's own .selfheal/. */
   cwd?: string;
   /** Written to stdin, which then closes (EOF at once when absent). */
   input?: string;
@@ -36,7 +39,7 @@ interface CliOptions {
 /** Starts the real `selfheal` binary with no terminal attached and returns at once, for tests that kill it mid-run. */
 export function startCli(args: string[], options: CliOptions = {}): RunningCli {
   const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: options.cwd ?? REPO,
+    cwd: options.cwd ?? scratchDir("cwd"),
     env: cleanEnv(options.env),
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -69,13 +72,14 @@ export async function waitFor(condition: () => boolean, what: string, timeoutMs 
 /**
  * Runs the real binary inside a pseudo-terminal (util-linux `script`), so it sees a person at a
  * keyboard; each reply is typed once its prompt has appeared, in order. Everything the program
- * printed, stdout and stderr alike, comes back as `stdout`.
+ * printed, stdout and stderr alike, comes back as `stdout`. The terminal is sized as a real one
+ * is: a pty nobody sized reports 0 columns, which turns the spinner off.
  */
 export function runInTerminal(args: string[], replies: Array<{ after: string; type: string }>, options: { env?: Record<string, string> } = {}): Promise<CliResult> {
   const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
-  const command = [process.execPath, BIN, ...args].map(quote).join(" ");
+  const command = `stty cols 120 rows 40; ${[process.execPath, BIN, ...args].map(quote).join(" ")}`;
   return new Promise((resolve, reject) => {
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: REPO, env: cleanEnv(options.env), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: scratchDir("cwd"), env: cleanEnv({ TERM: "xterm-256color", ...options.env }), stdio: ["pipe", "pipe", "pipe"] });
     let screen = "";
     let typedUpTo = 0;
     const pending = [...replies];

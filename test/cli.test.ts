@@ -1,24 +1,38 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_FIXED_CODE } from "../src/cli/demo.js";
-import { runCli } from "./cli-helpers.js";
+import { runCli, runInTerminal } from "./cli-helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 const fence = (code: string) => `\`\`\`python\n${code}\n\`\`\``;
 
 describe("selfheal demo", () => {
   // Each test stores its runs in a directory of its own, as a newcomer's checkout would.
-  const freshDir = () => mkdtempSync(join(tmpdir(), "selfheal-demo-"));
+  const freshDir = () => scratchDir("demo");
 
   it("shows a real crash, a fix and a pass with no API key, and says the model is scripted", async () => {
     const result = await runCli(["demo"], { cwd: freshDir() });
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/SCRIPTED/);
-    expect(result.stderr).toMatch(/ZeroDivisionError: division by zero/);
-    expect(result.stderr).toMatch(/attempt 2: passed/);
-    expect(result.stdout).toContain("if not numbers:");
+    expect(result.stderr).toContain("model scripted-demo (scripted, no API key)");
+    expect(result.stderr).toMatch(/^✗ attempt 1  ZeroDivisionError: division by zero  \(\d+ ms, \d+ tokens so far\)$/m);
+    expect(result.stderr).toMatch(/^✓ attempt 2  passed  \(\d+ ms, \d+ tokens so far\)$/m);
+    expect(result.stderr).toMatch(/^✓ passed after 2 attempts  \d+ tokens/m);
+    // Off a terminal: plain lines, no spinner, no colour, and stdout is exactly the program.
+    expect(result.stderr).not.toMatch(/\x1b\[/);
+    expect(result.stdout).toBe(DEMO_FIXED_CODE);
+  });
+
+  it("colours its progress and spins on a terminal, and puts the final program under a heading", async () => {
+    const result = await runInTerminal(["demo", "--db", join(freshDir(), "runs.db")], []);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/\x1b\[32m✓\x1b\[39m \x1b\[1mattempt 2\x1b\[22m {2}passed/);
+    // ora's frames, redrawn in place, with the elapsed time of the running step.
+    expect(result.stdout).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]\x1b\[39m attempt \d: \w[\w ]*\x1b\[2m\(\d+\.\d s\)/);
+    expect(result.stdout).toContain("── final program (attempt 2, passed) ──");
+    expect(result.stdout.replaceAll("\r\n", "\n")).toContain(DEMO_FIXED_CODE);
   });
 
   it("prints a JSON result with --json", async () => {
@@ -51,13 +65,31 @@ describe("selfheal run: usage and configuration errors exit 2", () => {
     expect(result.stderr).toMatch(/OPENAI_BASE_URL=http:\/\/localhost:11434\/v1/);
   });
 
-  it("names the field of an invalid setting", async () => {
+  it("names the flag of an invalid setting, and the value given", async () => {
     const attempts = await runCli(["run", "x", "--max-attempts", "0"], { env: { OPENAI_API_KEY: "k" } });
     expect(attempts.code).toBe(2);
-    expect(attempts.stderr).toMatch(/maxAttempts must be at least 1/);
+    expect(attempts.stderr).toBe("selfheal: --max-attempts must be at least 1 (got 0)\n");
     const budget = await runCli(["run", "x", "--token-budget", "-5"], { env: { OPENAI_API_KEY: "k" } });
     expect(budget.code).toBe(2);
-    expect(budget.stderr).toMatch(/tokenBudget must not be negative/);
+    expect(budget.stderr).toMatch(/--token-budget must not be negative \(got -5\)/);
+  });
+
+  it("shows a bad argument and a pointer to the command's help, not the whole help", async () => {
+    const result = await runCli(["run", "x", "--max-attempts", "x"], { env: { OPENAI_API_KEY: "k" } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe("error: option '--max-attempts <n>' argument 'x' is invalid. expected a whole number\n(see `selfheal run --help`)\n");
+    const unknown = await runCli(["rnu"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^error: unknown command 'rnu'/);
+    expect(unknown.stderr).toContain("(see `selfheal --help`)");
+    expect(unknown.stderr).not.toContain("Commands:");
+  });
+
+  it("prints the package's version", async () => {
+    const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+    const result = await runCli(["--version"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`${manifest.version}\n`);
   });
 
   it("rejects an empty task and an unknown language", async () => {
@@ -82,7 +114,7 @@ describe("selfheal run against an OpenAI-compatible server", () => {
   afterAll(() => stub.close());
 
   it("fails on the tests, fixes the program, and records the server's token usage", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "selfheal-cli-"));
+    const dir = scratchDir("cli");
     const testsFile = join(dir, "tests.py");
     writeFileSync(testsFile, "assert inc(1) == 2\nassert inc(-1) == 0\n");
     const out = join(dir, "result.json");
@@ -90,8 +122,10 @@ describe("selfheal run against an OpenAI-compatible server", () => {
       env: { OPENAI_BASE_URL: stub.url },
     });
     expect(result.code).toBe(0);
-    expect(result.stderr).toMatch(/attempt 1: failed: AssertionError/);
-    expect(result.stderr).toMatch(/fixing/);
+    expect(result.stderr).toContain(`model stub-model at ${stub.url}`);
+    expect(result.stderr).toMatch(/^✗ attempt 1  AssertionError/m);
+    expect(result.stderr).toMatch(/^✓ attempt 2  passed/m);
+    expect(result.stderr).toContain(`wrote the JSON result to ${out}`);
     const summary = JSON.parse(readFileSync(out, "utf8"));
     expect(summary).toMatchObject({ status: "passed", attempt: 2 });
     expect(summary.usage).toMatchObject({ inputTokens: 320, outputTokens: 55, totalTokens: 375, calls: 2 });

@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,10 +7,11 @@ import type { ApprovalRequest } from "../src/index.js";
 import { runCli, runInTerminal } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 describe("approval across processes, without a terminal", () => {
   let stub: OpenAIStub;
-  const dir = mkdtempSync(join(tmpdir(), "selfheal-approval-"));
+  const dir = scratchDir("approval");
   const db = join(dir, "runs.db");
   beforeAll(async () => {
     stub = await startOpenAIStub((request, index) =>
@@ -94,7 +94,7 @@ describe("approval in a terminal", () => {
   afterAll(() => stub.close());
 
   it("shows each program and takes approve or reject-with-reason from the keyboard", async () => {
-    const db = join(mkdtempSync(join(tmpdir(), "selfheal-tty-")), "runs.db");
+    const db = join(scratchDir("tty"), "runs.db");
     const question = "decide later (q)? ";
     const result = await runInTerminal(
       ["run", "Print a line.", "--approve", "--db", db, "--sandbox", "process"],
@@ -106,13 +106,28 @@ describe("approval in a terminal", () => {
       { env: { OPENAI_BASE_URL: stub.url } },
     );
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain("attempt 1 wants to run this python program:");
+    expect(result.stdout).toContain("attempt 1 wants to run this python program");
     expect(result.stdout).toContain("1 | print('first try')");
     expect(result.stdout).toContain("rejected: not this one");
-    expect(result.stdout).toContain("1 | print('second try')");
+    // The second time, what changed since the rejected program, as a coloured unified diff.
+    expect(result.stdout).toContain("the changes since attempt 1:");
+    expect(result.stdout).toContain("\x1b[31m-print('first try')\x1b[39m");
+    expect(result.stdout).toContain("\x1b[32m+print('second try')\x1b[39m");
     expect(result.stdout).toContain("approved: running it");
-    expect(result.stdout).toMatch(/passed after 2 attempt\(s\)/);
+    expect(result.stdout).toMatch(/passed after 2 attempts/);
     expect(stub.requests[1]?.messages.at(-1)?.content).toContain("not this one");
+  });
+
+  it("exits 130 on Ctrl-C at the prompt, and the run waits to be resumed", async () => {
+    const db = join(scratchDir("tty"), "runs.db");
+    const thread = `ctrl-c-${Date.now()}`;
+    const env = { OPENAI_BASE_URL: stub.url };
+    const result = await runInTerminal(["run", "Print a line.", "--approve", "--thread", thread, "--db", db, "--sandbox", "process"], [{ after: "decide later (q)? ", type: "\x03" }], { env });
+    expect(result.code).toBe(130);
+    expect(result.stdout).toContain(`stopped; the run is saved: continue it with \`selfheal resume ${thread} --db`);
+    const resumed = await runCli(["resume", thread, "--db", db, "--approve", "--json"], { env });
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "passed", attempt: 1 });
   });
 });
 
@@ -139,13 +154,32 @@ describe("the approval prompt", () => {
   });
 
   it("returns the program as saved in the editor", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "selfheal-editor-"));
+    const dir = scratchDir("editor");
     const editor = join(dir, "editor.mjs");
     // A stand-in for vim: rewrites the file it is given, as a person would.
     writeFileSync(editor, `import { writeFileSync } from "node:fs";\nwriteFileSync(process.argv[2], "print(1 / 2)\\n");\n`);
     const io = session("e\n");
     const decision = await askForApproval(request, { ...io, editor: `${JSON.stringify(process.execPath)} ${JSON.stringify(editor)}` });
     expect(decision).toEqual({ action: "edit", code: "print(1 / 2)\n" });
+  });
+
+  it("shows what changed since the attempt before as a unified diff", async () => {
+    const io = session("a\n");
+    const decision = await askForApproval(request, { ...io, editor: "false" }, { previousCode: "x = 0\nprint(1 / x)\n" });
+    expect(decision).toEqual({ action: "approve" });
+    expect(io.shown()).toContain(
+      ["attempt 2 wants to run this python program; the changes since attempt 1:", "--- attempt 1", "+++ attempt 2", "@@ -1,2 +1,1 @@", "-x = 0", "-print(1 / x)", "+print(1 / 0)"].join("\n"),
+    );
+    expect(io.shown()).not.toMatch(/\x1b\[/);
+  });
+
+  it("answers interrupted when SIGINT aborts the run while it asks", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const controller = new AbortController();
+    const pending = askForApproval(request, { input, output, editor: "false" }, { signal: controller.signal });
+    controller.abort();
+    expect(await pending).toBe("interrupted");
   });
 
   it("asks again when the editor fails, and leaves the run waiting when the input ends", async () => {

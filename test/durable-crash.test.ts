@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort, runCli, startCli, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 // End to end through the real binary: a process is killed with SIGKILL mid-run, and a new
 // process picks the run up from the SQLite checkpoints.
@@ -14,7 +14,7 @@ afterEach(async () => {
 });
 
 function workspace() {
-  const dir = mkdtempSync(join(tmpdir(), "selfheal-crash-"));
+  const dir = scratchDir("crash");
   return { dir, db: join(dir, "runs.db"), log: join(dir, "executions.log") };
 }
 

@@ -1,5 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "@langchain/langgraph";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -7,11 +5,12 @@ import { createAgent, createChatModel, createSandbox, parseSettings } from "../s
 import { openRunStore, type RunStore } from "../src/store.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub, type StubAnswer } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 // The real ChatOpenAI client against a local HTTP server: retries, usage and cut-off replies take
 // the same path as with a hosted provider.
 const sandbox = createSandbox({ kind: "process" });
-const dir = mkdtempSync(join(tmpdir(), "selfheal-faults-"));
+const dir = scratchDir("faults");
 const stubs: OpenAIStub[] = [];
 const stores: RunStore[] = [];
 

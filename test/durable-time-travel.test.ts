@@ -1,5 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CheckpointRow } from "../src/cli/history.js";
@@ -7,10 +5,11 @@ import type { RunRow } from "../src/cli/runs.js";
 import { runCli } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 describe("history, runs and time travel", () => {
   let stub: OpenAIStub;
-  const dir = mkdtempSync(join(tmpdir(), "selfheal-travel-"));
+  const dir = scratchDir("travel");
   const db = join(dir, "runs.db");
   beforeAll(async () => {
     // model-a writes the buggy draft and its fix; model-b, used only by the fork, fixes it its own way.

@@ -59,4 +59,28 @@ describe("extractCode", () => {
     expect(empty.problem).toMatch(/empty/);
     expect(extractCode("```python\n\n```", "python").code).toBeNull();
   });
+
+  it("reports a python block for a javascript task as the wrong language, not as code to run", () => {
+    const reply = extractCode("Here you go:\n```python\nprint('hello')\n```", "javascript");
+    expect(reply.code).toBeNull();
+    expect(reply.problem).toMatch(/^The reply has a python block but the task is javascript: /);
+    expect(reply.problem).toContain("```javascript");
+  });
+
+  it("reports a js block for a python task as the wrong language", () => {
+    const reply = extractCode("```js\nconsole.log('hello')\n```", "python");
+    expect(reply.code).toBeNull();
+    expect(reply.problem).toMatch(/^The reply has a javascript block but the task is python: /);
+  });
+
+  it("reports the wrong language even beside a block tagged with no programming language", () => {
+    const reply = extractCode("```text\nhello\n```\n```py\nprint('hello from a much longer python block')\n```", "javascript");
+    expect(reply.code).toBeNull();
+    expect(reply.problem).toMatch(/python block but the task is javascript/);
+  });
+
+  it("counts an untagged block as the task's language, beside a block in the other language", () => {
+    expect(extractCode("```python\nprint(1)\n```\n```\nconsole.log(1)\n```", "javascript").code).toBe("console.log(1)\n");
+    expect(extractCode("```\nconsole.log(2)\n```", "javascript").code).toBe("console.log(2)\n");
+  });
 });

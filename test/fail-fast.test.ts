@@ -103,7 +103,7 @@ describe("selfheal demo checks its sandbox first too", () => {
     const result = await runCli(["demo", "--sandbox", "auto"], { cwd: freshDir(), env: { PATH: pathDir } });
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/'process' sandbox, which is NOT isolation/);
-    expect(result.stderr).toMatch(/attempt 2: passed/);
+    expect(result.stderr).toMatch(/✓ attempt 2  passed/);
   });
 });
 

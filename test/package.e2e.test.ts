@@ -141,5 +141,8 @@ describe("the packed package, installed into a strict TypeScript application", (
     const help = await run(join(app, "node_modules", ".bin", "selfheal"), ["--help"], app);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: selfheal");
+    // The version comes from the installed package.json, two levels above dist/cli/.
+    const version = await run(join(app, "node_modules", ".bin", "selfheal"), ["--version"], app);
+    expect(version.stdout).toBe(`${JSON.parse(readFileSync(join(app, "node_modules", "selfheal", "package.json"), "utf8")).version}\n`);
   });
 });

@@ -1,12 +1,10 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, createSandbox, parseSettings } from "../src/index.js";
 import { forkCheckpoint, openRunStore, ThreadBusyError, type RunStore } from "../src/store.js";
 import { runCli, startCli, waitFor } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
 
 // .ci/run installs and starts PostgreSQL and exports this URL; on a machine without it these
 // tests are skipped, and say so.
@@ -34,9 +32,9 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL: many workers share runs", () => {
       const thread = `pg-workers-${Date.now()}`;
       const first = startCli(["run", "Print seven divided by itself.", "--thread", thread, "--sandbox", "process"], {
         env,
-        cwd: mkdtempSync(join(tmpdir(), "selfheal-worker-1-")),
+        cwd: scratchDir("worker-1"),
       });
-      const secondDir = mkdtempSync(join(tmpdir(), "selfheal-worker-2-"));
+      const secondDir = scratchDir("worker-2");
       await waitFor(() => stub.requests.length === 2, "the first worker's fixer call");
 
       // While the first worker is alive it holds the thread.

@@ -1,27 +1,134 @@
 import { describe, expect, it } from "vitest";
-import { ProgressReporter } from "../src/cli/progress.js";
+import { emptyUsage, type AgentState, type Execution } from "../src/graph/state.js";
+import { ProgressReporter, readableReason } from "../src/cli/progress.js";
+import { terminalStyle } from "../src/cli/terminal.js";
 
-describe("ProgressReporter", () => {
-  it("says an attempt an objection stopped was not run, and prints notes", () => {
-    const lines: string[] = [];
-    const reporter = new ProgressReporter((text) => lines.push(text));
-    reporter.update("executor", {
-      attempt: 1,
-      lastRun: {
-        status: "error",
-        exitCode: null,
-        signal: null,
-        stdout: "",
-        stderr: "",
-        truncated: false,
-        durationMs: 0,
-        ran: false,
-        error: { type: "Rejected", message: "no", line: null, traceback: "" },
-        failedInTests: false,
-        progress: null,
-      },
-    });
+const ANSI = /\x1b\[/;
+
+const run = (fields: Partial<Execution>): Execution => ({
+  status: "error",
+  exitCode: 1,
+  signal: null,
+  stdout: "",
+  stderr: "",
+  truncated: false,
+  durationMs: 31.4,
+  ran: true,
+  failedInTests: false,
+  progress: null,
+  ...fields,
+});
+
+/** A reporter writing into an array, as stderr would look when it is not a terminal. */
+function plainReporter(style = terminalStyle({ isTTY: false }, {})) {
+  const written: string[] = [];
+  const reporter = new ProgressReporter({ stream: { write: (text: string) => written.push(text) > 0 }, style });
+  return { reporter, text: () => written.join("") };
+}
+
+/** The stream of one failed attempt and one that passes, as the graph sends it. */
+function twoAttempts(reporter: ProgressReporter) {
+  reporter.taskStarted("generator");
+  reporter.update("generator", { usage: [{ node: "generator", inputTokens: 300, outputTokens: 101 }] });
+  reporter.taskStarted("executor");
+  reporter.output({ kind: "output", attempt: 1, stream: "stderr", line: "ZeroDivisionError: division by zero" });
+  reporter.update("executor", { attempt: 1, lastRun: run({ error: { type: "ZeroDivisionError", message: "division by zero", line: 8, traceback: "" } }) });
+  reporter.taskStarted("critic");
+  reporter.update("critic", { critique: { passed: false, summary: "ZeroDivisionError: division by zero", diagnosis: "Raised at line 8." } });
+  reporter.taskStarted("fixer");
+  reporter.update("fixer", { usage: [{ node: "fixer", inputTokens: 500, outputTokens: 312 }] });
+  reporter.taskStarted("executor");
+  reporter.output({ kind: "output", attempt: 2, stream: "stdout", line: "all checks passed" });
+  reporter.update("executor", { attempt: 2, lastRun: run({ status: "ok", exitCode: 0, durationMs: 28 }) });
+  reporter.taskStarted("critic");
+  reporter.update("critic", { critique: { passed: true, summary: "The program ran cleanly.", diagnosis: "" }, status: "passed" });
+}
+
+const finalState = (fields: Partial<AgentState>): AgentState =>
+  ({ attempt: 2, status: "passed", usage: { ...emptyUsage(), inputTokens: 800, outputTokens: 413, totalTokens: 1213, calls: 2 }, ...fields }) as AgentState;
+
+describe("ProgressReporter off a terminal", () => {
+  it("ends each attempt in one summary line, with the program's output indented above it", () => {
+    const { reporter, text } = plainReporter();
+    twoAttempts(reporter);
+    reporter.finished(finalState({}));
+    expect(text().split("\n")).toEqual([
+      "    ! ZeroDivisionError: division by zero",
+      "✗ attempt 1  ZeroDivisionError: division by zero  (31 ms, 401 tokens so far)",
+      "    │ all checks passed",
+      "✓ attempt 2  passed  (28 ms, 1213 tokens so far)",
+      "✓ passed after 2 attempts  1213 tokens (800 in, 413 out), 2 model calls",
+      "",
+    ]);
+  });
+
+  it("writes no escape codes when stderr is not a terminal, even though stdout may be", () => {
+    const { reporter, text } = plainReporter(terminalStyle({ isTTY: false }, { TERM: "xterm-256color" }));
+    twoAttempts(reporter);
+    reporter.heading("final program (attempt 2, passed)");
+    expect(text()).not.toMatch(ANSI);
+  });
+
+  it("writes no escape codes with NO_COLOR set, even on a terminal, and does not spin", () => {
+    const style = terminalStyle({ isTTY: true, columns: 80 }, { NO_COLOR: "1", TERM: "xterm-256color" });
+    expect(style).toEqual({ color: false, live: false });
+    const { reporter, text } = plainReporter(style);
+    twoAttempts(reporter);
+    reporter.finished(finalState({ status: "failed", reason: "Still failing after 4 of 4 attempts." }));
+    expect(text()).not.toMatch(ANSI);
+  });
+
+  it("colours a pipe with FORCE_COLOR, as picocolors does, but never spins in it", () => {
+    const style = terminalStyle({ isTTY: false }, { FORCE_COLOR: "1" });
+    expect(style).toEqual({ color: true, live: false });
+    const { reporter, text } = plainReporter(style);
+    twoAttempts(reporter);
+    expect(text()).toContain("\x1b[32m✓\x1b[39m");
+  });
+
+  it("spins only on a sized terminal", () => {
+    expect(terminalStyle({ isTTY: true, columns: 120 }, { TERM: "xterm" })).toEqual({ color: true, live: true });
+    expect(terminalStyle({ isTTY: true, columns: 0 }, { TERM: "xterm" }).live).toBe(false);
+    expect(terminalStyle({ isTTY: true, columns: 120 }, { TERM: "dumb" })).toEqual({ color: false, live: false });
+  });
+
+  it("says an attempt an objection stopped was not run, and prints notes and objections", () => {
+    const { reporter, text } = plainReporter();
     reporter.update("testWriter", { notes: [{ source: "testWriter", attempt: 1, message: "wrote 4 tests, kept 3, dropped 1" }] });
-    expect(lines).toEqual(["selfheal: attempt 1: not run (Rejected)\n", "selfheal: testWriter: wrote 4 tests, kept 3, dropped 1\n"]);
+    reporter.update("lint", { objections: [{ attempt: 1, source: "lint", type: "Forbidden", message: "uses eval" }] });
+    reporter.update("executor", { attempt: 1, lastRun: run({ ran: false, durationMs: 0, error: { type: "Rejected", message: "no", line: null, traceback: "" } }) });
+    reporter.update("critic", { critique: { passed: false, summary: "Rejected: no", diagnosis: "" } });
+    expect(text().split("\n")).toEqual([
+      "  · testWriter: wrote 4 tests, kept 3, dropped 1",
+      "  ! lint: Forbidden: uses eval",
+      "✗ attempt 1  Rejected: no  (not run, 0 tokens so far)",
+      "",
+    ]);
+  });
+
+  it("names the repeating error in a stuck run's last line, not its fingerprint", () => {
+    const { reporter, text } = plainReporter();
+    reporter.finished(
+      finalState({
+        attempt: 3,
+        status: "stuck",
+        reason: "The same error keeps coming back, even after a fresh rewrite: KeyError: 'total' (fingerprint 3fa2b9c01d4e).",
+      }),
+    );
+    expect(text()).toBe("✗ stuck after 3 attempts: The same error keeps coming back, even after a fresh rewrite: KeyError: 'total'.  1213 tokens (800 in, 413 out), 2 model calls\n");
+    expect(readableReason("x (fingerprint abc123) y")).toBe("x y");
+  });
+
+  it("announces a fresh rewrite, and says what is still running every heartbeat while a model thinks", async () => {
+    const written: string[] = [];
+    const reporter = new ProgressReporter({ stream: { write: (text: string) => written.push(text) > 0 }, style: { color: false, live: false }, from: { attempt: 2, tokens: 900 }, heartbeatMs: 20 });
+    reporter.taskStarted("generator");
+    await new Promise((resolve) => setTimeout(resolve, 70));
+    reporter.stop();
+    const after = written.length;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(written[0]).toBe("↻ attempt 3: writing a fresh program (the same error kept coming back)\n");
+    expect(written[1]).toMatch(/^… attempt 3: writing a program \(0\.\d s\)\n$/);
+    expect(written.length).toBe(after);
   });
 });

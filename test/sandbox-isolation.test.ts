@@ -1,15 +1,14 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 
 import { detectCgroups, ownCgroupPath } from "../src/tools/sandbox/cgroups.js";
 import { createSandbox, probeBwrap, resolveLimits } from "../src/tools/sandbox/index.js";
 import { seccompFilter } from "../src/tools/sandbox/seccomp.js";
+import { scratchDir } from "./scratch.js";
 
-const scratch = mkdtempSync(join(tmpdir(), "selfheal-isolation-test-"));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("isolation-test");
 
 describe("finding where run cgroups can go", () => {
   const selfCgroup = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/abc\n2:cpuacct:/\n0::/user.slice/app.scope\n";

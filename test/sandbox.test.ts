@@ -12,6 +12,7 @@ import { LocalSandbox, type Launcher } from "../src/tools/sandbox/local-sandbox.
 import { ProcessLauncher } from "../src/tools/sandbox/process-backend.js";
 import { WorkDir } from "../src/tools/sandbox/work-dir.js";
 import type { OutputStream, RunRequest } from "../src/tools/sandbox/types.js";
+import { REPO } from "./cli-helpers.js";
 
 const bwrapUsable = probeBwrap().usable;
 const LOCAL_KINDS: ("process" | "bwrap")[] = bwrapUsable ? ["process", "bwrap"] : ["process"];
@@ -30,6 +31,13 @@ describe("createSandbox", () => {
 
   it("picks bwrap for auto when bubblewrap works here, else the process backend", () => {
     expect(createSandbox({ prewarm: false }).kind).toBe(bwrapUsable ? "bwrap" : "process");
+  });
+
+  it("warns a program once that the process backend is not isolation (the test run itself hides it)", () => {
+    const script = `import { createSandbox } from "./src/tools/sandbox/index.ts";\nfor (let i = 0; i < 2; i++) await createSandbox({ kind: "process", prewarm: false }).close();`;
+    const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: REPO, encoding: "utf8" });
+    expect(result.status).toBe(0);
+    expect(result.stderr.match(/SelfhealSandboxWarning: .*NOT isolation/g)).toHaveLength(1);
   });
 
   it("rejects a limit that would switch the limit off", () => {

@@ -1,21 +1,53 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createServer, type Server } from "node:net";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentState } from "../src/index.js";
+import { parseDevArgs, serverEnv } from "../scripts/dev.js";
 import { cleanEnv, freePort, REPO, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
-
-/** The `langgraphjs` bin, run with this Node rather than through npx, so every process in the group is ours. */
-const LANGGRAPH_CLI = fileURLToPath(new URL("../node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs", import.meta.url));
+import { scratchDir } from "./scratch.js";
 
 // The graph as LangGraph Studio sees it: the real `langgraph-cli dev` server loading langgraph.json,
-// driven over HTTP with the official SDK; only the model behind it is a local stub.
+// started by `npm run dev`'s launcher (scripts/dev.ts) and driven over HTTP with the official SDK;
+// only the model behind it is a local stub.
+
+/** `npm run dev -- ...args`, without npm in between: its own process group, so a test can clean up after it. */
+function startDev(args: string[], env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ["--import", "tsx", "scripts/dev.ts", ...args], {
+    cwd: REPO,
+    detached: true,
+    env: cleanEnv(env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+/** The processes on this machine whose parent (field 4 of /proc/PID/stat) or process group (field 5) is `id`. */
+function processesUnder(id: number, field: "parent" | "group"): number[] {
+  const index = field === "parent" ? 1 : 2;
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[index]) === id;
+      } catch {
+        return false; // Gone while we looked.
+      }
+    })
+    .map(Number);
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))));
 
 describe("the LangGraph server (what Studio talks to)", () => {
   let stub: OpenAIStub;
   let server: ChildProcess;
+  let port: number;
   let log = "";
   let client: Client;
 
@@ -25,18 +57,12 @@ describe("the LangGraph server (what Studio talks to)", () => {
         ? { content: fence("scores = {'ann': 3}\nprint('bob scored', scores['bob'])"), usage: { prompt_tokens: 110, completion_tokens: 20 } }
         : { content: fence("scores = {'ann': 3}\nprint('bob scored', scores.get('bob', 0))"), usage: { prompt_tokens: 160, completion_tokens: 22 } },
     );
-    const port = await freePort();
-    server = spawn(
-      process.execPath,
-      [LANGGRAPH_CLI, "dev", "--no-browser", "--no-reload", "--port", String(port), "--host", "127.0.0.1"],
-      {
-        cwd: REPO,
-        // Its own process group, so the server and the workers it starts can all be killed at once.
-        detached: true,
-        env: cleanEnv({ LANGGRAPH_CLI_NO_ANALYTICS: "1", OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL: "studio-stub", SELFHEAL_MODEL_RETRIES: "0" }),
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
+    port = await freePort();
+    server = startDev(["--no-reload", "--port", String(port), "--host", "127.0.0.1"], {
+      OPENAI_BASE_URL: stub.url,
+      SELFHEAL_MODEL: "studio-stub",
+      SELFHEAL_MODEL_RETRIES: "0",
+    });
     server.stdout?.on("data", (chunk) => (log += chunk));
     server.stderr?.on("data", (chunk) => (log += chunk));
     await waitFor(() => /Server running at/.test(log) || server.exitCode !== null, "the dev server to start", 90_000);
@@ -45,14 +71,23 @@ describe("the LangGraph server (what Studio talks to)", () => {
   }, 120_000);
 
   afterAll(async () => {
-    if (server?.pid) {
-      try {
-        process.kill(-server.pid, "SIGKILL");
-      } catch {
-        // Already gone.
+    // The last test stops the launcher; this is for a run that failed before it.
+    if (server?.pid && server.exitCode === null && server.signalCode === null) {
+      const groups = processesUnder(server.pid, "parent");
+      for (const pid of [server.pid, ...groups]) {
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
       }
     }
     await stub?.close();
+  });
+
+  it("starts with no .env and no warning about it", () => {
+    expect(log).not.toMatch(/Env file/);
+    expect(log).toContain(`Server running at 127.0.0.1:${port}`);
   });
 
   it("serves the selfheal graph: schema, a streamed run with a real failure and fix, its state and history", async () => {
@@ -120,5 +155,58 @@ describe("the LangGraph server (what Studio talks to)", () => {
     const final = await client.threads.getState<AgentState>(thread.thread_id);
     expect(final.values).toMatchObject({ status: "passed", attempt: 1, lastRun: { stdout: "edited in studio\n" } });
   }, 60_000);
+
+  // Last in this block: it stops the server the tests above use.
+  it("stops the server and every worker it started when the launcher gets SIGTERM", async () => {
+    // The launcher's child that leads its own group: langgraph-cli (esbuild, for tsx, is a child too).
+    const group = processesUnder(server.pid!, "parent").find((pid) => processesUnder(pid, "group").includes(pid));
+    expect(group).toBeDefined();
+    expect(processesUnder(group!, "group").length).toBeGreaterThan(1);
+    server.kill("SIGTERM");
+    expect(await exited(server)).not.toBeNull();
+    await waitFor(() => processesUnder(group!, "group").length === 0, "the server's process group to be gone", 15_000);
+  }, 30_000);
 });
 
+describe("npm run dev", () => {
+  let holder: Server;
+  let taken: number;
+  beforeAll(async () => {
+    holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    taken = (holder.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+
+  it("says in one line that the port is taken and exits 1 at once, starting no server", async () => {
+    const started = Date.now();
+    const dev = startDev(["--port", String(taken), "--host", "127.0.0.1"]);
+    let stdout = "";
+    let stderr = "";
+    dev.stdout?.on("data", (chunk) => (stdout += chunk));
+    dev.stderr?.on("data", (chunk) => (stderr += chunk));
+    expect(await exited(dev)).toBe(1);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(stderr).toBe(`selfheal dev: port ${taken} on 127.0.0.1 is already in use (another dev server?); pick another with \`npm run dev -- --port ${taken + 1}\`\n`);
+    expect(stdout).toBe("");
+  });
+
+  it("gives the server the variables of a .env beside langgraph.json, under those already set, and works without one", () => {
+    const root = scratchDir("dev-env");
+    expect(serverEnv(root, { PATH: "/bin" })).toEqual({ PATH: "/bin", LANGGRAPH_CLI_NO_ANALYTICS: "1" });
+    writeFileSync(join(root, ".env"), "OPENAI_API_KEY=from-file\nSELFHEAL_MODEL=file-model\n");
+    expect(serverEnv(root, { SELFHEAL_MODEL: "set-model" })).toEqual({
+      OPENAI_API_KEY: "from-file",
+      SELFHEAL_MODEL: "set-model",
+      LANGGRAPH_CLI_NO_ANALYTICS: "1",
+    });
+  });
+
+  it("reads --port and --host as langgraphjs dev spells them, and passes the rest on", () => {
+    expect(parseDevArgs([])).toEqual({ port: 2024, host: "localhost", rest: [] });
+    expect(parseDevArgs(["--port", "3000", "--no-reload", "-h", "0.0.0.0"])).toEqual({ port: 3000, host: "0.0.0.0", rest: ["--no-reload"] });
+    expect(parseDevArgs(["--port=3001", "--host=127.0.0.1"])).toMatchObject({ port: 3001, host: "127.0.0.1" });
+    expect(parseDevArgs(["-p", "0"])).toEqual({ error: '--port must be a number from 1 to 65535, not "0"' });
+    expect(parseDevArgs(["--port"])).toEqual({ error: "--port needs a value" });
+  });
+});

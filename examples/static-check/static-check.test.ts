@@ -1,16 +1,16 @@
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createAgent, createSandbox } from "../../src/index.js";
 import { fence, promptText, scriptedModel } from "../../test/helpers.js";
 import { staticCheck } from "./index.js";
+import { scratchDir } from "../../test/scratch.js";
 
 const sandbox = createSandbox({ kind: "process" });
 
 describe("example: static check before execution", () => {
   it("rejects a disallowed import before it runs, and the fixer's clean program passes", async () => {
-    const marker = join(mkdtempSync(join(tmpdir(), "selfheal-static-")), "ran");
+    const marker = join(scratchDir("static"), "ran");
     const model = scriptedModel(
       fence(`import subprocess\nopen(${JSON.stringify(marker)}, "w").write("ran")\nprint(subprocess.run(["echo", "hi"]))`),
       (messages) => {

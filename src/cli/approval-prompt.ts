@@ -3,14 +3,18 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface, type Interface } from "node:readline/promises";
+import { structuredPatch } from "diff";
 import type { ApprovalDecision, ApprovalRequest } from "../nodes/approval.js";
-import type { ApprovalHandler } from "./run.js";
+import type { ApprovalContext, ApprovalHandler } from "./run.js";
+import { colorsFor, terminalStyle, type Colors } from "./terminal.js";
 
 export interface PromptIO {
   input: NodeJS.ReadableStream & { isTTY?: boolean };
   output: NodeJS.WritableStream;
   /** A shell command; the file to edit is passed as its last argument. */
   editor: string;
+  /** Colour the diff and the question; off unless the output is a colour terminal. */
+  color?: boolean;
 }
 
 /** A person can answer only when both the keyboard and the screen are a terminal. */
@@ -28,6 +32,30 @@ function numbered(code: string): string {
   const lines = code.replace(/\n$/, "").split("\n");
   const width = String(lines.length).length;
   return lines.map((line, index) => `${String(index + 1).padStart(width)} | ${line}`).join("\n");
+}
+
+/** A unified diff, as `git diff` shows one: what the fixer (or a person) changed since the attempt before. */
+export function formatProgramDiff(before: string, after: string, names: { before: string; after: string }, colors: Colors): string {
+  const patch = structuredPatch(names.before, names.after, before, after, undefined, undefined, { context: 3 });
+  const lines = [colors.bold(`--- ${names.before}`), colors.bold(`+++ ${names.after}`)];
+  for (const hunk of patch.hunks) {
+    lines.push(colors.cyan(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`));
+    for (const line of hunk.lines) {
+      if (line.startsWith("+")) lines.push(colors.green(line));
+      else if (line.startsWith("-")) lines.push(colors.red(line));
+      else if (!line.startsWith("\\")) lines.push(line);
+    }
+  }
+  return lines.join("\n");
+}
+
+/** The whole program the first time; after that, what changed since the attempt before. */
+function describeProgram(request: ApprovalRequest, previousCode: string | undefined, colors: Colors): string {
+  const what = `attempt ${request.attempt} wants to run this ${request.language} program`;
+  if (previousCode === undefined) return `${colors.bold(what)}:\n${numbered(request.code)}`;
+  if (previousCode === request.code) return `${colors.bold(what)}, the same as attempt ${request.attempt - 1}:\n${numbered(request.code)}`;
+  const diff = formatProgramDiff(previousCode, request.code, { before: `attempt ${request.attempt - 1}`, after: `attempt ${request.attempt}` }, colors);
+  return `${colors.bold(what)}; the changes since attempt ${request.attempt - 1}:\n${diff}`;
 }
 
 /**
@@ -65,6 +93,8 @@ class AnswerReader {
   private readonly lines: string[] = [];
   private waiting: ((line: string | undefined) => void) | undefined;
   private ended = false;
+  /** Set by Ctrl-C, which ends the input like Ctrl-D but means "stop", not "decide later". */
+  interrupted = false;
 
   constructor(private readonly io: Pick<PromptIO, "input" | "output">) {}
 
@@ -94,10 +124,18 @@ class AnswerReader {
       this.ended = true;
       this.deliver(undefined);
     });
-    // Ctrl-C at the prompt means "not now": the run stays paused and can be resumed later.
-    rl.on("SIGINT", () => rl.close());
+    // In raw mode Ctrl-C reaches readline as a key, not as a signal to the process.
+    rl.on("SIGINT", () => this.interrupt());
     this.rl = rl;
     return rl;
+  }
+
+  /** Ctrl-C: no more answers; the one awaited, if any, is undefined. */
+  interrupt(): void {
+    this.interrupted = true;
+    this.ended = true;
+    this.pause();
+    this.deliver(undefined);
   }
 
   private deliver(line: string | undefined): void {
@@ -108,15 +146,22 @@ class AnswerReader {
   }
 }
 
-/** Shows the program and asks approve / reject with a reason / edit / decide later. */
-export async function askForApproval(request: ApprovalRequest, io: PromptIO): Promise<ApprovalDecision | "later"> {
+/**
+ * Shows the program (or its diff from the attempt before) and asks approve / reject with a
+ * reason / edit / decide later. Ctrl-C, at the keyboard or as SIGINT, answers "interrupted".
+ */
+export async function askForApproval(request: ApprovalRequest, io: PromptIO, context: ApprovalContext = {}): Promise<ApprovalDecision | "later" | "interrupted"> {
+  const colors = colorsFor({ color: Boolean(io.color) });
   const say = (text: string) => io.output.write(`${text}\n`);
-  say(`\nselfheal: attempt ${request.attempt} wants to run this ${request.language} program:`);
-  say(numbered(request.code));
+  say(`\n${describeProgram(request, context.previousCode, colors)}`);
   const answers = new AnswerReader(io);
+  const onAbort = () => answers.interrupt();
+  if (context.signal?.aborted) return "interrupted";
+  context.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     for (;;) {
-      const answer = await answers.ask("approve (a), reject with a reason (r), edit in your editor (e), or decide later (q)? ");
+      const answer = await answers.ask(colors.bold("approve (a), reject with a reason (r), edit in your editor (e), or decide later (q)? "));
+      if (answers.interrupted) return "interrupted";
       // The input ended (Ctrl-D, a closed pipe): nobody is there to decide, so leave the run waiting.
       if (answer === undefined) return "later";
       switch (answer.trim().toLowerCase()) {
@@ -127,6 +172,7 @@ export async function askForApproval(request: ApprovalRequest, io: PromptIO): Pr
         case "reject": {
           for (;;) {
             const reason = (await answers.ask("reason (the fixer gets it like an error): "))?.trim();
+            if (answers.interrupted) return "interrupted";
             if (reason === undefined) return "later";
             if (reason) return { action: "reject", reason };
             say("a rejection needs a reason");
@@ -148,11 +194,13 @@ export async function askForApproval(request: ApprovalRequest, io: PromptIO): Pr
       }
     }
   } finally {
+    context.signal?.removeEventListener("abort", onAbort);
     answers.pause();
   }
 }
 
 /** The approval handler for a terminal session: asks the person at the keyboard. */
 export function terminalApprover(): ApprovalHandler {
-  return (request) => askForApproval(request, { input: process.stdin, output: process.stderr, editor: editorCommand() });
+  return (request, context) =>
+    askForApproval(request, { input: process.stdin, output: process.stderr, editor: editorCommand(), color: terminalStyle(process.stderr).color }, context);
 }

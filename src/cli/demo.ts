@@ -54,6 +54,7 @@ export function createDemoModel(): ScriptedChatModel {
   ]);
 }
 
+/** Two lines that fit an 80-column terminal. */
 export const DEMO_BANNER =
-  "selfheal demo: the model is SCRIPTED (no LLM is called, no API key needed). Its first program has a real bug;\n" +
-  "the sandbox runs it, the traceback goes to the fixer, and the scripted fix is checked by running it again.";
+  "selfheal demo: the model is SCRIPTED (no LLM is called, no API key needed).\n" +
+  "Its first program has a real bug: watch it crash, get fixed, and pass.";

@@ -1,11 +1,12 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { z } from "zod";
 import { SelfhealError } from "../errors.js";
 import { createAgent } from "../graph/index.js";
-import { formatIssues, InvalidSettingsError, parseSettings } from "../graph/context.js";
+import { formatIssues } from "../graph/context.js";
 import { RunInputSchema, type RunInput } from "../graph/state.js";
 import { describeLocation } from "../store.js";
 import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
@@ -15,15 +16,17 @@ import { registerBenchCommand } from "./bench.js";
 import { createDemoModel, DEMO_BANNER, DEMO_MODEL_NAME, DEMO_TASK } from "./demo.js";
 import { registerDoctorCommand } from "./doctor.js";
 import { formatCheckpoints, listCheckpoints } from "./history.js";
-import { addOutputOptions, addSettingOptions, settingsFromFlags, type SettingFlags } from "./options.js";
+import { addOutputOptions, addSettingOptions, settingsWithFlags, type SettingFlags } from "./options.js";
 import { ProgressReporter } from "./progress.js";
 import { resumeRun, type ResumeFlags } from "./resume.js";
 import { checkOutputFile, EXIT, streamRun } from "./run.js";
 import { formatRuns, listRuns } from "./runs.js";
+import { colorsFor, terminalStyle } from "./terminal.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
   noSuchRunError,
+  describeModel,
   resumeCommandFor,
   threadExists,
   UsageError,
@@ -71,7 +74,7 @@ async function startRun(task: string, flags: RunFlags, scripted?: ScriptedRun): 
       })
     : undefined;
   const input = validateInput({ task, language: flags.language, tests });
-  const settings = parseSettings({ ...settingsFromFlags(flags), approval: Boolean(flags.approve), ...(scripted ? { model: DEMO_MODEL_NAME } : {}) });
+  const settings = settingsWithFlags({ approval: Boolean(flags.approve), ...(scripted ? { model: DEMO_MODEL_NAME } : {}) }, flags);
   if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
@@ -85,8 +88,10 @@ async function startRun(task: string, flags: RunFlags, scripted?: ScriptedRun): 
     }
     return withThreadLease(store, threadId, async () => {
       await store.saveRun({ threadId, task: input.task, settings, createdAt: new Date().toISOString() });
-      if (scripted) process.stderr.write(`${scripted.banner}\n`);
-      new ProgressReporter().note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
+      const reporter = new ProgressReporter();
+      if (scripted) reporter.warn(scripted.banner);
+      reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
+      reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       const ctrlC = abortOnCtrlC();
       try {
         return await streamRun(createAgent({ model: scripted?.model, checkpointer: store.checkpointer }), input, settings, {
@@ -104,10 +109,28 @@ async function startRun(task: string, flags: RunFlags, scripted?: ScriptedRun): 
   });
 }
 
+/** The installed package's version; package.json sits two levels up from src/cli/ and from dist/cli/ alike. */
+export function packageVersion(): string {
+  const manifest: unknown = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+  return typeof manifest === "object" && manifest !== null && "version" in manifest ? String(manifest.version) : "unknown";
+}
+
+/**
+ * A usage error is one line and a pointer to the help of the command it came from, not the
+ * whole help: the message is what a person needs to read, and it would scroll away.
+ */
+function pointToHelp(command: Command, path: string): void {
+  const red = colorsFor(terminalStyle(process.stderr)).red;
+  command
+    .showHelpAfterError(`(see \`${path} --help\`)`)
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error:/, red("error:"))) });
+  for (const sub of command.commands) pointToHelp(sub, `${path} ${sub.name()}`);
+}
+
 export function buildProgram(): Command {
   const program = new Command("selfheal")
     .description("An LLM that writes a program, runs it in a sandbox, and repairs it from the real traceback.")
-    .showHelpAfterError()
+    .version(packageVersion(), "-V, --version", "print the version")
     .exitOverride();
 
   const run = program
@@ -185,6 +208,7 @@ export function buildProgram(): Command {
 
   registerBenchCommand(program);
   registerDoctorCommand(program);
+  pointToHelp(program, "selfheal");
   return program;
 }
 

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
-import type { SettingsInput } from "../graph/context.js";
+import { InvalidSettingsError, SettingsSchema, type Settings, type SettingsInput } from "../graph/context.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
 export interface SettingFlags {
@@ -42,6 +42,36 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     llmReview: flags.llmReview,
   };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+}
+
+/** The flag that sets each setting, so an error names what the person typed. */
+const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
+  maxAttempts: "--max-attempts",
+  tokenBudget: "--token-budget",
+  timeoutMs: "--timeout",
+  model: "--model",
+  sandbox: "--sandbox",
+  llmReview: "--llm-review",
+};
+
+/**
+ * The settings of a run: `base` (stored or preset settings) with the given flags laid over it.
+ * A bad value that came from a flag is reported under the flag's name, with the value given
+ * (`--max-attempts must be at least 1 (got 0)`); any other under its setting key.
+ */
+export function settingsWithFlags(base: Partial<SettingsInput>, flags: SettingFlags): Settings {
+  const fromFlags = settingsFromFlags(flags);
+  const result = SettingsSchema.safeParse({ ...base, ...fromFlags });
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const key = String(issue.path[0] ?? "");
+    const flag = key in fromFlags ? FLAG_FOR_SETTING[key as keyof SettingsInput] : undefined;
+    const field = flag ?? (issue.path.join(".") || "settings");
+    const rest = key !== "" && issue.message.startsWith(key) ? issue.message.slice(key.length) : `: ${issue.message}`;
+    const given = flag ? ` (got ${JSON.stringify(fromFlags[key as keyof SettingsInput])})` : "";
+    return `${field}${rest}${given}`;
+  });
+  throw new InvalidSettingsError(problems.join("; "));
 }
 
 /** Where a command's result goes: the code on stdout, or JSON, or a file. */

@@ -1,44 +1,88 @@
+import ora, { type Ora } from "ora";
 import type { AgentState, AgentUpdate, Usage } from "../graph/state.js";
 import type { OutputEvent } from "../nodes/executor.js";
+import { colorsFor, terminalStyle, type Colors, type TerminalStyle } from "./terminal.js";
 
-type Write = (text: string) => void;
+type Output = Pick<NodeJS.WritableStream, "write"> & { isTTY?: boolean; columns?: number };
+
+export interface ReporterOptions {
+  /** Where progress goes; stderr by default, so stdout stays the result. */
+  stream?: Output;
+  /** Colour and spinner; by default decided from `stream` and the environment. */
+  style?: TerminalStyle;
+  /** A resumed run starts counting from where its checkpoint left off. */
+  from?: { attempt: number; tokens: number };
+  /** In plain mode, a line every this many ms while one step goes on (a model that thinks for minutes is not silent). */
+  heartbeatMs?: number;
+}
+
+/** What is running now, for the spinner and the heartbeat. */
+interface Activity {
+  text: string;
+  startedAt: number;
+}
 
 /**
- * Turns the graph's stream into the lines a person watches on stderr: which step is running,
- * what the program prints, the error that failed it, and the tokens spent so far.
+ * Turns the graph's stream into what a person watches on stderr: on a terminal, a spinner naming
+ * the running step with its elapsed time; then one summary line per attempt, the program's own
+ * output indented as it streams, notes and objections from other nodes, and a final status line.
+ * Off a terminal (or with NO_COLOR) the same lines come plain, with no spinner and no escapes.
  */
 export class ProgressReporter {
   private tokens: number;
   private attempt: number;
+  private readonly stream: Output;
+  private readonly style: TerminalStyle;
+  private readonly colors: Colors;
+  private readonly heartbeatMs: number;
+  private activity: Activity | undefined;
+  private spinner: Ora | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  /** The latest execution, until its verdict arrives and is summarised. */
+  private lastRun: { ran: boolean; durationMs: number } | undefined;
 
-  /** A resumed run starts counting from where its checkpoint left off. */
-  constructor(
-    private readonly write: Write = (text) => process.stderr.write(text),
-    from: { attempt: number; tokens: number } = { attempt: 0, tokens: 0 },
-  ) {
-    this.attempt = from.attempt;
-    this.tokens = from.tokens;
+  constructor(options: ReporterOptions = {}) {
+    this.stream = options.stream ?? process.stderr;
+    this.style = options.style ?? terminalStyle(this.stream);
+    this.colors = colorsFor(this.style);
+    this.attempt = options.from?.attempt ?? 0;
+    this.tokens = options.from?.tokens ?? 0;
+    this.heartbeatMs = options.heartbeatMs ?? 30_000;
   }
 
-  /** Free-form line in the same voice, for the CLI's own messages (thread id, approval, resume hints). */
+  /** The CLI's own messages (thread id, model, approval, resume hints), dim beside the results. */
   note(text: string): void {
-    this.line(text);
+    this.line(this.colors.dim(text));
+  }
+
+  /** A line that must stand out, e.g. a warning. */
+  warn(text: string): void {
+    this.line(this.colors.yellow(text));
   }
 
   taskStarted(name: string): void {
-    const label: Record<string, string> = {
-      generator: this.attempt === 0 ? "generating a program" : "writing a fresh program (the same error kept coming back)",
-      executor: `executing attempt ${this.attempt + 1}`,
-      approval: "",
-      fixer: "fixing",
-      critic: "",
-    };
-    const text = label[name] ?? `running ${name}`;
-    if (text) this.line(text);
+    const next = this.attempt + 1;
+    switch (name) {
+      case "generator":
+        if (this.attempt > 0) this.line(this.colors.yellow(`↻ attempt ${next}: writing a fresh program (the same error kept coming back)`));
+        return this.begin(`attempt ${next}: writing a program`);
+      case "fixer":
+        return this.begin(`attempt ${next}: fixing`);
+      case "executor":
+        return this.begin(`attempt ${next}: running`);
+      case "critic":
+        return this.begin(`attempt ${this.attempt}: judging`);
+      case "approval":
+        // The prompt owns the terminal from here.
+        return this.stop();
+      default:
+        return this.begin(`attempt ${next}: ${name}`);
+    }
   }
 
   output(event: OutputEvent): void {
-    this.write(`    ${event.stream === "stderr" ? "!" : "|"} ${event.line}\n`);
+    const gutter = event.stream === "stderr" ? this.colors.red("!") : this.colors.dim("│");
+    this.write(`    ${gutter} ${event.line}\n`);
   }
 
   update(node: string, update: AgentUpdate): void {
@@ -46,33 +90,100 @@ export class ProgressReporter {
       for (const call of update.usage) this.tokens += call.inputTokens + call.outputTokens;
     }
     if (typeof update.attempt === "number") this.attempt = update.attempt;
+    if (update.lastRun) this.lastRun = { ran: update.lastRun.ran ?? true, durationMs: update.lastRun.durationMs };
     for (const objection of Array.isArray(update.objections) ? update.objections : []) {
-      this.line(`${node}: ${objection.type}: ${objection.message}`);
+      this.line(`  ${this.colors.yellow("!")} ${this.colors.dim(`${node}:`)} ${objection.type}: ${objection.message}`);
     }
-    const run = update.lastRun;
-    if (run) {
-      this.line(run.ran ? `attempt ${this.attempt}: ${run.status} in ${Math.round(run.durationMs)} ms` : `attempt ${this.attempt}: not run (${run.error?.type ?? "blocked"})`);
+    for (const note of Array.isArray(update.notes) ? update.notes : []) {
+      this.line(`  ${this.colors.dim(`· ${note.source}:`)} ${note.message}`);
     }
-    for (const note of Array.isArray(update.notes) ? update.notes : []) this.line(`${note.source}: ${note.message}`);
-    const critique = update.critique;
-    if (critique) {
-      this.line(critique.passed ? `attempt ${this.attempt}: passed` : `attempt ${this.attempt}: failed: ${firstLine(critique.summary)}`);
-      this.line(`tokens so far: ${this.tokens}`);
-    }
-    if (update.status && update.status !== "running" && node !== "critic") this.line(`stopped: ${update.status}: ${update.reason ?? ""}`);
+    if (update.critique) this.attemptEnded(update.critique);
+  }
+
+  /** The one line an attempt ends in: verdict, what failed it, time and tokens so far. */
+  private attemptEnded(critique: NonNullable<AgentState["critique"]>): void {
+    this.stop();
+    const { green, red, bold, dim } = this.colors;
+    const run = this.lastRun;
+    const timing = run === undefined ? [] : run.ran ? [`${Math.round(run.durationMs)} ms`] : ["not run"];
+    const facts = dim(`(${[...timing, `${this.tokens} tokens so far`].join(", ")})`);
+    const verdict = critique.passed ? `${green("✓")} ${bold(`attempt ${this.attempt}`)}  passed` : `${red("✗")} ${bold(`attempt ${this.attempt}`)}  ${firstLine(critique.summary)}`;
+    this.line(`${verdict}  ${facts}`);
+    this.lastRun = undefined;
   }
 
   finished(state: AgentState): void {
-    this.line(`${state.status} after ${state.attempt} attempt(s); ${formatUsage(state.usage)}`);
+    this.stop();
+    const { green, red, bold, dim } = this.colors;
+    const attempts = `${state.attempt} attempt${state.attempt === 1 ? "" : "s"}`;
+    const usage = dim(formatUsage(state.usage));
+    if (state.status === "passed") {
+      this.line(`${green("✓")} ${bold(green(`passed after ${attempts}`))}  ${usage}`);
+    } else {
+      const reason = readableReason(state.reason);
+      this.line(`${red("✗")} ${bold(red(`${state.status} after ${attempts}`))}${reason ? `: ${reason}` : ""}  ${usage}`);
+    }
+  }
+
+  /** A dim rule over the program that goes to stdout, so it stands apart from the progress. */
+  heading(text: string): void {
+    this.line(this.colors.dim(`── ${text} ──`));
+  }
+
+  /** Ends the spinner; call before anything else takes the terminal (a prompt, an editor, the result). */
+  stop(): void {
+    this.activity = undefined;
+    this.spinner?.stop();
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+  }
+
+  private begin(text: string): void {
+    this.activity = { text, startedAt: Date.now() };
+    if (this.style.live) {
+      this.spinner ??= ora({
+        stream: this.stream as NodeJS.WritableStream,
+        isEnabled: true,
+        // Left on, ora would take stdin in raw mode, and the approval prompt needs it.
+        discardStdin: false,
+        color: this.style.color ? "cyan" : false,
+        suffixText: () => (this.activity ? this.colors.dim(`(${formatElapsed(Date.now() - this.activity.startedAt)})`) : ""),
+      });
+      this.spinner.text = text;
+      if (!this.spinner.isSpinning) this.spinner.start();
+      return;
+    }
+    this.heartbeat ??= setInterval(() => {
+      if (this.activity) this.line(this.colors.dim(`… ${this.activity.text} (${formatElapsed(Date.now() - this.activity.startedAt)})`));
+    }, this.heartbeatMs).unref();
   }
 
   private line(text: string): void {
-    this.write(`selfheal: ${text}\n`);
+    this.write(`${text}\n`);
+  }
+
+  /** Lines never land on top of the spinner: it is cleared first and drawn again below them. */
+  private write(text: string): void {
+    const spinning = this.spinner?.isSpinning ?? false;
+    if (spinning) this.spinner?.clear();
+    this.stream.write(text);
+    if (spinning) this.spinner?.render();
   }
 }
 
 const firstLine = (text: string) => text.split("\n")[0] ?? "";
 
+/** The stop reason for a person: the error it names, without the fingerprint scripts use. */
+export function readableReason(reason: string | undefined): string {
+  return (reason ?? "").replace(/\s*\(fingerprint [0-9a-f]+\)/g, "").trim();
+}
+
+export function formatElapsed(ms: number): string {
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  return `${Math.floor(seconds / 60)} min ${String(Math.floor(seconds % 60)).padStart(2, "0")} s`;
+}
+
 export function formatUsage(usage: Usage): string {
-  return `${usage.totalTokens} tokens (${usage.inputTokens} in, ${usage.outputTokens} out) over ${usage.calls} model call(s)`;
+  return `${usage.totalTokens} tokens (${usage.inputTokens} in, ${usage.outputTokens} out), ${usage.calls} model call${usage.calls === 1 ? "" : "s"}`;
 }

@@ -3,17 +3,16 @@ import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Command, type StateSnapshot } from "@langchain/langgraph";
 import { createAgent, type Agent } from "../graph/index.js";
-import { parseSettings } from "../graph/context.js";
 import type { AgentState } from "../graph/state.js";
 import { ApprovalDecisionSchema, type ApprovalDecision } from "../nodes/approval.js";
 import { forkCheckpoint, type RunStore } from "../store.js";
 import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../tools/models.js";
 import { checkSandbox } from "../tools/sandbox/index.js";
 import { canAskPerson, terminalApprover } from "./approval-prompt.js";
-import { settingsFromFlags, type SettingFlags } from "./options.js";
+import { settingsWithFlags, type SettingFlags } from "./options.js";
 import { ProgressReporter } from "./progress.js";
 import { checkOutputFile, EXIT, streamRun, summarizeRun, type ApprovalHandler, type RunStart } from "./run.js";
-import { abortOnCtrlC, noSuchRunError, resumeCommandFor, threadExists, UsageError, withThreadLease, withThreadStore, type StoreFlags } from "./session.js";
+import { abortOnCtrlC, describeModel, noSuchRunError, resumeCommandFor, threadExists, UsageError, withThreadLease, withThreadStore, type StoreFlags } from "./session.js";
 
 export interface ResumeFlags extends StoreFlags, SettingFlags {
   approve?: boolean;
@@ -73,13 +72,13 @@ function approvalHandler(decision: ApprovalDecision | undefined): ApprovalHandle
   const terminal = canAskPerson() ? terminalApprover() : undefined;
   if (!decision) return terminal;
   let pending: ApprovalDecision | undefined = decision;
-  return async (request) => {
+  return async (request, context) => {
     if (pending) {
       const answer = pending;
       pending = undefined;
       return answer;
     }
-    return terminal ? terminal(request) : "later";
+    return terminal ? terminal(request, context) : "later";
   };
 }
 
@@ -99,7 +98,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
     const agent = createAgent({ model: scripted ? createDemoModel() : undefined, checkpointer: store.checkpointer });
     if (!(await threadExists(store, threadId))) throw noSuchRunError(threadId, store.location);
     if (!record) reporter.note(`thread ${threadId} was not started by the CLI: resuming it with default settings`);
-    const settings = parseSettings({ ...record?.settings, ...settingsFromFlags(flags) });
+    const settings = settingsWithFlags(record?.settings ?? {}, flags);
 
     let target = threadId;
     let extraSummary: Record<string, unknown> = {};
@@ -135,6 +134,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
       }
       if (!flags.from) await checkSandbox({ kind: settings.sandbox });
       const values: AgentState = snapshot.values;
+      reporter.note(describeModel(settings, { scripted }));
       reporter.note(
         `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof Command ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
       );

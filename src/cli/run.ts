@@ -13,8 +13,19 @@ import { ProgressReporter } from "./progress.js";
 /** 130 is what a shell reports for a process stopped by Ctrl-C. */
 export const EXIT = { passed: 0, failed: 1, usage: 2, awaitingApproval: 3, stopped: 130 } as const;
 
-/** Answers one approval request, or returns "later" to leave the run waiting in its checkpoint. */
-export type ApprovalHandler = (request: ApprovalRequest) => Promise<ApprovalDecision | "later">;
+/** What a handler may show or watch besides the request itself. */
+export interface ApprovalContext {
+  /** The program of the attempt before, so a person can read what changed; absent for the first. */
+  previousCode?: string;
+  /** Aborted on Ctrl-C (SIGINT from outside the prompt). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Answers one approval request; "later" leaves the run waiting in its checkpoint (exit 3),
+ * "interrupted" is Ctrl-C at the prompt (exit 130). Either way the run can be resumed.
+ */
+export type ApprovalHandler = (request: ApprovalRequest, context: ApprovalContext) => Promise<ApprovalDecision | "later" | "interrupted">;
 
 /** What a step of the graph starts from: a new run's input, a Command (resume, goto), or null (continue). */
 export type RunStart = RunInput | Command | null;
@@ -26,8 +37,6 @@ export interface RunOptions {
   threadId?: string;
   /** The command that continues this thread, shown when the run stops before it ends. */
   resumeCommand?: string;
-  /** Printed first, e.g. that the model is scripted. */
-  banner?: string;
   /** Decides approval requests; without one the run stops awaiting approval (exit 3). */
   approve?: ApprovalHandler;
   /** The state a resumed run starts from, so progress counts on from its attempts and tokens. */
@@ -140,9 +149,40 @@ function explainPathError(error: unknown, path: string): string {
   return message;
 }
 
-async function emit(text: string, out?: string): Promise<void> {
-  if (out) await writeFile(out, text);
-  else process.stdout.write(text);
+/**
+ * The result goes to `--out` or to stdout, and stdout carries nothing else so pipes keep
+ * working; on a terminal a heading on stderr sets the program apart from the progress above it.
+ */
+async function emit(text: string, options: RunOptions, reporter: ProgressReporter, heading: string): Promise<void> {
+  reporter.stop();
+  if (options.out) {
+    await writeFile(options.out, text);
+    reporter.note(`wrote ${options.json ? "the JSON result" : "the program"} to ${options.out}`);
+    return;
+  }
+  if (!options.json && text !== "" && process.stdout.isTTY) reporter.heading(heading);
+  process.stdout.write(text);
+}
+
+/**
+ * The program the attempt before this one ran, read back from the checkpoints (so a resumed
+ * run has it too): the oldest checkpoint at that attempt count is the one its executor wrote.
+ */
+export async function previousProgram(agent: Agent, threadId: string | undefined, attempt: number): Promise<string | undefined> {
+  if (!threadId || attempt <= 1) return undefined;
+  let code: string | undefined;
+  for await (const snapshot of agent.getStateHistory({ configurable: { thread_id: threadId } })) {
+    const values: Partial<AgentState> = snapshot.values;
+    if (values.attempt === attempt - 1) code = values.code;
+    else if ((values.attempt ?? 0) < attempt - 1) break;
+  }
+  return code || undefined;
+}
+
+function interrupted(options: RunOptions, reporter: ProgressReporter): number {
+  reporter.stop();
+  reporter.note(`stopped; the run is saved${options.resumeCommand ? `: continue it with \`${options.resumeCommand}\`` : ""}`);
+  return EXIT.stopped;
 }
 
 /**
@@ -151,8 +191,7 @@ async function emit(text: string, out?: string): Promise<void> {
  */
 export async function streamRun(agent: Agent, start: RunStart, settings: Settings, options: RunOptions = {}): Promise<number> {
   const from = options.from ?? { attempt: 0, usage: { totalTokens: 0 } };
-  const reporter = new ProgressReporter(undefined, { attempt: from.attempt, tokens: from.usage.totalTokens });
-  if (options.banner) process.stderr.write(`${options.banner}\n`);
+  const reporter = new ProgressReporter({ from: { attempt: from.attempt, tokens: from.usage.totalTokens } });
 
   let next: RunStart = start;
   let outcome: StreamOutcome;
@@ -161,15 +200,20 @@ export async function streamRun(agent: Agent, start: RunStart, settings: Setting
       outcome = await streamOnce(agent, next, settings, options, reporter);
       const request = outcome.approvalRequest;
       if (!request) break;
-      const decision = options.approve ? await options.approve(request) : "later";
+      reporter.stop();
+      const decision = options.approve
+        ? await options.approve(request, { previousCode: await previousProgram(agent, options.threadId, request.attempt), signal: options.signal })
+        : "later";
+      if (decision === "interrupted") return interrupted(options, reporter);
       if (decision === "later") return await stopForApproval(outcome.state, request, options, reporter);
       reporter.note(describeDecision(decision));
       next = new Command({ resume: decision });
     }
   } catch (error) {
     if (!options.signal?.aborted) throw error;
-    reporter.note(`stopped; the run is saved${options.resumeCommand ? `: continue it with \`${options.resumeCommand}\`` : ""}`);
-    return EXIT.stopped;
+    return interrupted(options, reporter);
+  } finally {
+    reporter.stop();
   }
 
   const final = outcome.state;
@@ -178,7 +222,8 @@ export async function streamRun(agent: Agent, start: RunStart, settings: Setting
     reporter.note(`the run is saved: \`${options.resumeCommand}\` repeats the ${final.resumeFrom ?? "failed"} call once the model server answers`);
   }
   const summary = { ...summarizeRun(final, options.threadId), ...options.extraSummary };
-  await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code, options.out);
+  const shown = final.status === "passed" ? `final program (attempt ${final.attempt}, passed)` : `best program (attempt ${final.best?.attempt ?? final.attempt}, ${final.status})`;
+  await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code, options, reporter, shown);
   return final.status === "passed" ? EXIT.passed : EXIT.failed;
 }
 
@@ -189,7 +234,7 @@ async function stopForApproval(state: AgentState, request: ApprovalRequest, opti
     reporter.note(`decide with: ${options.resumeCommand} --approve | --reject "reason" | --edit FILE`);
   }
   const summary = { ...summarizeRun(state, options.threadId), ...options.extraSummary, status: "awaiting_approval", approval: request };
-  await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : request.code, options.out);
+  await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : request.code, options, reporter, `program awaiting approval (attempt ${request.attempt})`);
   return EXIT.awaitingApproval;
 }
 

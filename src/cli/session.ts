@@ -1,5 +1,7 @@
 import { Option, type Command } from "commander";
 import { UsageError } from "../errors.js";
+import type { Settings } from "../graph/context.js";
+import { describeModelEndpoint } from "../tools/model-errors.js";
 import { describeLocation, openRunStore, resolveStoreLocation, storeExists, ThreadBusyError, type RunStore, type StoreLocation } from "../store.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
@@ -82,4 +84,17 @@ export function abortOnCtrlC(): { signal: AbortSignal; dispose: () => void } {
   const onSigint = () => controller.abort();
   process.once("SIGINT", onSigint);
   return { signal: controller.signal, dispose: () => process.off("SIGINT", onSigint) };
+}
+
+/**
+ * Which model a run talks to and where, as the first line of its progress: a run that hangs
+ * or fails on the wrong server is then obvious at a glance. Credentials in the URL are dropped.
+ */
+export function describeModel(settings: Pick<Settings, "model" | "fixerModel" | "criticModel">, options: { scripted: boolean }, env: NodeJS.ProcessEnv = process.env): string {
+  if (options.scripted) return `model ${settings.model} (scripted, no API key)`;
+  const others = [
+    settings.fixerModel && settings.fixerModel !== settings.model ? `fixer ${settings.fixerModel}` : "",
+    settings.criticModel && settings.criticModel !== settings.model ? `critic ${settings.criticModel}` : "",
+  ].filter(Boolean);
+  return `model ${describeModelEndpoint(`${settings.model}${others.length ? ` (${others.join(", ")})` : ""}`, env)}`;
 }

@@ -52,15 +52,32 @@ function looksLikeCode(text: string, language: Language): boolean {
 const longest = (blocks: FencedBlock[]) =>
   blocks.reduce((best, block) => (block.body.length > best.body.length ? block : best));
 
+/** The other supported language a block is tagged with, if any: `python` for a ```py block. */
+function foreignLanguageOf(block: FencedBlock, language: Language): Language | undefined {
+  return (Object.keys(LANGUAGE_TAGS) as Language[]).find((other) => other !== language && LANGUAGE_TAGS[other].includes(block.tag));
+}
+
 /**
  * Pulls the program out of a model reply. Prefers a block tagged with the language, then any
- * untagged block, then the longest block; a reply with no fence is used whole when it reads as code.
+ * untagged block (it counts as the task's language), then the longest block; a reply with no
+ * fence is used whole when it reads as code. A reply whose only program is in the other supported
+ * language is a problem for the fixer: run under the task's interpreter it would fail with a
+ * SyntaxError that hides the real mistake.
  */
 export function extractCode(reply: string, language: Language): Extraction {
   const blocks = findFencedBlocks(reply);
   if (blocks.length > 0) {
     const tagged = blocks.filter((block) => LANGUAGE_TAGS[language].includes(block.tag));
     const untagged = blocks.filter((block) => block.tag === "");
+    if (tagged.length === 0 && untagged.length === 0) {
+      const foreign = blocks.map((block) => foreignLanguageOf(block, language)).find((other) => other !== undefined);
+      if (foreign) {
+        return {
+          code: null,
+          problem: `The reply has a ${foreign} block but the task is ${language}: reply with the complete ${language} program in one fenced \`\`\`${language} block.`,
+        };
+      }
+    }
     const chosen = longest(tagged.length > 0 ? tagged : untagged.length > 0 ? untagged : blocks);
     return { code: chosen.body.replace(/\s+$/, "") + "\n" };
   }

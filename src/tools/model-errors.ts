@@ -3,9 +3,21 @@ import { MissingModelConfigError } from "../errors.js";
 /** Where the openai SDK sends requests when neither the model nor OPENAI_BASE_URL says otherwise. */
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 
-/** The base URL a model built from this environment talks to. */
+/** The base URL a model built from this environment talks to, without any user:password in it (it is shown). */
 export function modelBaseURL(env: NodeJS.ProcessEnv = process.env): string {
-  return env.OPENAI_BASE_URL?.trim() || OPENAI_DEFAULT_BASE_URL;
+  return withoutCredentials(env.OPENAI_BASE_URL?.trim() || OPENAI_DEFAULT_BASE_URL);
+}
+
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return url;
+    parsed.username = "";
+    parsed.password = "";
+    return parsed.href.replace(/\/$/, "");
+  } catch {
+    return url;
+  }
 }
 
 /** "gpt-4o-mini at https://api.openai.com/v1": what a person is waiting on, for the CLI to show. */

@@ -2,7 +2,7 @@ import { accessSync, constants as fsConstants, existsSync, mkdirSync, readdirSyn
 import { rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
-import { isProcessAlive } from "./temp-dirs.js";
+import { isAlive } from "./temp-dirs.js";
 import type { SandboxLimits } from "./types.js";
 
 const MIB = 1024 * 1024;
@@ -136,7 +136,7 @@ function canCreateIn(parent: string, pid: number): { reason: string } | null {
 function sweepDeadRunGroups(parent: string): void {
   for (const entry of readdirSync(parent)) {
     const owner = Number(RUN_CGROUP_NAME.exec(entry)?.[1]);
-    if (!owner || isProcessAlive(owner)) continue;
+    if (!owner || isAlive(owner)) continue;
     try {
       rmdirSync(join(parent, entry));
     } catch {

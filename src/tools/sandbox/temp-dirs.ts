@@ -19,6 +19,11 @@ let swept = false;
 function sweepOnce(): void {
   if (swept) return;
   swept = true;
+  removeDeadProcessDirs();
+}
+
+/** Removes the temporary dirs of selfheal processes that are gone; another live process's are kept. */
+export function removeDeadProcessDirs(): void {
   let entries: string[];
   try {
     entries = readdirSync(tmpdir());
@@ -27,8 +32,8 @@ function sweepOnce(): void {
   }
   let mounted: Set<string> | undefined;
   for (const entry of entries) {
-    const pid = Number(OUR_TEMP_DIR.exec(entry)?.[1]);
-    if (!pid || pid === process.pid || isProcessAlive(pid)) continue;
+    const pid = tempDirOwner(entry);
+    if (!pid || pid === process.pid || isAlive(pid)) continue;
     // A run's tmpfs (work-dir.ts) is unmounted first: rm would empty it and then fail on the mount.
     mounted ??= mountPoints();
     if (mounted.has(join(tmpdir(), entry))) spawnSync("umount", ["-l", join(tmpdir(), entry)], { stdio: "ignore" });
@@ -49,8 +54,13 @@ function mountPoints(): Set<string> {
   }
 }
 
-/** Whether a process with this pid exists, ours or another user's. */
-export function isProcessAlive(pid: number): boolean {
+/** The pid in the name of a sandbox temp dir, or undefined for any other name. */
+export function tempDirOwner(name: string): number | undefined {
+  return Number(OUR_TEMP_DIR.exec(name)?.[1]) || undefined;
+}
+
+/** A zombie (exited, not yet reaped by its parent) still counts as alive. */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
