@@ -25,6 +25,7 @@ describe("createSandbox", () => {
       cpuSeconds: 10,
       maxProcesses: 64,
       maxFileMb: 16,
+      maxDiskMb: 64,
       maxOutputBytes: 65_536,
     });
   });
