@@ -3,7 +3,9 @@ import { join } from "node:path";
 
 import { describe, expect, it, vi } from "vitest";
 
-import { detectCgroups, ownCgroupPath } from "../src/tools/sandbox/cgroups.js";
+import { writeFileSync } from "node:fs";
+
+import { CGROUP2_SUPER_MAGIC, detectCgroups, ownCgroupPath } from "../src/tools/sandbox/cgroups.js";
 import { createSandbox, probeBwrap, resolveLimits } from "../src/tools/sandbox/index.js";
 import { seccompFilter } from "../src/tools/sandbox/seccomp.js";
 import { scratchDir } from "./scratch.js";
@@ -23,6 +25,38 @@ describe("finding where run cgroups can go", () => {
     // A plain directory is no cgroup v2 (statfs says so), and it holds no v1 memory hierarchy.
     const support = detectCgroups({ root: scratch, selfCgroup, delegated: undefined, pid: process.pid });
     expect(support).toEqual({ version: null, reason: `no cgroup v1 memory hierarchy at ${join(scratch, "memory")}` });
+  });
+});
+
+describe("a delegated cgroup v2 subtree", () => {
+  /** A v2 group as files: what the kernel shows in cgroup.controllers, subtree_control and procs. */
+  function fakeGroup(name: string, files: { controllers: string; procs?: string }): string {
+    const dir = join(scratch, name, "app.scope");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "cgroup.controllers"), files.controllers);
+    writeFileSync(join(dir, "cgroup.subtree_control"), "");
+    writeFileSync(join(dir, "cgroup.procs"), files.procs ?? "");
+    return join(scratch, name);
+  }
+  const v2 = (root: string) => ({ root, selfCgroup: "0::/app.scope\n", delegated: undefined, pid: 4242, fsType: CGROUP2_SUPER_MAGIC });
+
+  it("is used with memory, pids and cpu enabled for the runs' groups", () => {
+    const root = fakeGroup("v2-empty", { controllers: "cpu memory pids" });
+    expect(detectCgroups(v2(root))).toEqual({ version: 2, parent: join(root, "app.scope") });
+    expect(readFileSync(join(root, "app.scope", "cgroup.subtree_control"), "utf8")).toBe("+memory +pids +cpu");
+  });
+
+  it("first moves selfheal into a leaf when its own group holds processes", () => {
+    const root = fakeGroup("v2-busy", { controllers: "memory pids", procs: "4242\n" });
+    expect(detectCgroups(v2(root))).toMatchObject({ version: 2 });
+    expect(readFileSync(join(root, "app.scope", "selfheal-host", "cgroup.procs"), "utf8")).toBe("4242");
+  });
+
+  it("says how to delegate when the memory controller is not there", () => {
+    const root = fakeGroup("v2-undelegated", { controllers: "cpu pids" });
+    const support = detectCgroups(v2(root));
+    expect(support.version).toBeNull();
+    expect(support).toMatchObject({ reason: expect.stringContaining("Delegate=yes") });
   });
 });
 

@@ -7,7 +7,7 @@ import type { SandboxLimits } from "./types.js";
 
 const MIB = 1024 * 1024;
 /** `statfs(2)` f_type of a cgroup2 file system; a tmpfs there means v1 or hybrid. */
-const CGROUP2_SUPER_MAGIC = 0x63677270;
+export const CGROUP2_SUPER_MAGIC = 0x63677270;
 const RUN_CGROUP_NAME = /^selfheal-(\d+)-/;
 /** rmdir answers EBUSY for a moment after the last process left: the kernel is still reaping. */
 const REMOVE_RETRY_MS = [5, 10, 20, 50, 100, 200, 400, 800];
@@ -30,6 +30,8 @@ export interface CgroupHost {
   /** A delegated cgroup v2 dir to use instead of our own cgroup (SELFHEAL_CGROUP). */
   delegated: string | undefined;
   pid: number;
+  /** statfs(2)'s f_type of `root`, when already known (tests describe a v2 host in a plain dir). */
+  fsType?: number;
 }
 
 function realHost(): CgroupHost {
@@ -55,7 +57,7 @@ function detect(host: CgroupHost): CgroupSupport {
   if (process.platform !== "linux") return { version: null, reason: "cgroups exist only on Linux" };
   let type: number;
   try {
-    type = statfsSync(host.root).type;
+    type = host.fsType ?? statfsSync(host.root).type;
   } catch {
     return { version: null, reason: `${host.root} is not mounted` };
   }
