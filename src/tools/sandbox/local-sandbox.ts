@@ -144,7 +144,9 @@ export class LocalSandbox implements Sandbox {
   }
 
   private releaseLater(reservation: Reservation): void {
-    const pending = reservation.release().catch(() => undefined);
+    // On the next turn of the loop: an unmount spawns umount(8), which blocks for a few ms, and the
+    // caller should have its result first.
+    const pending = new Promise((resolve) => setImmediate(resolve)).then(() => reservation.release()).catch(() => undefined);
     this.pendingReleases.add(pending);
     void pending.finally(() => this.pendingReleases.delete(pending));
   }
