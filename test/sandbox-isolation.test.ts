@@ -127,6 +127,23 @@ describe.runIf(probeBwrap().usable)("the bwrap sandbox's whole-run limits", () =
     expect(ourLeftovers().filter((entry) => !before.includes(entry))).toEqual([]);
   });
 
+  it("shows a run nothing of an earlier run's files, though the emptied tmpfs is used again", async () => {
+    const sandbox = createSandbox({ kind: "bwrap", prewarm: false });
+    try {
+      const write = "open('/work/left.txt', 'w').write('x')\nopen('/tmp/left.txt', 'w').write('x')\n";
+      const look = "import os\nprint(sorted(os.listdir('/work')), sorted(os.listdir('/tmp')))\n";
+      for (let round = 0; round < 3; round++) {
+        expect((await sandbox.run({ language: "python", code: write })).status).toBe("ok");
+        // Releases run after the result; give them a moment so the next runs take the emptied mounts.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const result = await sandbox.run({ language: "python", code: look });
+        expect(result.stdout).toBe("['main.py'] []\n");
+      }
+    } finally {
+      await sandbox.close();
+    }
+  });
+
   it("runs Python threads, multiprocessing and subprocess, and Node child_process and crypto, under the filter", async () => {
     const sandbox = createSandbox({ kind: "bwrap" });
     try {

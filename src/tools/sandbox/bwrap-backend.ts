@@ -362,6 +362,7 @@ export class BwrapLauncher implements Launcher {
     const spare = await this.spare;
     this.spare = null;
     if (spare) await releaseResources(spare);
+    await WorkDir.releaseIdleMounts();
   }
 
   /** A uid, a cgroup and a mounted work dir for one run; all given back if any of them fails. */
