@@ -15,15 +15,15 @@
  * Run: npm run bench:prompts [-- --task HumanEval/0]   one task's series (HumanEval/0 by default)
  *      npm run bench:prompts -- --limit 20           the first 20 tasks, one line each, and medians
  */
-import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { loadDataset, buildHiddenTests, type BenchmarkTask } from "../src/benchmark/dataset.js";
+import { AIMessage, type BaseMessage, HumanMessage } from "@langchain/core/messages";
+import { type BenchmarkTask, buildHiddenTests, loadDataset } from "../src/benchmark/dataset.js";
 import { findEffectiveMutants } from "../src/benchmark/mutants.js";
 import { buildBenchmarkTask } from "../src/benchmark/run.js";
-import { parseSettings } from "../src/graph/context.js";
-import { createAgent } from "../src/graph/index.js";
+import { parseSettings } from "../src/core/settings.js";
+import { createAgent } from "../src/graph/build.js";
 import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";
+import { createSandbox, type Sandbox } from "../src/sandbox/index.js";
 import { assembleProgram } from "../src/tools/assemble.js";
-import { createSandbox, type Sandbox } from "../src/tools/sandbox/index.js";
 import { ScriptedChatModel } from "../src/tools/scripted-model.js";
 import { countMessageTokens } from "../src/tools/tokens.js";
 
@@ -47,7 +47,8 @@ async function failingBodies(task: BenchmarkTask, sandbox: Sandbox): Promise<str
   ];
 }
 
-const reply = (program: string) => `Here is the corrected implementation.\n\n\`\`\`python\n${program.trimEnd()}\n\`\`\`\n`;
+const reply = (program: string) =>
+  `Here is the corrected implementation.\n\n\`\`\`python\n${program.trimEnd()}\n\`\`\`\n`;
 
 interface PromptSeries {
   task: BenchmarkTask;
@@ -75,7 +76,11 @@ async function measure(task: BenchmarkTask, sandbox: Sandbox): Promise<PromptSer
   // Full history: the tutorial's loop, replayed with the same replies and the real errors.
   const failures: string[] = [];
   for (const program of programs) {
-    const result = await sandbox.run({ language: "python", code: assembleProgram(program, tests, "python").source, timeoutMs: 10_000 });
+    const result = await sandbox.run({
+      language: "python",
+      code: assembleProgram(program, tests, "python").source,
+      timeoutMs: 10_000,
+    });
     failures.push(result.error ? `${result.error.type}: ${result.error.message}` : `status ${result.status}`);
   }
   const conversation: BaseMessage[] = buildGeneratorPrompt({ task: taskText, language: "python" });
@@ -85,7 +90,9 @@ async function measure(task: BenchmarkTask, sandbox: Sandbox): Promise<PromptSer
     conversation.push(
       new AIMessage(replies[attempt]!),
       new HumanMessage(`Your solution failed the code execution test: ${failures[attempt]}`),
-      new HumanMessage("Now, try again. Invoke the code tool to structure the output with a prefix, imports, and code block:"),
+      new HumanMessage(
+        "Now, try again. Invoke the code tool to structure the output with a prefix, imports, and code block:",
+      ),
     );
   }
   const endedAs = `${state.status} after ${state.attempt} attempts (${state.history.map((entry) => entry.outcome).join(", ")})`;
@@ -132,7 +139,11 @@ function printSeries(series: PromptSeries): void {
 /** One line per task and the medians, for `--limit N`: one task's figures depend on its size. */
 function printSummary(all: PromptSeries[]): void {
   const complete = all.filter((series) => series.selfheal.length >= ATTEMPTS);
-  const lines = [`Prompt growth over ${all.length} tasks (${complete.length} reached attempt 5)`, "", "task            at2   at5  full@5  at5/at2  at5/full"];
+  const lines = [
+    `Prompt growth over ${all.length} tasks (${complete.length} reached attempt 5)`,
+    "",
+    "task            at2   at5  full@5  at5/at2  at5/full",
+  ];
   const growths: number[] = [];
   const ratios: number[] = [];
   for (const { task, selfheal, fullHistory } of complete) {
@@ -161,9 +172,10 @@ function flag(argv: readonly string[], name: string): string | undefined {
 
 async function main(): Promise<void> {
   const limit = flag(process.argv, "--limit");
-  const tasks = limit === undefined
-    ? await loadDataset({ taskIds: [flag(process.argv, "--task") ?? "HumanEval/0"] })
-    : await loadDataset({ limit: Number(limit) });
+  const tasks =
+    limit === undefined
+      ? await loadDataset({ taskIds: [flag(process.argv, "--task") ?? "HumanEval/0"] })
+      : await loadDataset({ limit: Number(limit) });
   const sandbox = createSandbox({ prewarm: ["python"] });
   try {
     const all: PromptSeries[] = [];

@@ -9,9 +9,9 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { createSandbox, probeBwrap, type ManagedSandbox } from "../src/tools/sandbox/index.js";
-import { resolveInterpreters } from "../src/tools/sandbox/interpreters.js";
-import type { RunRequest } from "../src/tools/sandbox/types.js";
+import { createSandbox, type ManagedSandbox, probeBwrap } from "../src/sandbox/index.js";
+import { resolveInterpreters } from "../src/sandbox/interpreters.js";
+import type { RunRequest } from "../src/sandbox/types.js";
 
 const { values } = parseArgs({
   options: {
@@ -121,8 +121,13 @@ async function main(): Promise<void> {
     console.log(`bwrap skipped: ${bwrap.reason}`);
   }
 
-  const load = (): string => loadavg().map((value) => value.toFixed(2)).join(" ");
-  console.log(`${cpus().length} CPUs, load average ${load()}; ${RUNS} runs per contender for latency, ${THROUGHPUT_RUNS} per throughput figure`);
+  const load = (): string =>
+    loadavg()
+      .map((value) => value.toFixed(2))
+      .join(" ");
+  console.log(
+    `${cpus().length} CPUs, load average ${load()}; ${RUNS} runs per contender for latency, ${THROUGHPUT_RUNS} per throughput figure`,
+  );
   // Warm the file cache and the interpreter lookup before timing anything.
   for (const contender of contenders) for (let run = 0; run < 3; run++) await contender.runOnce();
   const durations = await latencies(contenders);
@@ -131,7 +136,13 @@ async function main(): Promise<void> {
     const sorted = durations[index] ?? [];
     const serial = await throughput(contender, 1);
     const concurrent4 = await throughput(contender, 4);
-    rows.push({ name: contender.name, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), serial, concurrent4 });
+    rows.push({
+      name: contender.name,
+      p50: percentile(sorted, 0.5),
+      p90: percentile(sorted, 0.9),
+      serial,
+      concurrent4,
+    });
     await contender.close?.();
   }
   console.log(`load average at the end ${load()}`);
@@ -146,11 +157,17 @@ async function main(): Promise<void> {
   const bare = rows[0];
   const cold = rows.find((row) => row.name === "bwrap, cold");
   const warm = rows.find((row) => row.name === "bwrap, pre-warmed");
-  if (bare && cold) console.log(`\nbwrap cold p50 / bare spawn p50 = ${(cold.p50 / bare.p50).toFixed(2)} (target <= 1.3)`);
-  if (warm) console.log(`bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)${bare ? `, ${(warm.p50 / bare.p50).toFixed(3)} x bare spawn` : ""}`);
+  if (bare && cold)
+    console.log(`\nbwrap cold p50 / bare spawn p50 = ${(cold.p50 / bare.p50).toFixed(2)} (target <= 1.3)`);
+  if (warm)
+    console.log(
+      `bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)${bare ? `, ${(warm.p50 / bare.p50).toFixed(3)} x bare spawn` : ""}`,
+    );
   if (bwrap.usable) {
     const isolation = createSandbox({ kind: "bwrap", prewarm: false }).describe();
-    const held = (["memory", "processes", "cpu", "disk", "syscalls"] as const).map((name) => `${name} ${isolation[name].scope}`);
+    const held = (["memory", "processes", "cpu", "disk", "syscalls"] as const).map(
+      (name) => `${name} ${isolation[name].scope}`,
+    );
     console.log(`bwrap limits here: ${held.join(", ")}`);
   }
 }

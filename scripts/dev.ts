@@ -1,7 +1,7 @@
 // `npm run dev [-- --port N] [--host H]`: the LangGraph dev server for Studio, started so that a
 // taken port is one line and exit 1 instead of a stack trace from a server that never stops, and
 // so that Ctrl-C stops the server and every worker it started.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { constants } from "node:os";
@@ -10,7 +10,9 @@ import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const LANGGRAPH_CLI = fileURLToPath(new URL("../node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs", import.meta.url));
+const LANGGRAPH_CLI = fileURLToPath(
+  new URL("../node_modules/@langchain/langgraph-cli/dist/cli/cli.mjs", import.meta.url),
+);
 const DEFAULT_PORT = 2024;
 const DEFAULT_HOST = "localhost";
 
@@ -26,7 +28,10 @@ export function parseDevArgs(argv: string[]): DevOptions | { error: string } {
   const options: DevOptions = { port: DEFAULT_PORT, host: DEFAULT_HOST, rest: [] };
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index]!;
-    const [flag, inline] = arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const [flag, inline] =
+      arg.startsWith("--") && arg.includes("=")
+        ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
+        : [arg, undefined];
     if (flag !== "--port" && flag !== "-p" && flag !== "--host" && flag !== "-h") {
       options.rest.push(arg);
       continue;
@@ -37,7 +42,8 @@ export function parseDevArgs(argv: string[]): DevOptions | { error: string } {
       options.host = value;
     } else {
       const port = /^\d+$/.test(value) ? Number(value) : NaN;
-      if (!(port >= 1 && port <= 65_535)) return { error: `--port must be a number from 1 to 65535, not ${JSON.stringify(value)}` };
+      if (!(port >= 1 && port <= 65_535))
+        return { error: `--port must be a number from 1 to 65535, not ${JSON.stringify(value)}` };
       options.port = port;
     }
   }
@@ -50,7 +56,9 @@ export function portProblem(port: number, host: string): Promise<string | null> 
     const probe = createServer();
     probe.once("error", (error: NodeJS.ErrnoException) => {
       if (error.code === "EADDRINUSE") {
-        resolve(`port ${port} on ${host} is already in use (another dev server?); pick another with \`npm run dev -- --port ${port + 1}\``);
+        resolve(
+          `port ${port} on ${host} is already in use (another dev server?); pick another with \`npm run dev -- --port ${port + 1}\``,
+        );
       } else {
         resolve(`cannot listen on ${host}:${port}: ${error.code ?? error.message}`);
       }

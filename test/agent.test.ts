@@ -19,32 +19,28 @@ describe("the self-correcting loop", () => {
   });
 
   it("fails, then is fixed at attempt 2 from the real traceback", async () => {
-    const model = scriptedModel(
-      fence("data = {'a': 1}\nprint(data['x'])"),
-      (messages) => {
-        const prompt = promptText(messages);
-        expect(prompt).toContain("KeyError: 'x'");
-        expect(prompt).toMatch(/File "main\.py", line 2/);
-        return fence("data = {'a': 1}\nprint(data.get('x', 0))");
-      },
-    );
+    const model = scriptedModel(fence("data = {'a': 1}\nprint(data['x'])"), (messages) => {
+      const prompt = promptText(messages);
+      expect(prompt).toContain("KeyError: 'x'");
+      expect(prompt).toMatch(/File "main\.py", line 2/);
+      return fence("data = {'a': 1}\nprint(data.get('x', 0))");
+    });
     const result = await createAgent({ model, sandbox }).invoke({ task: "Print the value of x, or 0." });
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);
-    expect(result.errors).toEqual([expect.objectContaining({ type: "KeyError", message: "'x'", count: 1, firstAttempt: 1 })]);
+    expect(result.errors).toEqual([
+      expect.objectContaining({ type: "KeyError", message: "'x'", count: 1, firstAttempt: 1 }),
+    ]);
     expect(result.history.map((entry) => entry.node)).toEqual(["generator", "fixer"]);
     expect(result.lastRun?.stdout).toBe("0\n");
   });
 
   it("fails on a failing acceptance test, then passes after the fix", async () => {
     const tests = "assert is_even(4)\nassert not is_even(7)\n";
-    const model = scriptedModel(
-      fence("def is_even(n):\n    return n % 2 == 1"),
-      (messages) => {
-        expect(promptText(messages)).toContain("AssertionError");
-        return fence("def is_even(n):\n    return n % 2 == 0");
-      },
-    );
+    const model = scriptedModel(fence("def is_even(n):\n    return n % 2 == 1"), (messages) => {
+      expect(promptText(messages)).toContain("AssertionError");
+      return fence("def is_even(n):\n    return n % 2 == 0");
+    });
     const result = await createAgent({ model, sandbox }).invoke({ task: "Write is_even(n).", tests });
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);
@@ -64,7 +60,10 @@ describe("the self-correcting loop", () => {
       },
       broken("w = 5"),
     );
-    const result = await createAgent({ model, sandbox }).invoke({ task: "Print something." }, { context: parseSettings({ maxAttempts: 10 }) });
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Print something." },
+      { context: parseSettings({ maxAttempts: 10 }) },
+    );
     expect(result.status).toBe("stuck");
     expect(result.history.map((entry) => entry.node)).toEqual(["generator", "fixer", "generator"]);
     expect(prompts[0]).toMatch(/different approach/);
@@ -81,7 +80,10 @@ describe("the self-correcting loop", () => {
       fence("def double(x):\n    return abs(x) * 2"), // passes two tests, fails the third
       fence("def double(x):\n    return x * 2\nraise KeyError('three')"),
     );
-    const result = await createAgent({ model, sandbox }).invoke({ task: "Write double(x).", tests }, { context: parseSettings({ maxAttempts: 3 }) });
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Write double(x).", tests },
+      { context: parseSettings({ maxAttempts: 3 }) },
+    );
     expect(result.status).toBe("failed");
     expect(result.attempt).toBe(3);
     expect(model.callCount).toBe(3);
@@ -90,7 +92,9 @@ describe("the self-correcting loop", () => {
   });
 
   it("stops before a call that would exceed the token budget", async () => {
-    const longFailure = fence(`# ${"padding ".repeat(60)}\nraise RuntimeError('again and again ' + str(__import__('random').random()))`);
+    const longFailure = fence(
+      `# ${"padding ".repeat(60)}\nraise RuntimeError('again and again ' + str(__import__('random').random()))`,
+    );
     const model = scriptedModel(longFailure, longFailure, longFailure, longFailure, longFailure, longFailure);
     const tokenBudget = 1400;
     const result = await createAgent({ model, sandbox }).invoke(
@@ -104,13 +108,10 @@ describe("the self-correcting loop", () => {
   });
 
   it("treats a reply with no code as a failed attempt and tells the fixer why", async () => {
-    const model = scriptedModel(
-      "I'm sorry, I can't write code for this task without more details.",
-      (messages) => {
-        expect(promptText(messages)).toMatch(/contained no python code/);
-        return fence("print('here it is')");
-      },
-    );
+    const model = scriptedModel("I'm sorry, I can't write code for this task without more details.", (messages) => {
+      expect(promptText(messages)).toMatch(/contained no python code/);
+      return fence("print('here it is')");
+    });
     const result = await createAgent({ model, sandbox }).invoke({ task: "Print a line." });
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);
@@ -154,7 +155,10 @@ describe("the self-correcting loop", () => {
     const fixerPrompts: BaseMessage[][] = [];
     let attempt = 0;
     // A program of a realistic size: the prompt carries it whole at every attempt.
-    const body = Array.from({ length: 25 }, (_, i) => `def step_${i}(values):\n    return [v + ${i} for v in values]`).join("\n\n");
+    const body = Array.from(
+      { length: 25 },
+      (_, i) => `def step_${i}(values):\n    return [v + ${i} for v in values]`,
+    ).join("\n\n");
     const failing = () => {
       attempt += 1;
       return fence(`${body}\n\nprint('attempt ${attempt}')\nraise ValueError('wrong answer ${attempt}: expected 42')`);
@@ -164,7 +168,10 @@ describe("the self-correcting loop", () => {
       return failing();
     };
     const model = scriptedModel(failing, fixer, fixer, fixer, fixer);
-    const result = await createAgent({ model, sandbox }).invoke({ task: "Compute the answer." }, { context: parseSettings({ maxAttempts: 5 }) });
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Compute the answer." },
+      { context: parseSettings({ maxAttempts: 5 }) },
+    );
     expect(result.status).toBe("failed");
     // The fixer writes attempts 2 to 5: the first prompt is attempt 2's, the last attempt 5's.
     const tokens = await Promise.all(fixerPrompts.map((messages) => countMessageTokens(messages)));
@@ -174,14 +181,14 @@ describe("the self-correcting loop", () => {
   });
 
   it("fixes a JavaScript program from its stack trace", async () => {
-    const model = scriptedModel(
-      fence("const user = undefined;\nconsole.log(user.name);", "javascript"),
-      (messages) => {
-        expect(promptText(messages)).toMatch(/TypeError: Cannot read properties of undefined/);
-        return fence("const user = { name: 'Ada' };\nconsole.log(user.name);", "javascript");
-      },
-    );
-    const result = await createAgent({ model, sandbox }).invoke({ task: "Print the user's name.", language: "javascript" });
+    const model = scriptedModel(fence("const user = undefined;\nconsole.log(user.name);", "javascript"), (messages) => {
+      expect(promptText(messages)).toMatch(/TypeError: Cannot read properties of undefined/);
+      return fence("const user = { name: 'Ada' };\nconsole.log(user.name);", "javascript");
+    });
+    const result = await createAgent({ model, sandbox }).invoke({
+      task: "Print the user's name.",
+      language: "javascript",
+    });
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);
     expect(result.errors[0]).toMatchObject({ type: "TypeError" });
@@ -203,9 +210,15 @@ describe("the self-correcting loop", () => {
 describe("the fixer's compact context", () => {
   it("does not send task lines twice when the program repeats them", async () => {
     const { taskWithoutRepeats } = await import("../src/nodes/fixer.prompt.js");
-    const task = 'Complete the function below.\n\ndef add(a, b):\n    """Return the sum of a and b.\n    >>> add(1, 2)\n    3\n    """\n';
-    const code = 'def add(a, b):\n    """Return the sum of a and b.\n    >>> add(1, 2)\n    3\n    """\n    return a - b\n';
-    expect(taskWithoutRepeats(task, code)).toBe("Complete the function below.\n\n[5 lines of the task are repeated verbatim in the current program below]\n");
-    expect(taskWithoutRepeats("Write a function.\nIt adds.\nThat is all.", "print(1)")).toBe("Write a function.\nIt adds.\nThat is all.");
+    const task =
+      'Complete the function below.\n\ndef add(a, b):\n    """Return the sum of a and b.\n    >>> add(1, 2)\n    3\n    """\n';
+    const code =
+      'def add(a, b):\n    """Return the sum of a and b.\n    >>> add(1, 2)\n    3\n    """\n    return a - b\n';
+    expect(taskWithoutRepeats(task, code)).toBe(
+      "Complete the function below.\n\n[5 lines of the task are repeated verbatim in the current program below]\n",
+    );
+    expect(taskWithoutRepeats("Write a function.\nIt adds.\nThat is all.", "print(1)")).toBe(
+      "Write a function.\nIt adds.\nThat is all.",
+    );
   });
 });

@@ -1,6 +1,6 @@
 import { Command, isInterrupted, MemorySaver } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
-import { createAgent, createSandbox, parseSettings, type ApprovalRequest } from "../src/index.js";
+import { type ApprovalRequest, createAgent, createSandbox, parseSettings } from "../src/index.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
 
 const sandbox = createSandbox({ kind: "process" });
@@ -17,9 +17,16 @@ describe("human approval", () => {
     const first = await agent.invoke({ task: "Clean up." }, config);
     expect(isInterrupted<ApprovalRequest>(first)).toBe(true);
     if (!isInterrupted<ApprovalRequest>(first)) return;
-    expect(first.__interrupt__[0]?.value).toMatchObject({ kind: "approval", attempt: 1, code: expect.stringContaining("os.remove") });
+    expect(first.__interrupt__[0]?.value).toMatchObject({
+      kind: "approval",
+      attempt: 1,
+      code: expect.stringContaining("os.remove"),
+    });
 
-    const second = await agent.invoke(new Command({ resume: { action: "reject", reason: "do not delete files" } }), config);
+    const second = await agent.invoke(
+      new Command({ resume: { action: "reject", reason: "do not delete files" } }),
+      config,
+    );
     expect(isInterrupted<ApprovalRequest>(second)).toBe(true);
     if (!isInterrupted<ApprovalRequest>(second)) return;
     expect(second.__interrupt__[0]?.value).toMatchObject({ attempt: 2, code: "print('safe')\n" });

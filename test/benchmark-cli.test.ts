@@ -2,15 +2,21 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { registerBenchCommand } from "../src/cli/bench.js";
+import { registerBenchCommand } from "../src/cli/commands/bench.js";
 import { scratchDir } from "./scratch.js";
 
 /** Runs `selfheal bench ...args` in-process and returns what it printed and its exit code. */
 async function bench(...args: string[]) {
   const stdout: string[] = [];
   const stderr: string[] = [];
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => (stdout.push(String(chunk)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => (stderr.push(String(chunk)), true));
+  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+    stdout.push(String(chunk));
+    return true;
+  });
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
+    stderr.push(String(chunk));
+    return true;
+  });
   const program = new Command("selfheal").exitOverride();
   registerBenchCommand(program);
   process.exitCode = undefined;
@@ -55,7 +61,7 @@ describe("selfheal bench", () => {
     const path = join(tempDir(), "weak.jsonl");
     const weak = {
       task_id: "Weak/0",
-      prompt: "def double(x):\n    \"\"\"Return 2 * x.\"\"\"\n",
+      prompt: 'def double(x):\n    """Return 2 * x."""\n',
       canonical_solution: "    return 2 * x\n",
       test: "def check(candidate):\n    candidate(3)\n",
       entry_point: "double",

@@ -2,8 +2,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { REPO } from "./cli-helpers.js";
 import {
+  type BenchmarkTask,
   buildCheckProgram,
   DatasetError,
   filterTasks,
@@ -11,18 +11,18 @@ import {
   parseDatasetText,
   parseTaskIds,
   resolveDatasetPath,
-  type BenchmarkTask,
 } from "../src/benchmark/dataset.js";
+import { REPO } from "./cli-helpers.js";
 import { scratchDir } from "./scratch.js";
 
 const task = (id: string): BenchmarkTask => ({
   task_id: id,
-  prompt: "def add(a, b):\n    \"\"\"Add.\"\"\"\n",
+  prompt: 'def add(a, b):\n    """Add."""\n',
   canonical_solution: "    return a + b\n",
   test: "def check(candidate):\n    assert candidate(1, 2) == 3\n",
   entry_point: "add",
 });
-const jsonl = (...tasks: BenchmarkTask[]) => tasks.map((row) => JSON.stringify(row)).join("\n") + "\n";
+const jsonl = (...tasks: BenchmarkTask[]) => `${tasks.map((row) => JSON.stringify(row)).join("\n")}\n`;
 
 function writeTemp(name: string, content: string | Buffer): string {
   const path = join(scratchDir("dataset"), name);
@@ -56,7 +56,9 @@ describe("dataset", () => {
   });
 
   it("names the line of malformed JSON", () => {
-    expect(() => parseDatasetText(`${JSON.stringify(task("T/1"))}\n{"task_id": \n`, "x.jsonl")).toThrow(/x\.jsonl:2: not valid JSON/);
+    expect(() => parseDatasetText(`${JSON.stringify(task("T/1"))}\n{"task_id": \n`, "x.jsonl")).toThrow(
+      /x\.jsonl:2: not valid JSON/,
+    );
   });
 
   it("rejects duplicate task ids", () => {

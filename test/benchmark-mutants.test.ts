@@ -1,12 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { generateMutantCandidates, interleaveByOperator, selectMutants, type EffectiveMutant } from "../src/benchmark/mutants.js";
+import {
+  type EffectiveMutant,
+  generateMutantCandidates,
+  interleaveByOperator,
+  selectMutants,
+} from "../src/benchmark/mutants.js";
 import { tokenizePython } from "../src/benchmark/python-tokens.js";
 
 const solutions = (source: string) => generateMutantCandidates(source).map((candidate) => candidate.solution);
 
 describe("python tokenizer", () => {
   it("keeps operators inside strings and comments out of the code tokens", () => {
-    const tokens = tokenizePython("    x = '<' if a < b else \"\"\"a > b\"\"\"  # c >= d\n");
+    const tokens = tokenizePython('    x = \'<\' if a < b else """a > b"""  # c >= d\n');
     const operators = tokens.filter((token) => token.kind === "op").map((token) => token.text);
     expect(operators).toEqual(["=", "<"]);
     expect(tokens.filter((token) => token.kind === "string")).toHaveLength(2);
@@ -33,7 +38,9 @@ describe("mutant candidates", () => {
   });
 
   it("negates a statement condition and a comprehension filter", () => {
-    expect(solutions("    if x > 0:\n        return 1\n    return 0\n")).toContain("    if not (x > 0):\n        return 1\n    return 0\n");
+    expect(solutions("    if x > 0:\n        return 1\n    return 0\n")).toContain(
+      "    if not (x > 0):\n        return 1\n    return 0\n",
+    );
     expect(solutions("    return [x for x in xs if isinstance(x, int)]\n")).toContain(
       "    return [x for x in xs if not (isinstance(x, int))]\n",
     );
@@ -68,16 +75,33 @@ describe("mutant candidates", () => {
 
   it("interleaves operators so a capped selection is diverse", () => {
     const candidates = generateMutantCandidates("    return (a < b) and (c < d) and (e + 1 > f)\n");
-    const firstFour = interleaveByOperator(candidates).slice(0, 4).map((candidate) => candidate.operator);
+    const firstFour = interleaveByOperator(candidates)
+      .slice(0, 4)
+      .map((candidate) => candidate.operator);
     expect(new Set(firstFour).size).toBe(4);
   });
 
   it("prefers wrong values over hangs, and different operators, when selecting", () => {
-    const mutant = (id: string, operator: EffectiveMutant["operator"], difference: EffectiveMutant["difference"]): EffectiveMutant => ({
-      id, operator, difference, line: 1, description: id, detail: "", solution: "",
+    const mutant = (
+      id: string,
+      operator: EffectiveMutant["operator"],
+      difference: EffectiveMutant["difference"],
+    ): EffectiveMutant => ({
+      id,
+      operator,
+      difference,
+      line: 1,
+      description: id,
+      detail: "",
+      solution: "",
     });
     const chosen = selectMutants(
-      [mutant("a", "comparison", "timeout"), mutant("b", "comparison", "value"), mutant("c", "comparison", "value"), mutant("d", "constant", "exception")],
+      [
+        mutant("a", "comparison", "timeout"),
+        mutant("b", "comparison", "value"),
+        mutant("c", "comparison", "value"),
+        mutant("d", "constant", "exception"),
+      ],
       2,
     );
     expect(chosen.map((picked) => picked.id)).toEqual(["b", "d"]);

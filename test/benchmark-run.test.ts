@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadDataset, type BenchmarkTask } from "../src/benchmark/dataset.js";
+import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
 import {
+  type BenchmarkReport,
   FIRST_ATTEMPT,
   formatBenchmarkTable,
   outcomeFromState,
-  runBenchmark,
-  type BenchmarkReport,
   type RunBenchmarkOptions,
+  runBenchmark,
 } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
-import { emptyUsage } from "../src/graph/state.js";
-import { createSandbox } from "../src/tools/sandbox/index.js";
+import { emptyUsage } from "../src/core/state.js";
+import { createSandbox } from "../src/sandbox/index.js";
 
 const sandbox = createSandbox({ prewarm: ["python"] });
 afterAll(() => sandbox.close());
@@ -66,7 +66,12 @@ describe("benchmark run with the simulated model", () => {
   it("shows the fixer the failing assertion but never the hidden test suite", async () => {
     const [task] = tasks;
     const watched = await SimulatedBenchmarkModel.forTasks([task!], sandbox);
-    await runBenchmark({ tasks: [task!], sandbox, models: { model: watched }, modelLabel: { name: "simulated", simulated: true } });
+    await runBenchmark({
+      tasks: [task!],
+      sandbox,
+      models: { model: watched },
+      modelLabel: { name: "simulated", simulated: true },
+    });
     const seen = watched.prompts.map((messages) => messages.map((message) => String(message.content)).join("\n"));
     expect(seen).toHaveLength(2);
     expect(seen[1]).toMatch(/AssertionError/);

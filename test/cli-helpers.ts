@@ -1,5 +1,5 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
-import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { scratchDir } from "./scratch.js";
 
@@ -16,7 +16,18 @@ export interface CliResult {
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
   // The colour switches too: each test says which look it expects.
-  for (const key of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFHEAL_MODEL", "SELFHEAL_DB", "SELFHEAL_POSTGRES_URL", "SELFHEAL_MODEL_RETRIES", "SELFHEAL_MODEL_TIMEOUT_MS", "NO_COLOR", "FORCE_COLOR"]) delete env[key];
+  for (const key of [
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SELFHEAL_MODEL",
+    "SELFHEAL_DB",
+    "SELFHEAL_POSTGRES_URL",
+    "SELFHEAL_MODEL_RETRIES",
+    "SELFHEAL_MODEL_TIMEOUT_MS",
+    "NO_COLOR",
+    "FORCE_COLOR",
+  ])
+    delete env[key];
   return { ...env, ...extra };
 }
 
@@ -75,11 +86,19 @@ export async function waitFor(condition: () => boolean, what: string, timeoutMs 
  * printed, stdout and stderr alike, comes back as `stdout`. The terminal is sized as a real one
  * is: a pty nobody sized reports 0 columns, which turns the spinner off.
  */
-export function runInTerminal(args: string[], replies: Array<{ after: string; type: string }>, options: { env?: Record<string, string> } = {}): Promise<CliResult> {
+export function runInTerminal(
+  args: string[],
+  replies: Array<{ after: string; type: string }>,
+  options: { env?: Record<string, string> } = {},
+): Promise<CliResult> {
   const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
   const command = `stty cols 120 rows 40; ${[process.execPath, BIN, ...args].map(quote).join(" ")}`;
   return new Promise((resolve, reject) => {
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: scratchDir("cwd"), env: cleanEnv({ TERM: "xterm-256color", ...options.env }), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("script", ["-qfec", command, "/dev/null"], {
+      cwd: scratchDir("cwd"),
+      env: cleanEnv({ TERM: "xterm-256color", ...options.env }),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let screen = "";
     let typedUpTo = 0;
     const pending = [...replies];

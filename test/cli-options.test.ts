@@ -1,19 +1,26 @@
 import { describe, expect, it } from "vitest";
-import { InvalidSettingsError } from "../src/errors.js";
 import { settingsWithFlags } from "../src/cli/options.js";
 import { describeModel } from "../src/cli/session.js";
+import { InvalidSettingsError } from "../src/core/errors.js";
 
 describe("settings from flags", () => {
   it("names the flag and the value given when a flag is out of range", () => {
-    expect(() => settingsWithFlags({}, { timeout: 5 })).toThrow(new InvalidSettingsError("--timeout must be at least 100 (got 5)"));
+    expect(() => settingsWithFlags({}, { timeout: 5 })).toThrow(
+      new InvalidSettingsError("--timeout must be at least 100 (got 5)"),
+    );
   });
 
   it("names the setting key when the bad value was stored, not typed", () => {
-    expect(() => settingsWithFlags({ maxAttempts: 0 }, { model: "m" })).toThrow(new InvalidSettingsError("maxAttempts must be at least 1"));
+    expect(() => settingsWithFlags({ maxAttempts: 0 }, { model: "m" })).toThrow(
+      new InvalidSettingsError("maxAttempts must be at least 1"),
+    );
   });
 
   it("lays the flags given over the stored settings", () => {
-    expect(settingsWithFlags({ maxAttempts: 7, model: "a" }, { model: "b" })).toMatchObject({ maxAttempts: 7, model: "b" });
+    expect(settingsWithFlags({ maxAttempts: 7, model: "a" }, { model: "b" })).toMatchObject({
+      maxAttempts: 7,
+      model: "b",
+    });
   });
 });
 
@@ -26,10 +33,14 @@ describe("the model line", () => {
 
   it("names the base URL without the credentials in it, and the other roles' models", () => {
     const env = { OPENAI_BASE_URL: "http://user:secret@localhost:11434/v1/" };
-    expect(describeModel({ ...settings, fixerModel: "big" }, { scripted: false }, env)).toBe("model gpt-4o-mini (fixer big) at http://localhost:11434/v1");
+    expect(describeModel({ ...settings, fixerModel: "big" }, { scripted: false }, env)).toBe(
+      "model gpt-4o-mini (fixer big) at http://localhost:11434/v1",
+    );
   });
 
   it("says when the model is scripted", () => {
-    expect(describeModel({ ...settings, model: "scripted-demo" }, { scripted: true }, {})).toBe("model scripted-demo (scripted, no API key)");
+    expect(describeModel({ ...settings, model: "scripted-demo" }, { scripted: true }, {})).toBe(
+      "model scripted-demo (scripted, no API key)",
+    );
   });
 });

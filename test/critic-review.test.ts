@@ -6,7 +6,7 @@ import { planModelCall } from "../src/tools/budget.js";
 import { countMessageTokens } from "../src/tools/tokens.js";
 import { freePort } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub, type StubAnswer, type StubRequest } from "./openai-stub.js";
+import { type OpenAIStub, type StubAnswer, type StubRequest, startOpenAIStub } from "./openai-stub.js";
 
 const isReview = (request: StubRequest & { response_format?: unknown }) => request.response_format !== undefined;
 const lastUserText = (request: StubRequest) => request.messages.at(-1)?.content ?? "";
@@ -37,7 +37,9 @@ describe("the critic's LLM review (real ChatOpenAI structured output against a l
 
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);
-    expect(result.errors).toEqual([expect.objectContaining({ type: "ReviewRejected", message: "it multiplies instead of adding" })]);
+    expect(result.errors).toEqual([
+      expect.objectContaining({ type: "ReviewRejected", message: "it multiplies instead of adding" }),
+    ]);
     expect(result.usage.byNode.critic).toEqual({ inputTokens: 180, outputTokens: 40, totalTokens: 220, calls: 2 });
     expect(result.usage.byNode.fixer?.calls).toBe(1);
     expect(stub.requests.filter(isReview)).toHaveLength(2);
@@ -47,7 +49,10 @@ describe("the critic's LLM review (real ChatOpenAI structured output against a l
     const before = stub.requests.length;
     const model = createChatModel("gpt-4o-mini", { temperature: 0 }, { OPENAI_BASE_URL: stub.url });
     const agent = createAgent({ model, sandbox: createSandbox({ kind: "process" }) });
-    const result = await agent.invoke({ task: "Write add(a, b).", tests: "assert add(2, 3) == 6" }, { context: parseSettings({ llmReview: true }) });
+    const result = await agent.invoke(
+      { task: "Write add(a, b).", tests: "assert add(2, 3) == 6" },
+      { context: parseSettings({ llmReview: true }) },
+    );
     expect(result.status).toBe("passed"); // a * b: 2 * 3 == 6, the tests are the judge here
     expect(stub.requests.slice(before).some(isReview)).toBe(false);
   });
@@ -71,8 +76,14 @@ describe("an LLM review that cannot be had is never a pass", () => {
     return started;
   }
   /** The generator on a server that always writes the program, the reviewer on `reviewerUrl`. */
-  async function agentWithReviewerAt(reviewerUrl: string, options: { checkpointer?: MemorySaver; generatorUsage?: { prompt_tokens: number; completion_tokens: number } } = {}) {
-    const writer = await server(() => ({ content: fence(program), usage: options.generatorUsage ?? { prompt_tokens: 150, completion_tokens: 40 } }));
+  async function agentWithReviewerAt(
+    reviewerUrl: string,
+    options: { checkpointer?: MemorySaver; generatorUsage?: { prompt_tokens: number; completion_tokens: number } } = {},
+  ) {
+    const writer = await server(() => ({
+      content: fence(program),
+      usage: options.generatorUsage ?? { prompt_tokens: 150, completion_tokens: 40 },
+    }));
     const env = (url: string) => ({ OPENAI_BASE_URL: url, SELFHEAL_MODEL_RETRIES: "0" });
     return createAgent({
       model: createChatModel("gpt-4o-mini", { temperature: 0 }, env(writer.url)),
@@ -85,7 +96,9 @@ describe("an LLM review that cannot be had is never a pass", () => {
   it("ends as model_error at the critic when the reviewer answers 429, and resuming there completes the review", async () => {
     let healthy = false;
     const reviewer = await server(() =>
-      healthy ? { content: approval, usage: { prompt_tokens: 90, completion_tokens: 20 } } : { status: 429, message: "rate limited" },
+      healthy
+        ? { content: approval, usage: { prompt_tokens: 90, completion_tokens: 20 } }
+        : { status: 429, message: "rate limited" },
     );
     const agent = await agentWithReviewerAt(reviewer.url, { checkpointer: new MemorySaver() });
     const config = { context: parseSettings({ llmReview: true }), configurable: { thread_id: "review-429" } };
@@ -96,7 +109,11 @@ describe("an LLM review that cannot be had is never a pass", () => {
     expect(failed.resumeFrom).toBe("critic");
     expect(failed.history).toEqual([]);
     expect(reviewer.requests).toHaveLength(1);
-    expect((await agent.getState(config)).values).toMatchObject({ status: "model_error", resumeFrom: "critic", attempt: 1 });
+    expect((await agent.getState(config)).values).toMatchObject({
+      status: "model_error",
+      resumeFrom: "critic",
+      attempt: 1,
+    });
 
     healthy = true;
     const resumed = await agent.invoke(
@@ -115,7 +132,9 @@ describe("an LLM review that cannot be had is never a pass", () => {
     const agent = await agentWithReviewerAt(url);
     const result = await agent.invoke({ task }, { context: parseSettings({ llmReview: true }) });
     expect(result.status).toBe("model_error");
-    expect(result.reason).toContain(`critic model call failed (LLM review): could not connect to the server at ${url} (ECONNREFUSED)`);
+    expect(result.reason).toContain(
+      `critic model call failed (LLM review): could not connect to the server at ${url} (ECONNREFUSED)`,
+    );
     expect(result.resumeFrom).toBe("critic");
   });
 
@@ -130,7 +149,9 @@ describe("an LLM review that cannot be had is never a pass", () => {
 
   it("ends as budget_exhausted, not passed, when no budget is left for the review", async () => {
     const reviewer = await server(() => ({ content: approval }));
-    const agent = await agentWithReviewerAt(reviewer.url, { generatorUsage: { prompt_tokens: 1000, completion_tokens: 1000 } });
+    const agent = await agentWithReviewerAt(reviewer.url, {
+      generatorUsage: { prompt_tokens: 1000, completion_tokens: 1000 },
+    });
     const result = await agent.invoke({ task }, { context: parseSettings({ llmReview: true, tokenBudget: 2300 }) });
     expect(result.status).toBe("budget_exhausted");
     expect(result.reason).toMatch(/not reviewed/);
@@ -150,13 +171,22 @@ describe("an LLM review that cannot be had is never a pass", () => {
 
   it("sends the review's planned output cap as max_tokens", async () => {
     const reviewer = await server(() => ({ content: approval, usage: { prompt_tokens: 90, completion_tokens: 20 } }));
-    const agent = await agentWithReviewerAt(reviewer.url, { generatorUsage: { prompt_tokens: 1000, completion_tokens: 1000 } });
+    const agent = await agentWithReviewerAt(reviewer.url, {
+      generatorUsage: { prompt_tokens: 1000, completion_tokens: 1000 },
+    });
     const settings = parseSettings({ llmReview: true, tokenBudget: 2500 });
     const result = await agent.invoke({ task }, { context: settings });
     expect(result.status).toBe("passed");
 
-    const promptTokens = await countMessageTokens(buildReviewPrompt({ task, language: "python", code: result.code, run: result.lastRun! }));
-    const plan = planModelCall({ promptTokens, usedTokens: 2000, tokenBudget: settings.tokenBudget, maxOutputTokens: 512 });
+    const promptTokens = await countMessageTokens(
+      buildReviewPrompt({ task, language: "python", code: result.code, run: result.lastRun! }),
+    );
+    const plan = planModelCall({
+      promptTokens,
+      usedTokens: 2000,
+      tokenBudget: settings.tokenBudget,
+      maxOutputTokens: 512,
+    });
     expect(plan).toMatchObject({ ok: true });
     const cap = plan.ok ? plan.outputCap : 0;
     expect(cap).toBeLessThan(512); // the budget, not the default, sets this cap

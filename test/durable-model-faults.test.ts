@@ -2,9 +2,9 @@ import { join } from "node:path";
 import { Command } from "@langchain/langgraph";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createAgent, createChatModel, createSandbox, parseSettings } from "../src/index.js";
-import { openRunStore, type RunStore } from "../src/store.js";
+import { openRunStore, type RunStore } from "../src/store/index.js";
 import { fence } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub, type StubAnswer } from "./openai-stub.js";
+import { type OpenAIStub, type StubAnswer, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 // The real ChatOpenAI client against a local HTTP server: retries, usage and cut-off replies take
@@ -29,7 +29,11 @@ async function stubServer(answer: (index: number) => StubAnswer): Promise<OpenAI
 async function agentFor(stub: OpenAIStub, retries: number) {
   const store = await openRunStore({ kind: "sqlite", path: join(dir, `${stores.length}-${Date.now()}.db`) });
   stores.push(store);
-  const model = createChatModel("stub-model", { temperature: 0 }, { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: String(retries) });
+  const model = createChatModel(
+    "stub-model",
+    { temperature: 0 },
+    { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: String(retries) },
+  );
   return createAgent({ model, sandbox, checkpointer: store.checkpointer });
 }
 
@@ -45,7 +49,10 @@ describe("model faults against an OpenAI-compatible server", () => {
           : { content: fence("print('ok')"), usage: { prompt_tokens: 321, completion_tokens: 12 } },
     );
     const agent = await agentFor(stub, 2);
-    const result = await agent.invoke({ task: "Print ok." }, { context: settings, configurable: { thread_id: "retry" } });
+    const result = await agent.invoke(
+      { task: "Print ok." },
+      { context: settings, configurable: { thread_id: "retry" } },
+    );
 
     expect(result.status).toBe("passed");
     expect(stub.requests).toHaveLength(3);
@@ -61,7 +68,9 @@ describe("model faults against an OpenAI-compatible server", () => {
   it("ends as model_error when retries run out, keeps the checkpoint, and resumes once the server answers", async () => {
     let healthy = false;
     const stub = await stubServer(() =>
-      healthy ? { content: fence("print('back')"), usage: { prompt_tokens: 50, completion_tokens: 5 } } : { status: 500, message: "upstream down" },
+      healthy
+        ? { content: fence("print('back')"), usage: { prompt_tokens: 50, completion_tokens: 5 } }
+        : { status: 500, message: "upstream down" },
     );
     const agent = await agentFor(stub, 1);
     const config = { context: settings, configurable: { thread_id: "exhausted" } };
@@ -88,11 +97,18 @@ describe("model faults against an OpenAI-compatible server", () => {
   it("treats a reply cut off at the output cap like a reply with no program", async () => {
     const stub = await stubServer((index) =>
       index === 0
-        ? { content: "```python\nprint('this program never fin", finishReason: "length", usage: { prompt_tokens: 40, completion_tokens: 64 } }
+        ? {
+            content: "```python\nprint('this program never fin",
+            finishReason: "length",
+            usage: { prompt_tokens: 40, completion_tokens: 64 },
+          }
         : { content: fence("print('complete')"), usage: { prompt_tokens: 60, completion_tokens: 8 } },
     );
     const agent = await agentFor(stub, 0);
-    const result = await agent.invoke({ task: "Print complete." }, { context: settings, configurable: { thread_id: "cut-off" } });
+    const result = await agent.invoke(
+      { task: "Print complete." },
+      { context: settings, configurable: { thread_id: "cut-off" } },
+    );
 
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);

@@ -11,11 +11,11 @@ import {
   MissingModelConfigError,
   parseSettings,
   SelfhealError,
+  type SelfhealErrorCode,
   StoreConnectionError,
   ThreadBusyError,
-  type SelfhealErrorCode,
 } from "../src/index.js";
-import { openRunStore } from "../src/store.js";
+import { openRunStore } from "../src/store/index.js";
 import { cleanEnv, freePort, REPO, runCli } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
 
@@ -68,13 +68,16 @@ describe("errors you can catch", () => {
   it("raises THREAD_BUSY when another live process holds the thread", async () => {
     const path = join(scratch, "busy.db");
     const holderScript = [
-      `import { openRunStore } from "./src/store.ts";`,
+      `import { openRunStore } from "./src/store/index.ts";`,
       `const store = await openRunStore({ kind: "sqlite", path: ${JSON.stringify(path)} });`,
       `await store.lease("thread-1");`,
       `console.log("held");`,
       `process.stdin.resume();`,
     ].join("\n");
-    const holder = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", holderScript], { cwd: REPO, stdio: ["pipe", "pipe", "inherit"] });
+    const holder = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", holderScript], {
+      cwd: REPO,
+      stdio: ["pipe", "pipe", "inherit"],
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         holder.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("held") && resolve());
@@ -94,7 +97,9 @@ describe("errors you can catch", () => {
 
   it("raises STORE_CONNECTION, not INVALID_SETTINGS, for PostgreSQL on a closed port, without the password", async () => {
     const port = await freePort();
-    const error = await caught("STORE_CONNECTION", () => openRunStore({ kind: "postgres", url: `postgresql://u:secret-pw@127.0.0.1:${port}/db` }));
+    const error = await caught("STORE_CONNECTION", () =>
+      openRunStore({ kind: "postgres", url: `postgresql://u:secret-pw@127.0.0.1:${port}/db` }),
+    );
     expect(error).toBeInstanceOf(StoreConnectionError);
     expect(error).not.toBeInstanceOf(InvalidSettingsError);
     expect(error.message).toContain(`127.0.0.1:${port}`);
@@ -112,7 +117,10 @@ describe("errors you can catch", () => {
 
   it("makes the CLI print one line and exit 2 for an unreachable PostgreSQL and for --db on a directory", async () => {
     const port = await freePort();
-    for (const args of [["runs", "--postgres", `postgresql://u:secret-pw@127.0.0.1:${port}/db`], ["runs", "--db", scratch]]) {
+    for (const args of [
+      ["runs", "--postgres", `postgresql://u:secret-pw@127.0.0.1:${port}/db`],
+      ["runs", "--db", scratch],
+    ]) {
       const result = await runCli(args);
       expect(result.code).toBe(2);
       expect(result.stderr.trim().split("\n")).toHaveLength(1);

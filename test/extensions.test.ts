@@ -5,15 +5,15 @@ import {
   createAgent,
   createCriticNode,
   createExecutorNode,
+  createFixerNode,
   createGeneratorNode,
   createNodeDeps,
   createSandbox,
-  createFixerNode,
   parseSettings,
   routeAfterCritic,
   State,
-  withSettings,
   type Verifier,
+  withSettings,
 } from "../src/index.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
 
@@ -24,7 +24,10 @@ describe("extending the graph", () => {
     const noTodo: Verifier = {
       name: "noPrintDebug",
       stage: "after",
-      check: (state) => (state.lastRun?.stdout.includes("DEBUG") ? { type: "StylePolicy", message: "debug output left in the program" } : null),
+      check: (state) =>
+        state.lastRun?.stdout.includes("DEBUG")
+          ? { type: "StylePolicy", message: "debug output left in the program" }
+          : null,
     };
     const model = scriptedModel(
       fence("print('DEBUG x=1')\nprint(42)"),
@@ -34,10 +37,15 @@ describe("extending the graph", () => {
         return fence("print(42)");
       },
     );
-    const result = await createAgent({ model, sandbox, verifiers: [noTodo] }).invoke({ task: "Print 42." }, { context: parseSettings({ repeatLimit: 5 }) });
+    const result = await createAgent({ model, sandbox, verifiers: [noTodo] }).invoke(
+      { task: "Print 42." },
+      { context: parseSettings({ repeatLimit: 5 }) },
+    );
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(3);
-    expect(result.errors).toEqual([expect.objectContaining({ type: "StylePolicy", count: 2, firstAttempt: 1, lastAttempt: 2 })]);
+    expect(result.errors).toEqual([
+      expect.objectContaining({ type: "StylePolicy", count: 2, firstAttempt: 1, lastAttempt: 2 }),
+    ]);
   });
 
   it("runs inserted steps before and after execution, in order", async () => {
@@ -48,16 +56,32 @@ describe("extending the graph", () => {
       sandbox,
       before: [
         { name: "stripTrailingSpace", node: (state) => ({ code: state.code.replace(/[ \t]+$/gm, "") }) },
-        { name: "recordBefore", node: (state) => (seen.push(`before:${JSON.stringify(state.code)}`), {}) },
+        {
+          name: "recordBefore",
+          node: (state) => {
+            seen.push(`before:${JSON.stringify(state.code)}`);
+            return {};
+          },
+        },
       ],
-      after: [{ name: "recordAfter", node: (state) => (seen.push(`after:${state.lastRun?.status}`), {}) }],
+      after: [
+        {
+          name: "recordAfter",
+          node: (state) => {
+            seen.push(`after:${state.lastRun?.status}`);
+            return {};
+          },
+        },
+      ],
     });
     const result = await agent.invoke({ task: "Print x." });
     expect(result.status).toBe("passed");
     expect(result.code).toBe("print('x')\n");
-    expect(seen).toEqual(['before:"print(\'x\')\\n"', "after:ok"]);
+    expect(seen).toEqual(["before:\"print('x')\\n\"", "after:ok"]);
     const drawn = await agent.getGraphAsync();
-    expect(Object.keys(drawn.nodes)).toEqual(expect.arrayContaining(["stripTrailingSpace", "recordBefore", "recordAfter"]));
+    expect(Object.keys(drawn.nodes)).toEqual(
+      expect.arrayContaining(["stripTrailingSpace", "recordBefore", "recordAfter"]),
+    );
   });
 
   it("replaces a core node and keeps the routing around it", async () => {
@@ -69,7 +93,16 @@ describe("extending the graph", () => {
         critic: (_deps, builtIn) => async (state, config) => {
           const update = await builtIn(state, config);
           if (state.lastRun?.stdout.trim() !== "right") {
-            return { ...update, status: "running", reason: undefined, decision: { next: "fixer" }, critique: { passed: false, summary: "wrong output", diagnosis: "print right" }, errors: [{ fingerprint: "wrong-output", type: "WrongOutput", message: "printed wrong", attempt: state.attempt }] };
+            return {
+              ...update,
+              status: "running",
+              reason: undefined,
+              decision: { next: "fixer" },
+              critique: { passed: false, summary: "wrong output", diagnosis: "print right" },
+              errors: [
+                { fingerprint: "wrong-output", type: "WrongOutput", message: "printed wrong", attempt: state.attempt },
+              ],
+            };
           }
           return update;
         },

@@ -16,7 +16,8 @@ describe("extractCode", () => {
   });
 
   it("picks the block for the language among several", () => {
-    const reply = "```bash\npip install nothing-at-all-here\n```\n```python\nprint('the program')\n```\n```text\noutput\n```";
+    const reply =
+      "```bash\npip install nothing-at-all-here\n```\n```python\nprint('the program')\n```\n```text\noutput\n```";
     expect(extractCode(reply, "python").code).toBe("print('the program')\n");
     const mixed = "```python\nprint(1)\n```\n```javascript\nconsole.log(1)\n```";
     expect(extractCode(mixed, "javascript").code).toBe("console.log(1)\n");
@@ -28,7 +29,8 @@ describe("extractCode", () => {
   });
 
   it("picks the longest of several blocks tagged for the language", () => {
-    const reply = "```python\nprint(1)\n```\nand the full program:\n```python\ndef f():\n    return 2\n\nprint(f())\n```";
+    const reply =
+      "```python\nprint(1)\n```\nand the full program:\n```python\ndef f():\n    return 2\n\nprint(f())\n```";
     expect(extractCode(reply, "python").code).toBe("def f():\n    return 2\n\nprint(f())\n");
   });
 
@@ -74,13 +76,18 @@ describe("extractCode", () => {
   });
 
   it("reports the wrong language even beside a block tagged with no programming language", () => {
-    const reply = extractCode("```text\nhello\n```\n```py\nprint('hello from a much longer python block')\n```", "javascript");
+    const reply = extractCode(
+      "```text\nhello\n```\n```py\nprint('hello from a much longer python block')\n```",
+      "javascript",
+    );
     expect(reply.code).toBeNull();
     expect(reply.problem).toMatch(/python block but the task is javascript/);
   });
 
   it("counts an untagged block as the task's language, beside a block in the other language", () => {
-    expect(extractCode("```python\nprint(1)\n```\n```\nconsole.log(1)\n```", "javascript").code).toBe("console.log(1)\n");
+    expect(extractCode("```python\nprint(1)\n```\n```\nconsole.log(1)\n```", "javascript").code).toBe(
+      "console.log(1)\n",
+    );
     expect(extractCode("```\nconsole.log(2)\n```", "javascript").code).toBe("console.log(2)\n");
   });
 });

@@ -31,7 +31,9 @@ describe("error fingerprints", () => {
     const b = await fingerprintOf("class A: pass\n\nraise ValueError(f'bad {A()}')");
     expect(a.error.message).toMatch(/0x[0-9a-f]+/);
     expect(a.fingerprint).toBe(b.fingerprint);
-    expect(normalizeErrorMessage("open('/tmp/selfheal-abc123/data.txt') failed at line 7")).toBe("open('<tmp>') failed at line ?");
+    expect(normalizeErrorMessage("open('/tmp/selfheal-abc123/data.txt') failed at line 7")).toBe(
+      "open('<tmp>') failed at line ?",
+    );
     expect(normalizeErrorMessage('File "/tmp/run-x1/main.py", line 3')).toBe('File "main.py", line ?');
     expect(fingerprintError("OSError", "pid 123456 gone")).toBe(fingerprintError("OSError", "pid 654321 gone"));
   });

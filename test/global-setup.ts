@@ -2,7 +2,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, sta
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isAlive, removeDeadProcessDirs, tempDirOwner } from "../src/tools/sandbox/temp-dirs.js";
+import { processIsAlive } from "../src/core/process.js";
+import { removeDeadProcessDirs, tempDirOwner } from "../src/sandbox/temp-dirs.js";
 
 const REPO_STORE = fileURLToPath(new URL("../.selfheal", import.meta.url));
 
@@ -22,7 +23,7 @@ function storeSnapshot(): string {
 function sandboxDirOwnersAlive(dir: string): boolean {
   return readdirSync(dir).some((name) => {
     const pid = tempDirOwner(name);
-    return pid !== undefined && isAlive(pid);
+    return pid !== undefined && processIsAlive(pid);
   });
 }
 
@@ -58,8 +59,12 @@ export default function setup(): () => Promise<void> {
     rmSync(runTemp, { recursive: true, force: true });
     const storeAfter = storeSnapshot();
     const problems: string[] = [];
-    if (left.length > 0) problems.push(`the tests left ${left.length} entries in the temp dir: ${left.sort().join(", ")}`);
-    if (storeAfter !== storeBefore) problems.push(`the tests wrote to the repository's own .selfheal/ (before: ${storeBefore}; after: ${storeAfter}); give every run a --db or a cwd of its own`);
+    if (left.length > 0)
+      problems.push(`the tests left ${left.length} entries in the temp dir: ${left.sort().join(", ")}`);
+    if (storeAfter !== storeBefore)
+      problems.push(
+        `the tests wrote to the repository's own .selfheal/ (before: ${storeBefore}; after: ${storeAfter}); give every run a --db or a cwd of its own`,
+      );
     if (problems.length === 0) return;
     // vitest prints an error thrown here but still exits 0; the exit code is what CI reads.
     process.exitCode = 1;

@@ -8,7 +8,9 @@ export const fence = (code: string, language = "python") => `\`\`\`${language}\n
 export function scriptedModel(...replies: Array<string | ((messages: BaseMessage[]) => string)>) {
   const model = fakeModel();
   for (const reply of replies) {
-    model.respond(typeof reply === "string" ? new AIMessage(reply) : (messages: BaseMessage[]) => new AIMessage(reply(messages)));
+    model.respond(
+      typeof reply === "string" ? new AIMessage(reply) : (messages: BaseMessage[]) => new AIMessage(reply(messages)),
+    );
   }
   return model;
 }

@@ -1,4 +1,4 @@
-import { createSandbox } from "../src/tools/sandbox/index.js";
+import { createSandbox } from "../src/sandbox/index.js";
 import { describeHostileSuite, PROCESS_BACKEND_GAPS } from "./hostile-suite.js";
 
 const MAX_PROCESSES = 32;

@@ -1,15 +1,15 @@
+import { randomBytes, randomInt } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomBytes, randomInt } from "node:crypto";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { judgeRun } from "../src/nodes/critic.js";
 import { describeFailure } from "../src/nodes/fixer.prompt.js";
-import type { ManagedSandbox } from "../src/tools/sandbox/index.js";
-import type { RunRequest, RunResult, SandboxIsolation } from "../src/tools/sandbox/types.js";
+import type { ManagedSandbox } from "../src/sandbox/index.js";
+import type { RunRequest, RunResult, SandboxIsolation } from "../src/sandbox/types.js";
 
 /**
  * The hostile-code suite: one test per thing generated code may do to the machine running it.
@@ -161,7 +161,11 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     });
 
     hostileIt("sleep forever", async () => {
-      const result = await run({ language: "python", code: "import time\ntime.sleep(10**6)\n", timeoutMs: KILL_AFTER_MS });
+      const result = await run({
+        language: "python",
+        code: "import time\ntime.sleep(10**6)\n",
+        timeoutMs: KILL_AFTER_MS,
+      });
       expect(result.status).toBe("timeout");
     });
 
@@ -211,7 +215,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
         "    children.append(pid)",
         "for pid in children:",
         "    os.waitpid(pid, 0)",
-        "print('held', len(children) * " + String(share) + ", 'MiB')",
+        `print('held', len(children) * ${share}, 'MiB')`,
       ].join("\n");
       const result = await run({ language: "python", code, timeoutMs: 15_000 });
       expect(result.status).toBe("memory_limit");
@@ -313,7 +317,9 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     const outsideTargets = (): string[] => {
       const name = `selfheal-hostile-${randomBytes(6).toString("hex")}`;
       const targets = [join(process.cwd(), name), join(homedir(), name), join(tmpdir(), name), join("/etc", name)];
-      cleanups.push(() => targets.forEach((target) => rmSync(target, { force: true })));
+      cleanups.push(() => {
+        for (const target of targets) rmSync(target, { force: true });
+      });
       return targets;
     };
 
@@ -354,7 +360,8 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     });
 
     hostileIt("read /etc/shadow", async () => {
-      const code = "try:\n    print(open('/etc/shadow').read())\nexcept OSError as error:\n    print('denied', error)\n";
+      const code =
+        "try:\n    print(open('/etc/shadow').read())\nexcept OSError as error:\n    print('denied', error)\n";
       const result = await run({ language: "python", code });
       expect(result.stdout).not.toMatch(/^root:/m);
     });
@@ -371,7 +378,9 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     });
 
     hostileIt("API key in the environment", async () => {
-      const result = await withFakeApiKey(() => run({ language: "python", code: "import os\nprint(dict(os.environ))\n" }));
+      const result = await withFakeApiKey(() =>
+        run({ language: "python", code: "import os\nprint(dict(os.environ))\n" }),
+      );
       expect(result.status).toBe("ok");
       expect(result.stdout).not.toContain(FAKE_API_KEY);
       expect(result.stdout).not.toContain("OPENAI_API_KEY");
@@ -419,7 +428,8 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     });
 
     hostileIt("SIGTERM ignored", async () => {
-      const code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n";
+      const code =
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n";
       const result = await run({ language: "python", code, timeoutMs: KILL_AFTER_MS });
       expect(result.status).toBe("timeout");
       expect(result.durationMs).toBeLessThan(KILL_AFTER_MS + 2_000);
@@ -440,7 +450,11 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     });
 
     hostileIt("read stdin", async () => {
-      const result = await run({ language: "python", code: "import sys\nprint(len(sys.stdin.read()))\n", timeoutMs: 5_000 });
+      const result = await run({
+        language: "python",
+        code: "import sys\nprint(len(sys.stdin.read()))\n",
+        timeoutMs: 5_000,
+      });
       expect(result.status).toBe("ok");
       expect(result.stdout).toBe("0\n");
       expect(result.durationMs).toBeLessThan(3_000);
@@ -465,7 +479,9 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     });
 
     hostileIt("JS API key in the environment", async () => {
-      const result = await withFakeApiKey(() => run({ language: "javascript", code: "console.log(JSON.stringify(process.env));\n" }));
+      const result = await withFakeApiKey(() =>
+        run({ language: "javascript", code: "console.log(JSON.stringify(process.env));\n" }),
+      );
       expect(result.status).toBe("ok");
       expect(result.stdout).not.toContain(FAKE_API_KEY);
     });
@@ -543,7 +559,6 @@ async function waitUntilGone(marker: string, withinMs = 2_000): Promise<number[]
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
-
 
 const PLAIN_PROCESS = "the process backend runs code as the calling user, on the host's file system and network";
 

@@ -1,4 +1,4 @@
-import { createSandbox, probeBwrap } from "../src/tools/sandbox/index.js";
+import { createSandbox, probeBwrap } from "../src/sandbox/index.js";
 import { describeHostileSuite, isolationGaps, PROCESS_BACKEND_GAPS } from "./hostile-suite.js";
 
 const MAX_PROCESSES = 32;

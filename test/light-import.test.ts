@@ -44,7 +44,12 @@ function packagesLoadedBy(entry: string): Set<string> {
   }
 }
 
-const DATABASE_PACKAGES = ["better-sqlite3", "pg", "@langchain/langgraph-checkpoint-sqlite", "@langchain/langgraph-checkpoint-postgres"];
+const DATABASE_PACKAGES = [
+  "better-sqlite3",
+  "pg",
+  "@langchain/langgraph-checkpoint-sqlite",
+  "@langchain/langgraph-checkpoint-postgres",
+];
 
 describe("the package entries", () => {
   it("load the agent from the root entry without any database driver", () => {
@@ -54,12 +59,12 @@ describe("the package entries", () => {
   });
 
   it("load SQLite and PostgreSQL with the store entry", () => {
-    const loaded = packagesLoadedBy("./src/store.ts");
+    const loaded = packagesLoadedBy("./src/store/index.ts");
     for (const name of DATABASE_PACKAGES) expect(loaded).toContain(name);
   });
 
   it("run the benchmark without loading the run store", () => {
-    const loaded = packagesLoadedBy("./src/bench.ts");
+    const loaded = packagesLoadedBy("./src/benchmark/index.ts");
     expect(loaded).toContain("@langchain/langgraph");
     for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
   });

@@ -9,7 +9,7 @@ import { createAgent, createChatModel, createSandbox, InvalidSettingsError, pars
 import { describeModelEndpoint } from "../src/tools/model-errors.js";
 import { freePort, runCli } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub, type StubAnswer } from "./openai-stub.js";
+import { type OpenAIStub, type StubAnswer, startOpenAIStub } from "./openai-stub.js";
 
 const sandbox = createSandbox({ kind: "process" });
 const stubs: OpenAIStub[] = [];
@@ -27,7 +27,14 @@ async function stubAnswering(answer: StubAnswer): Promise<OpenAIStub> {
 
 /** The environment of a person who has configured nothing. */
 function clearModelEnv() {
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "SELFHEAL_MODEL", "SELFHEAL_MODEL_TIMEOUT_MS", "SELFHEAL_MODEL_RETRIES"]) vi.stubEnv(name, undefined);
+  for (const name of [
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SELFHEAL_MODEL",
+    "SELFHEAL_MODEL_TIMEOUT_MS",
+    "SELFHEAL_MODEL_RETRIES",
+  ])
+    vi.stubEnv(name, undefined);
 }
 
 /** A chat model that never answers and never looks at its abort signal: the worst case we wait on. */
@@ -86,7 +93,12 @@ describe("a model server that hangs", () => {
   it("gives an injected ChatOpenAI that has no timeout of its own the timeout per request", async () => {
     const stub = await stubAnswering({ hang: true });
     // Its retries are its own (LangChain's caller retries 6 times by default); one retry here.
-    const model = new ChatOpenAI({ model: "stub-model", apiKey: "not-needed", maxRetries: 0, configuration: { baseURL: stub.url, maxRetries: 1 } });
+    const model = new ChatOpenAI({
+      model: "stub-model",
+      apiKey: "not-needed",
+      maxRetries: 0,
+      configuration: { baseURL: stub.url, maxRetries: 1 },
+    });
     const result = await createAgent({ model, sandbox }).invoke(task, { context: { modelTimeoutMs: 300 } });
 
     expect(result.status).toBe("model_error");
@@ -110,23 +122,36 @@ describe("a model server that hangs", () => {
   });
 
   it("bounds the LLM review by the same timeout", async () => {
-    const stub = await startOpenAIStub((request) => ("response_format" in request ? { hang: true } : { content: fence("print('ok')") }));
+    const stub = await startOpenAIStub((request) =>
+      "response_format" in request ? { hang: true } : { content: fence("print('ok')") },
+    );
     stubs.push(stub);
-    const model = createChatModel("stub-model", { temperature: 0, timeoutMs: 300 }, { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: "0" });
-    const result = await createAgent({ model, sandbox }).invoke(task, { context: { llmReview: true, modelTimeoutMs: 300 } });
+    const model = createChatModel(
+      "stub-model",
+      { temperature: 0, timeoutMs: 300 },
+      { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: "0" },
+    );
+    const result = await createAgent({ model, sandbox }).invoke(task, {
+      context: { llmReview: true, modelTimeoutMs: 300 },
+    });
 
     expect(result.status).toBe("model_error");
     expect(result.resumeFrom).toBe("critic");
-    expect(result.reason).toContain(`The critic model call failed (LLM review): the server at ${stub.url} timed out after 0.3 s`);
+    expect(result.reason).toContain(
+      `The critic model call failed (LLM review): the server at ${stub.url} timed out after 0.3 s`,
+    );
   });
 
   it("takes --model-timeout on the command line", async () => {
     const stub = await stubAnswering({ hang: true });
     const dir = mkdtempSync(join(tmpdir(), "selfheal-model-timeout-"));
     try {
-      const result = await runCli(["run", "Print ok.", "--model-timeout", "300", "--sandbox", "process", "--db", join(dir, "runs.db")], {
-        env: { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: "0" },
-      });
+      const result = await runCli(
+        ["run", "Print ok.", "--model-timeout", "300", "--sandbox", "process", "--db", join(dir, "runs.db")],
+        {
+          env: { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: "0" },
+        },
+      );
       expect(result.code).toBe(1);
       expect(result.stderr).toContain(`the server at ${stub.url} timed out after 0.3 s`);
     } finally {
@@ -138,7 +163,11 @@ describe("a model server that hangs", () => {
 describe("a model server that answers with something other than a chat completion", () => {
   async function reasonFor(answer: StubAnswer): Promise<{ reason: string; url: string }> {
     const stub = await stubAnswering(answer);
-    const model = createChatModel("stub-model", { temperature: 0 }, { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: "0" });
+    const model = createChatModel(
+      "stub-model",
+      { temperature: 0 },
+      { OPENAI_BASE_URL: stub.url, SELFHEAL_MODEL_RETRIES: "0" },
+    );
     const result = await createAgent({ model, sandbox }).invoke(task);
     expect(result.status).toBe("model_error");
     expect(result.reason).not.toMatch(/Cannot read properties/);
@@ -146,14 +175,17 @@ describe("a model server that answers with something other than a chat completio
   }
 
   it("says an HTML page came back where JSON was expected, and that the base URL may not be the API root", async () => {
-    const { reason, url } = await reasonFor({ raw: { contentType: "text/html", body: "<!DOCTYPE html><html><body>Welcome to the admin panel</body></html>" } });
+    const { reason, url } = await reasonFor({
+      raw: { contentType: "text/html", body: "<!DOCTYPE html><html><body>Welcome to the admin panel</body></html>" },
+    });
     expect(reason).toBe(
       `The generator model call failed: the server at ${url} answered with an HTML page, not JSON: is OPENAI_BASE_URL the API root (it usually ends in /v1)?`,
     );
   });
 
   it("says a proxy's 502 page is an HTML page from something in between", async () => {
-    const page = "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>";
+    const page =
+      "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>";
     const { reason, url } = await reasonFor({ raw: { status: 502, contentType: "text/html", body: page } });
     expect(reason).toBe(
       `The generator model call failed: the server at ${url} answered 502 with an HTML page, not JSON: a proxy or gateway in between failed, or OPENAI_BASE_URL is not the API root (it usually ends in /v1).`,
@@ -168,12 +200,18 @@ describe("a model server that answers with something other than a chat completio
 
   it("quotes a body that is not JSON", async () => {
     const { reason, url } = await reasonFor({ raw: { contentType: "application/json", body: "{not json" } });
-    expect(reason).toContain(`the server at ${url} answered with "{not json", which is not JSON: is OPENAI_BASE_URL the API root`);
+    expect(reason).toContain(
+      `the server at ${url} answered with "{not json", which is not JSON: is OPENAI_BASE_URL the API root`,
+    );
   });
 
   it("says nothing is listening when the connection is refused", async () => {
     const url = `http://127.0.0.1:${await freePort()}/v1`;
-    const model = createChatModel("stub-model", { temperature: 0 }, { OPENAI_BASE_URL: url, SELFHEAL_MODEL_RETRIES: "0" });
+    const model = createChatModel(
+      "stub-model",
+      { temperature: 0 },
+      { OPENAI_BASE_URL: url, SELFHEAL_MODEL_RETRIES: "0" },
+    );
     const result = await createAgent({ model, sandbox }).invoke(task);
     expect(result.status).toBe("model_error");
     expect(result.reason).toBe(
@@ -183,9 +221,13 @@ describe("a model server that answers with something other than a chat completio
 
   it("names the status, the server's message and what to check for a refused key or an unknown model", async () => {
     const key = await reasonFor({ status: 401, message: "Incorrect API key provided" });
-    expect(key.reason).toBe(`The generator model call failed: the server at ${key.url} answered 401 (Incorrect API key provided): the API key was refused: check OPENAI_API_KEY.`);
+    expect(key.reason).toBe(
+      `The generator model call failed: the server at ${key.url} answered 401 (Incorrect API key provided): the API key was refused: check OPENAI_API_KEY.`,
+    );
     const model = await reasonFor({ status: 404, message: "model 'gpt-5-turbo' not found" });
-    expect(model.reason).toContain(`the server at ${model.url} answered 404 (model 'gpt-5-turbo' not found): no such model or path: check the model name`);
+    expect(model.reason).toContain(
+      `the server at ${model.url} answered 404 (model 'gpt-5-turbo' not found): no such model or path: check the model name`,
+    );
   });
 
   it("still reads a good reply through the inspecting fetch", async () => {
@@ -202,7 +244,9 @@ describe("no model configured, from code", () => {
     const result = await createAgent({ sandbox }).invoke(task, { context: { maxAttempts: 2 } });
 
     expect(result.status).toBe("model_error");
-    expect(result.reason).toMatch(/^The generator model call failed: No model is configured\. Set OPENAI_API_KEY .* or OPENAI_BASE_URL /);
+    expect(result.reason).toMatch(
+      /^The generator model call failed: No model is configured\. Set OPENAI_API_KEY .* or OPENAI_BASE_URL /,
+    );
     expect(result.reason).toContain("createAgent({ model })");
     expect(result.attempt).toBe(0);
     expect(result.usage.totalTokens).toBe(0);
@@ -212,6 +256,8 @@ describe("no model configured, from code", () => {
 describe("describeModelEndpoint", () => {
   it("names the model and the base URL, OpenAI's when OPENAI_BASE_URL is unset", () => {
     expect(describeModelEndpoint("gpt-4o-mini", {})).toBe("gpt-4o-mini at https://api.openai.com/v1");
-    expect(describeModelEndpoint("qwen2.5-coder:7b", { OPENAI_BASE_URL: "http://localhost:11434/v1" })).toBe("qwen2.5-coder:7b at http://localhost:11434/v1");
+    expect(describeModelEndpoint("qwen2.5-coder:7b", { OPENAI_BASE_URL: "http://localhost:11434/v1" })).toBe(
+      "qwen2.5-coder:7b at http://localhost:11434/v1",
+    );
   });
 });

@@ -4,7 +4,7 @@ import { HumanMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { describe, expect, it } from "vitest";
 import { createAgent, createChatModel, createSandbox, parseSettings } from "../src/index.js";
-import { planModelCall, MIN_OUTPUT_TOKENS } from "../src/tools/budget.js";
+import { MIN_OUTPUT_TOKENS, planModelCall } from "../src/tools/budget.js";
 import { callModel } from "../src/tools/models.js";
 import { fence, scriptedModel } from "./helpers.js";
 import { startOpenAIStub } from "./openai-stub.js";
@@ -14,8 +14,16 @@ describe("model roles", () => {
     const generator = scriptedModel(fence("print(undefined_name)"));
     const fixerModel = scriptedModel(fence("def f():\n    return 1\n\nassert f() == 2, 'f() should be 2'"));
     const strongFixerModel = scriptedModel(fence("def f():\n    return 2\n\nassert f() == 2"));
-    const agent = createAgent({ model: generator, fixerModel, strongFixerModel, sandbox: createSandbox({ kind: "process" }) });
-    const result = await agent.invoke({ task: "Write f() returning 2." }, { context: parseSettings({ maxAttempts: 3 }) });
+    const agent = createAgent({
+      model: generator,
+      fixerModel,
+      strongFixerModel,
+      sandbox: createSandbox({ kind: "process" }),
+    });
+    const result = await agent.invoke(
+      { task: "Write f() returning 2." },
+      { context: parseSettings({ maxAttempts: 3 }) },
+    );
     expect(result.status).toBe("passed");
     expect(result.errors.map((error) => error.type)).toEqual(["NameError", "AssertionError"]);
     expect([generator.callCount, fixerModel.callCount, strongFixerModel.callCount]).toEqual([1, 1, 1]);
@@ -24,9 +32,19 @@ describe("model roles", () => {
 
 describe("planModelCall", () => {
   it("shrinks the output cap with the remaining budget and refuses a call that cannot fit", () => {
-    expect(planModelCall({ promptTokens: 500, usedTokens: 0, tokenBudget: 40_000, maxOutputTokens: 2048 })).toEqual({ ok: true, outputCap: 2048 });
-    expect(planModelCall({ promptTokens: 500, usedTokens: 39_000, tokenBudget: 40_000, maxOutputTokens: 2048 })).toEqual({ ok: true, outputCap: 500 });
-    const refused = planModelCall({ promptTokens: 500, usedTokens: 39_400, tokenBudget: 40_000, maxOutputTokens: 2048 });
+    expect(planModelCall({ promptTokens: 500, usedTokens: 0, tokenBudget: 40_000, maxOutputTokens: 2048 })).toEqual({
+      ok: true,
+      outputCap: 2048,
+    });
+    expect(
+      planModelCall({ promptTokens: 500, usedTokens: 39_000, tokenBudget: 40_000, maxOutputTokens: 2048 }),
+    ).toEqual({ ok: true, outputCap: 500 });
+    const refused = planModelCall({
+      promptTokens: 500,
+      usedTokens: 39_400,
+      tokenBudget: 40_000,
+      maxOutputTokens: 2048,
+    });
     expect(refused.ok).toBe(false);
     expect(MIN_OUTPUT_TOKENS).toBeGreaterThan(100);
   });
@@ -43,7 +61,11 @@ describe("the output cap", () => {
         : { content: fence("print('ok')") },
     );
     try {
-      const model = new otherCopy.ChatOpenAI({ model: "gpt-4o-mini", apiKey: "not-needed", configuration: { baseURL: stub.url } });
+      const model = new otherCopy.ChatOpenAI({
+        model: "gpt-4o-mini",
+        apiKey: "not-needed",
+        configuration: { baseURL: stub.url },
+      });
       expect(model instanceof ChatOpenAI).toBe(false);
       const agent = createAgent({ model, sandbox: createSandbox({ kind: "process" }) });
       const settings = parseSettings({ llmReview: true, maxOutputTokens: 700 });
@@ -60,8 +82,13 @@ describe("the output cap", () => {
   it("keeps what withConfig bound to a ChatOpenAI when it caps it", async () => {
     const stub = await startOpenAIStub(() => ({ content: "fine" }));
     try {
-      const bound = createChatModel("gpt-4o-mini", { temperature: 0 }, { OPENAI_BASE_URL: stub.url }).withConfig({ stop: ["END"] });
-      await callModel(bound as unknown as BaseChatModel, [new HumanMessage("hi")], "generator", { outputCap: 300, timeoutMs: 5000 });
+      const bound = createChatModel("gpt-4o-mini", { temperature: 0 }, { OPENAI_BASE_URL: stub.url }).withConfig({
+        stop: ["END"],
+      });
+      await callModel(bound as unknown as BaseChatModel, [new HumanMessage("hi")], "generator", {
+        outputCap: 300,
+        timeoutMs: 5000,
+      });
       expect(stub.requests[0]).toMatchObject({ max_tokens: 300, stop: ["END"] });
     } finally {
       await stub.close();

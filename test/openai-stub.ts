@@ -15,7 +15,12 @@ export interface StubRequest {
  * an HTTP error, any raw body (an HTML page, broken JSON, JSON without choices), or nothing ever.
  */
 export type StubAnswer =
-  | { content: string; usage?: { prompt_tokens: number; completion_tokens: number }; delayMs?: number; finishReason?: string }
+  | {
+      content: string;
+      usage?: { prompt_tokens: number; completion_tokens: number };
+      delayMs?: number;
+      finishReason?: string;
+    }
   | { status: number; message?: string }
   | { raw: { status?: number; contentType: string; body: string } }
   | { hang: true };
@@ -64,7 +69,9 @@ export async function startOpenAIStub(
     }
     if ("status" in reply) {
       res.writeHead(reply.status, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: reply.message ?? `stub error ${reply.status}`, type: "server_error" } }));
+      res.end(
+        JSON.stringify({ error: { message: reply.message ?? `stub error ${reply.status}`, type: "server_error" } }),
+      );
       return;
     }
     if (reply.delayMs) {
@@ -89,9 +96,18 @@ export async function startOpenAIStub(
       // asked for) the usage in a chunk of its own. The LangGraph server streams model calls.
       const event = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
       res.writeHead(200, { "content-type": "text/event-stream" });
-      event({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta: { role: "assistant", content: reply.content }, finish_reason: null }] });
-      event({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: finishReason }] });
-      if (body.stream_options?.include_usage) event({ ...head, object: "chat.completion.chunk", choices: [], usage: totals });
+      event({
+        ...head,
+        object: "chat.completion.chunk",
+        choices: [{ index: 0, delta: { role: "assistant", content: reply.content }, finish_reason: null }],
+      });
+      event({
+        ...head,
+        object: "chat.completion.chunk",
+        choices: [{ index: 0, delta: {}, finish_reason: finishReason }],
+      });
+      if (body.stream_options?.include_usage)
+        event({ ...head, object: "chat.completion.chunk", choices: [], usage: totals });
       res.end("data: [DONE]\n\n");
       return;
     }

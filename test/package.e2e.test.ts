@@ -91,17 +91,29 @@ describe("the packed package, installed into a strict TypeScript application", (
     expect(tarball).toBeDefined();
 
     mkdirSync(join(app, "src"), { recursive: true });
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "selfheal-consumer", private: true, type: "module" }));
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify({ name: "selfheal-consumer", private: true, type: "module" }),
+    );
     writeFileSync(join(app, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));
     writeFileSync(join(app, "src", "app.ts"), APP);
 
     // From the npm cache that the repository's own install filled, so no download in the usual
     // case. --ignore-scripts: better-sqlite3 would compile its addon for minutes, and the app
     // must run without it, since the root entry never loads the store.
-    const typesNode = JSON.parse(readFileSync(join(REPO, "node_modules", "@types", "node", "package.json"), "utf8")).version as string;
+    const typesNode = JSON.parse(readFileSync(join(REPO, "node_modules", "@types", "node", "package.json"), "utf8"))
+      .version as string;
     const installed = await run(
       "npm",
-      ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", join(temp, tarball!), `@types/node@${typesNode}`],
+      [
+        "install",
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        "--ignore-scripts",
+        join(temp, tarball!),
+        `@types/node@${typesNode}`,
+      ],
       app,
     );
     expect(installed.stderr).not.toMatch(/npm error/);
@@ -143,6 +155,8 @@ describe("the packed package, installed into a strict TypeScript application", (
     expect(help.stdout).toContain("Usage: selfheal");
     // The version comes from the installed package.json, two levels above dist/cli/.
     const version = await run(join(app, "node_modules", ".bin", "selfheal"), ["--version"], app);
-    expect(version.stdout).toBe(`${JSON.parse(readFileSync(join(app, "node_modules", "selfheal", "package.json"), "utf8")).version}\n`);
+    expect(version.stdout).toBe(
+      `${JSON.parse(readFileSync(join(app, "node_modules", "selfheal", "package.json"), "utf8")).version}\n`,
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { emptyUsage, type AgentState, type Execution } from "../src/graph/state.js";
 import { ProgressReporter, readableReason } from "../src/cli/progress.js";
 import { terminalStyle } from "../src/cli/terminal.js";
+import { type AgentState, type Execution, emptyUsage } from "../src/core/state.js";
 
 const ANSI = /\x1b\[/;
 
@@ -32,20 +32,33 @@ function twoAttempts(reporter: ProgressReporter) {
   reporter.update("generator", { usage: [{ node: "generator", inputTokens: 300, outputTokens: 101 }] });
   reporter.taskStarted("executor");
   reporter.output({ kind: "output", attempt: 1, stream: "stderr", line: "ZeroDivisionError: division by zero" });
-  reporter.update("executor", { attempt: 1, lastRun: run({ error: { type: "ZeroDivisionError", message: "division by zero", line: 8, traceback: "" } }) });
+  reporter.update("executor", {
+    attempt: 1,
+    lastRun: run({ error: { type: "ZeroDivisionError", message: "division by zero", line: 8, traceback: "" } }),
+  });
   reporter.taskStarted("critic");
-  reporter.update("critic", { critique: { passed: false, summary: "ZeroDivisionError: division by zero", diagnosis: "Raised at line 8." } });
+  reporter.update("critic", {
+    critique: { passed: false, summary: "ZeroDivisionError: division by zero", diagnosis: "Raised at line 8." },
+  });
   reporter.taskStarted("fixer");
   reporter.update("fixer", { usage: [{ node: "fixer", inputTokens: 500, outputTokens: 312 }] });
   reporter.taskStarted("executor");
   reporter.output({ kind: "output", attempt: 2, stream: "stdout", line: "all checks passed" });
   reporter.update("executor", { attempt: 2, lastRun: run({ status: "ok", exitCode: 0, durationMs: 28 }) });
   reporter.taskStarted("critic");
-  reporter.update("critic", { critique: { passed: true, summary: "The program ran cleanly.", diagnosis: "" }, status: "passed" });
+  reporter.update("critic", {
+    critique: { passed: true, summary: "The program ran cleanly.", diagnosis: "" },
+    status: "passed",
+  });
 }
 
 const finalState = (fields: Partial<AgentState>): AgentState =>
-  ({ attempt: 2, status: "passed", usage: { ...emptyUsage(), inputTokens: 800, outputTokens: 413, totalTokens: 1213, calls: 2 }, ...fields }) as AgentState;
+  ({
+    attempt: 2,
+    status: "passed",
+    usage: { ...emptyUsage(), inputTokens: 800, outputTokens: 413, totalTokens: 1213, calls: 2 },
+    ...fields,
+  }) as AgentState;
 
 describe("ProgressReporter off a terminal", () => {
   it("ends each attempt in one summary line, with the program's output indented above it", () => {
@@ -94,9 +107,18 @@ describe("ProgressReporter off a terminal", () => {
 
   it("says an attempt an objection stopped was not run, and prints notes and objections", () => {
     const { reporter, text } = plainReporter();
-    reporter.update("testWriter", { notes: [{ source: "testWriter", attempt: 1, message: "wrote 4 tests, kept 3, dropped 1" }] });
+    reporter.update("testWriter", {
+      notes: [{ source: "testWriter", attempt: 1, message: "wrote 4 tests, kept 3, dropped 1" }],
+    });
     reporter.update("lint", { objections: [{ attempt: 1, source: "lint", type: "Forbidden", message: "uses eval" }] });
-    reporter.update("executor", { attempt: 1, lastRun: run({ ran: false, durationMs: 0, error: { type: "Rejected", message: "no", line: null, traceback: "" } }) });
+    reporter.update("executor", {
+      attempt: 1,
+      lastRun: run({
+        ran: false,
+        durationMs: 0,
+        error: { type: "Rejected", message: "no", line: null, traceback: "" },
+      }),
+    });
     reporter.update("critic", { critique: { passed: false, summary: "Rejected: no", diagnosis: "" } });
     expect(text().split("\n")).toEqual([
       "  · testWriter: wrote 4 tests, kept 3, dropped 1",
@@ -112,16 +134,24 @@ describe("ProgressReporter off a terminal", () => {
       finalState({
         attempt: 3,
         status: "stuck",
-        reason: "The same error keeps coming back, even after a fresh rewrite: KeyError: 'total' (fingerprint 3fa2b9c01d4e).",
+        reason:
+          "The same error keeps coming back, even after a fresh rewrite: KeyError: 'total' (fingerprint 3fa2b9c01d4e).",
       }),
     );
-    expect(text()).toBe("✗ stuck after 3 attempts: The same error keeps coming back, even after a fresh rewrite: KeyError: 'total'.  1213 tokens (800 in, 413 out), 2 model calls\n");
+    expect(text()).toBe(
+      "✗ stuck after 3 attempts: The same error keeps coming back, even after a fresh rewrite: KeyError: 'total'.  1213 tokens (800 in, 413 out), 2 model calls\n",
+    );
     expect(readableReason("x (fingerprint abc123) y")).toBe("x y");
   });
 
   it("announces a fresh rewrite, and says what is still running every heartbeat while a model thinks", async () => {
     const written: string[] = [];
-    const reporter = new ProgressReporter({ stream: { write: (text: string) => written.push(text) > 0 }, style: { color: false, live: false }, from: { attempt: 2, tokens: 900 }, heartbeatMs: 20 });
+    const reporter = new ProgressReporter({
+      stream: { write: (text: string) => written.push(text) > 0 },
+      style: { color: false, live: false },
+      from: { attempt: 2, tokens: 900 },
+      heartbeatMs: 20,
+    });
     reporter.taskStarted("generator");
     await new Promise((resolve) => setTimeout(resolve, 70));
     reporter.stop();

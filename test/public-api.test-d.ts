@@ -1,12 +1,25 @@
 import { describe, expectTypeOf, it } from "vitest";
-import { createAgent, type AgentOptions, type AgentState, type OutputEvent, type SettingsInput, type Verifier } from "../src/index.js";
+import {
+  type AgentOptions,
+  type AgentState,
+  createAgent,
+  type OutputEvent,
+  type SettingsInput,
+  type Verifier,
+} from "../src/index.js";
 
 const agent = createAgent();
 
 describe("the public API's types", () => {
   it("takes a partial context with no cast and no parseSettings", () => {
-    expectTypeOf(agent.invoke).toBeCallableWith({ task: "t" }, { context: { maxAttempts: 3 }, configurable: { thread_id: "x" } });
-    expectTypeOf(agent.invoke).toBeCallableWith({ task: "t", language: "javascript", tests: "assert(true)" }, { context: {} });
+    expectTypeOf(agent.invoke).toBeCallableWith(
+      { task: "t" },
+      { context: { maxAttempts: 3 }, configurable: { thread_id: "x" } },
+    );
+    expectTypeOf(agent.invoke).toBeCallableWith(
+      { task: "t", language: "javascript", tests: "assert(true)" },
+      { context: {} },
+    );
     expectTypeOf<SettingsInput["maxAttempts"]>().toEqualTypeOf<number | undefined>();
   });
 
@@ -29,7 +42,10 @@ describe("the public API's types", () => {
   });
 
   it("types stream chunks by mode", async () => {
-    for await (const [mode, chunk] of await agent.stream({ task: "t" }, { streamMode: ["updates", "values", "custom"] })) {
+    for await (const [mode, chunk] of await agent.stream(
+      { task: "t" },
+      { streamMode: ["updates", "values", "custom"] },
+    )) {
       if (mode === "values") expectTypeOf(chunk.attempt).toEqualTypeOf<number>();
       if (mode === "updates") expectTypeOf(chunk).toHaveProperty("critic");
     }
@@ -41,7 +57,11 @@ describe("the public API's types", () => {
   it("types createAgent's options", () => {
     expectTypeOf(createAgent).parameter(0).toEqualTypeOf<AgentOptions | undefined>();
     expectTypeOf<AgentOptions["verifiers"]>().toEqualTypeOf<Verifier[] | undefined>();
-    const verifier: Verifier = { name: "v", stage: "after", check: (_state, { settings }) => (settings.maxAttempts > 2 ? null : { type: "T", message: "m" }) };
+    const verifier: Verifier = {
+      name: "v",
+      stage: "after",
+      check: (_state, { settings }) => (settings.maxAttempts > 2 ? null : { type: "T", message: "m" }),
+    };
     expectTypeOf(verifier.check).parameter(1).toHaveProperty("settings");
     // @ts-expect-error stage is before or after
     createAgent({ verifiers: [{ name: "v", stage: "during", check: () => null }] });

@@ -9,7 +9,7 @@ const readme = readFileSync(join(REPO, "README.md"), "utf8");
 /** The first fenced block of `language` after `heading`. */
 function blockAfter(heading: string, language: string): string {
   const section = readme.slice(readme.indexOf(heading));
-  const block = new RegExp("```" + language + "\\n([\\s\\S]*?)```").exec(section);
+  const block = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(section);
   if (!block) throw new Error(`no ${language} block after ${heading}`);
   return block[1]!;
 }

@@ -2,10 +2,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAgent, createSandbox, graph as studioGraph, MAX_ATTEMPTS_LIMIT, parseSettings, recursionLimitFor } from "../src/index.js";
+import {
+  createAgent,
+  createSandbox,
+  MAX_ATTEMPTS_LIMIT,
+  parseSettings,
+  recursionLimitFor,
+  graph as studioGraph,
+} from "../src/index.js";
 import { runCli } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
-import { startOpenAIStub, type OpenAIStub } from "./openai-stub.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 
 /** A word per attempt with no digits in it, so every failure has its own fingerprint and the run never counts as stuck. */
 const word = (n: number): string => (n < 26 ? "" : word(Math.floor(n / 26) - 1)) + String.fromCharCode(97 + (n % 26));
@@ -16,15 +23,23 @@ const sandbox = createSandbox({ kind: "process" });
 describe("long runs end through the routers, never through the recursion limit", () => {
   let stub: OpenAIStub;
   beforeAll(async () => {
-    stub = await startOpenAIStub((_request, index) => ({ content: failingProgram(index), usage: { prompt_tokens: 10, completion_tokens: 10 } }));
+    stub = await startOpenAIStub((_request, index) => ({
+      content: failingProgram(index),
+      usage: { prompt_tokens: 10, completion_tokens: 10 },
+    }));
   });
   afterAll(() => stub.close());
 
   it("gives maxAttempts an upper bound that the recursion limit covers", () => {
-    expect(() => parseSettings({ maxAttempts: MAX_ATTEMPTS_LIMIT + 1 })).toThrow(`maxAttempts must be at most ${MAX_ATTEMPTS_LIMIT}`);
+    expect(() => parseSettings({ maxAttempts: MAX_ATTEMPTS_LIMIT + 1 })).toThrow(
+      `maxAttempts must be at most ${MAX_ATTEMPTS_LIMIT}`,
+    );
     expect(recursionLimitFor(2)).toBeGreaterThan(MAX_ATTEMPTS_LIMIT * 6);
     const noop = () => ({});
-    const withTwoSteps = createAgent({ before: [{ name: "a", node: noop }], verifiers: [{ name: "v", stage: "after", check: () => null }] });
+    const withTwoSteps = createAgent({
+      before: [{ name: "a", node: noop }],
+      verifiers: [{ name: "v", stage: "after", check: () => null }],
+    });
     expect(withTwoSteps.config?.recursionLimit).toBe(recursionLimitFor(2));
   });
 
@@ -34,8 +49,24 @@ describe("long runs end through the routers, never through the recursion limit",
     const agent = createAgent({
       model,
       sandbox,
-      before: [{ name: "countBefore", node: () => (seen.push("before"), {}) }],
-      after: [{ name: "countAfter", node: () => (seen.push("after"), {}) }],
+      before: [
+        {
+          name: "countBefore",
+          node: () => {
+            seen.push("before");
+            return {};
+          },
+        },
+      ],
+      after: [
+        {
+          name: "countAfter",
+          node: () => {
+            seen.push("after");
+            return {};
+          },
+        },
+      ],
     });
     const result = await agent.invoke({ task: "Raise." }, { context: { maxAttempts: 12 } });
     expect(result.status).toBe("failed");
@@ -46,7 +77,10 @@ describe("long runs end through the routers, never through the recursion limit",
 
   it("ends failed at exactly 50 attempts from createAgent", async () => {
     const model = scriptedModel(...Array.from({ length: 50 }, (_, n) => failingProgram(n)));
-    const result = await createAgent({ model, sandbox }).invoke({ task: "Raise." }, { context: { maxAttempts: 50, tokenBudget: 1_000_000 } });
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Raise." },
+      { context: { maxAttempts: 50, tokenBudget: 1_000_000 } },
+    );
     expect(result.status).toBe("failed");
     expect(result.attempt).toBe(50);
     expect(result.reason).toBe("Still failing after 50 of 50 attempts.");
@@ -57,7 +91,10 @@ describe("long runs end through the routers, never through the recursion limit",
       const saved = process.env.OPENAI_BASE_URL;
       process.env.OPENAI_BASE_URL = stub.url;
       try {
-        const result = await studioGraph.invoke({ task: "Raise." }, { context: { maxAttempts: attempts, tokenBudget: 1_000_000, sandbox: "process" } });
+        const result = await studioGraph.invoke(
+          { task: "Raise." },
+          { context: { maxAttempts: attempts, tokenBudget: 1_000_000, sandbox: "process" } },
+        );
         expect(result.status).toBe("failed");
         expect(result.attempt).toBe(attempts);
       } finally {
@@ -71,7 +108,19 @@ describe("long runs end through the routers, never through the recursion limit",
     const dir = mkdtempSync(join(tmpdir(), "selfheal-recursion-"));
     try {
       const result = await runCli(
-        ["run", "Raise.", "--max-attempts", "50", "--token-budget", "1000000", "--sandbox", "process", "--json", "--db", join(dir, "runs.db")],
+        [
+          "run",
+          "Raise.",
+          "--max-attempts",
+          "50",
+          "--token-budget",
+          "1000000",
+          "--sandbox",
+          "process",
+          "--json",
+          "--db",
+          join(dir, "runs.db"),
+        ],
         { env: { OPENAI_BASE_URL: stub.url } },
       );
       expect(result.code).toBe(1);

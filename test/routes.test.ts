@@ -1,7 +1,8 @@
-import { describe, expect, it } from "vitest";
 import { END } from "@langchain/langgraph";
-import { decideAfterCritic, repeatStreak, routeAfterCritic, routeAfterWrite, routeTowardsExecution } from "../src/graph/routes.js";
-import { emptyUsage, type AgentState, type HistoryEntry } from "../src/graph/state.js";
+import { describe, expect, it } from "vitest";
+import { decideAfterCritic, repeatStreak } from "../src/core/policy.js";
+import { type AgentState, emptyUsage, type HistoryEntry } from "../src/core/state.js";
+import { routeAfterCritic, routeAfterWrite, routeTowardsExecution } from "../src/graph/routes.js";
 
 const settings = { maxAttempts: 4, tokenBudget: 1000, repeatLimit: 2 };
 const entry = (attempt: number, fingerprint?: string): HistoryEntry => ({
@@ -40,7 +41,10 @@ function stateWith(overrides: Partial<AgentState>): AgentState {
 
 describe("decideAfterCritic", () => {
   it("finishes as passed when the critic passed the run", () => {
-    const decision = decideAfterCritic(stateWith({ critique: { passed: true, summary: "ok", diagnosis: "" } }), settings);
+    const decision = decideAfterCritic(
+      stateWith({ critique: { passed: true, summary: "ok", diagnosis: "" } }),
+      settings,
+    );
     expect(decision).toMatchObject({ next: "finish", status: "passed" });
   });
 
@@ -49,13 +53,19 @@ describe("decideAfterCritic", () => {
   });
 
   it("stops as failed when the attempts are spent", () => {
-    const decision = decideAfterCritic(stateWith({ attempt: 4, history: [entry(1, "a"), entry(2, "b"), entry(3, "c"), entry(4, "d")] }), settings);
+    const decision = decideAfterCritic(
+      stateWith({ attempt: 4, history: [entry(1, "a"), entry(2, "b"), entry(3, "c"), entry(4, "d")] }),
+      settings,
+    );
     expect(decision).toMatchObject({ next: "finish", status: "failed" });
   });
 
   it("stops as budget_exhausted when the tokens are spent", () => {
     const usage = { ...emptyUsage(), totalTokens: 1000 };
-    expect(decideAfterCritic(stateWith({ usage }), settings)).toMatchObject({ next: "finish", status: "budget_exhausted" });
+    expect(decideAfterCritic(stateWith({ usage }), settings)).toMatchObject({
+      next: "finish",
+      status: "budget_exhausted",
+    });
   });
 
   it("asks for one fresh rewrite when the same error repeats repeatLimit times", () => {
@@ -64,15 +74,26 @@ describe("decideAfterCritic", () => {
   });
 
   it("stops as stuck when the error still repeats after its rewrite, naming the error", () => {
-    const errors = [{ fingerprint: "a", type: "KeyError", message: "'total'", count: 3, firstAttempt: 1, lastAttempt: 3 }];
-    const state = stateWith({ attempt: 3, history: [entry(1, "a"), entry(2, "a"), entry(3, "a")], rewrittenFor: ["a"], errors });
+    const errors = [
+      { fingerprint: "a", type: "KeyError", message: "'total'", count: 3, firstAttempt: 1, lastAttempt: 3 },
+    ];
+    const state = stateWith({
+      attempt: 3,
+      history: [entry(1, "a"), entry(2, "a"), entry(3, "a")],
+      rewrittenFor: ["a"],
+      errors,
+    });
     const decision = decideAfterCritic(state, settings);
     expect(decision).toMatchObject({ next: "finish", status: "stuck" });
     expect(decision.next === "finish" && decision.reason).toContain("KeyError: 'total'");
   });
 
   it("keeps fixing when a rewrite produced a different error", () => {
-    const state = stateWith({ attempt: 3, history: [entry(1, "a"), entry(2, "a"), entry(3, "b")], rewrittenFor: ["a"] });
+    const state = stateWith({
+      attempt: 3,
+      history: [entry(1, "a"), entry(2, "a"), entry(3, "b")],
+      rewrittenFor: ["a"],
+    });
     expect(decideAfterCritic(state, settings)).toEqual({ next: "fixer" });
   });
 
@@ -84,7 +105,10 @@ describe("decideAfterCritic", () => {
 
 describe("repeatStreak", () => {
   it("counts only the latest run of one fingerprint", () => {
-    expect(repeatStreak({ history: [entry(1, "a"), entry(2, "b"), entry(3, "b")] })).toEqual({ fingerprint: "b", count: 2 });
+    expect(repeatStreak({ history: [entry(1, "a"), entry(2, "b"), entry(3, "b")] })).toEqual({
+      fingerprint: "b",
+      count: 2,
+    });
     expect(repeatStreak({ history: [] })).toEqual({ count: 0 });
   });
 });
@@ -100,12 +124,22 @@ describe("routeAfterWrite", () => {
 describe("routeAfterCritic", () => {
   it("follows the critic's decision without deciding again", () => {
     expect(routeAfterCritic({ attempt: 1, status: "running", decision: { next: "fixer" } })).toBe("fixer");
-    expect(routeAfterCritic({ attempt: 2, status: "running", decision: { next: "generator", fingerprint: "a" } })).toBe("generator");
-    expect(routeAfterCritic({ attempt: 3, status: "failed", decision: { next: "finish", status: "failed", reason: "spent" } })).toBe(END);
+    expect(routeAfterCritic({ attempt: 2, status: "running", decision: { next: "generator", fingerprint: "a" } })).toBe(
+      "generator",
+    );
+    expect(
+      routeAfterCritic({
+        attempt: 3,
+        status: "failed",
+        decision: { next: "finish", status: "failed", reason: "spent" },
+      }),
+    ).toBe(END);
   });
 
   it("says what is wrong when a replacement critic made no decision", () => {
-    expect(() => routeAfterCritic({ attempt: 1, status: "running", decision: undefined })).toThrow(/made no decision for attempt 1/);
+    expect(() => routeAfterCritic({ attempt: 1, status: "running", decision: undefined })).toThrow(
+      /made no decision for attempt 1/,
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { buildBwrapArgv, SANDBOX_WORK_DIR } from "../src/tools/sandbox/bwrap-backend.js";
+import { buildBwrapArgv, SANDBOX_WORK_DIR } from "../src/sandbox/bwrap-backend.js";
 
 const host = { bwrap: "/usr/bin/bwrap", prlimit: "/usr/bin/prlimit", setpriv: "/usr/bin/setpriv" };
 const base = {
@@ -51,7 +51,10 @@ describe("the bwrap command line", () => {
       if (argument === "--tmpfs") expect(argv[index - 2]).toBe("--size");
     });
     // The tree bwrap builds (/, /etc, /dev) is made read-only once the mounts are in place.
-    expect(argv.slice(argv.lastIndexOf("--remount-ro"), argv.lastIndexOf("--remount-ro") + 2)).toEqual(["--remount-ro", "/"]);
+    expect(argv.slice(argv.lastIndexOf("--remount-ro"), argv.lastIndexOf("--remount-ro") + 2)).toEqual([
+      "--remount-ro",
+      "/",
+    ]);
   });
 
   it("shows no host home, project or account files", () => {
@@ -62,7 +65,11 @@ describe("the bwrap command line", () => {
       expect(target).not.toBe(process.cwd());
     }
     const etc = targets.filter((target) => target.startsWith("/etc/"));
-    expect(etc.every((target) => /^\/etc\/(passwd|group|hosts|nsswitch\.conf|ld\.so\.cache|ld\.so\.conf|localtime)$/.test(target))).toBe(true);
+    expect(
+      etc.every((target) =>
+        /^\/etc\/(passwd|group|hosts|nsswitch\.conf|ld\.so\.cache|ld\.so\.conf|localtime)$/.test(target),
+      ),
+    ).toBe(true);
   });
 
   it("passes only PATH, HOME and locale variables", () => {
@@ -79,7 +86,12 @@ describe("the bwrap command line", () => {
     const asRoot = buildBwrapArgv({ ...base, hostUid: 1_500_000_123 });
     const setprivAt = asRoot.indexOf(host.setpriv);
     expect(setprivAt).toBeGreaterThanOrEqual(0);
-    expect(asRoot.slice(setprivAt, setprivAt + 4)).toEqual([host.setpriv, "--reuid=1500000123", "--regid=1500000123", "--clear-groups"]);
+    expect(asRoot.slice(setprivAt, setprivAt + 4)).toEqual([
+      host.setpriv,
+      "--reuid=1500000123",
+      "--regid=1500000123",
+      "--clear-groups",
+    ]);
     expect(asRoot.indexOf(host.bwrap, setprivAt)).toBeGreaterThan(setprivAt);
     expect(innerBwrap(asRoot)).toContain("--unshare-user");
   });
@@ -87,7 +99,13 @@ describe("the bwrap command line", () => {
 
 describe("the bwrap command line with whole-run limits", () => {
   const join = ["/bin/sh", "-c", 'echo $$ > "$1" && shift 1 && exec "$@"', "sh", "/sys/fs/cgroup/x/cgroup.procs"];
-  const argv = buildBwrapArgv({ ...base, hostUid: 1_500_000_123, seccomp: true, tmpDir: "/tmp/selfheal-run-abc/tmp", cgroupJoin: join });
+  const argv = buildBwrapArgv({
+    ...base,
+    hostUid: 1_500_000_123,
+    seccomp: true,
+    tmpDir: "/tmp/selfheal-run-abc/tmp",
+    cgroupJoin: join,
+  });
 
   it("joins the run's cgroup first, while still root, so every later process is inside", () => {
     expect(argv.slice(0, join.length)).toEqual(join);

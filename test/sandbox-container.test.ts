@@ -5,9 +5,9 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { buildContainerCommand, encodeTar } from "../src/tools/sandbox/container-backend.js";
-import { createSandbox, DEFAULT_LIMITS } from "../src/tools/sandbox/index.js";
-import { findOnPath } from "../src/tools/sandbox/interpreters.js";
+import { buildContainerCommand, encodeTar } from "../src/sandbox/container-backend.js";
+import { createSandbox, DEFAULT_LIMITS } from "../src/sandbox/index.js";
+import { findOnPath } from "../src/sandbox/interpreters.js";
 
 /** The value that follows `flag` in an argv, e.g. `--memory` -> `512m`. */
 function flagValue(argv: string[], flag: string): string | undefined {
@@ -66,7 +66,13 @@ describe("the container command", () => {
   });
 
   it("caps the Node heap for JavaScript and can use podman", () => {
-    const node = buildContainerCommand({ engine: "podman", image: "node:20-slim", language: "javascript", limits: DEFAULT_LIMITS, name: "n" });
+    const node = buildContainerCommand({
+      engine: "podman",
+      image: "node:20-slim",
+      language: "javascript",
+      limits: DEFAULT_LIMITS,
+      name: "n",
+    });
     expect(node[0]).toBe("podman");
     expect(node.at(-1)).toMatch(/exec node --max-old-space-size=512 main\.js$/);
   });

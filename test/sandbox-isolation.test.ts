@@ -1,13 +1,10 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-
 import { describe, expect, it, vi } from "vitest";
 
-import { writeFileSync } from "node:fs";
-
-import { CGROUP2_SUPER_MAGIC, detectCgroups, ownCgroupPath } from "../src/tools/sandbox/cgroups.js";
-import { createSandbox, probeBwrap, resolveLimits } from "../src/tools/sandbox/index.js";
-import { seccompFilter } from "../src/tools/sandbox/seccomp.js";
+import { CGROUP2_SUPER_MAGIC, detectCgroups, ownCgroupPath } from "../src/sandbox/cgroups.js";
+import { createSandbox, probeBwrap, resolveLimits } from "../src/sandbox/index.js";
+import { seccompFilter } from "../src/sandbox/seccomp.js";
 import { scratchDir } from "./scratch.js";
 
 const scratch = scratchDir("isolation-test");
@@ -38,7 +35,13 @@ describe("a delegated cgroup v2 subtree", () => {
     writeFileSync(join(dir, "cgroup.procs"), files.procs ?? "");
     return join(scratch, name);
   }
-  const v2 = (root: string) => ({ root, selfCgroup: "0::/app.scope\n", delegated: undefined, pid: 4242, fsType: CGROUP2_SUPER_MAGIC });
+  const v2 = (root: string) => ({
+    root,
+    selfCgroup: "0::/app.scope\n",
+    delegated: undefined,
+    pid: 4242,
+    fsType: CGROUP2_SUPER_MAGIC,
+  });
 
   it("is used with memory, pids and cpu enabled for the runs' groups", () => {
     const root = fakeGroup("v2-empty", { controllers: "cpu memory pids" });
@@ -97,7 +100,7 @@ describe.runIf(probeBwrap().usable)("the bwrap sandbox's whole-run limits", () =
 
   it("falls back to per-process limits with one warning when no cgroup can be made", async () => {
     vi.resetModules();
-    const { BwrapLauncher } = await import("../src/tools/sandbox/bwrap-backend.js");
+    const { BwrapLauncher } = await import("../src/sandbox/bwrap-backend.js");
     const probe = probeBwrap();
     if (!probe.usable) return;
     const warnings: string[] = [];
@@ -121,7 +124,11 @@ describe.runIf(probeBwrap().usable)("the bwrap sandbox's whole-run limits", () =
     const sandbox = createSandbox({ kind: "bwrap", prewarm: false });
     if (sandbox.describe().memory.scope !== "run") return;
     const before = ourLeftovers();
-    const result = await sandbox.run({ language: "python", code: "import os, time\nos.fork()\ntime.sleep(60)\n", timeoutMs: 500 });
+    const result = await sandbox.run({
+      language: "python",
+      code: "import os, time\nos.fork()\ntime.sleep(60)\n",
+      timeoutMs: 500,
+    });
     expect(result.status).toBe("timeout");
     await sandbox.close();
     expect(ourLeftovers().filter((entry) => !before.includes(entry))).toEqual([]);
@@ -160,7 +167,8 @@ describe.runIf(probeBwrap().usable)("the bwrap sandbox's whole-run limits", () =
         const result = await sandbox.run({ language: "python", code: python, timeoutMs: 20_000 });
         expect(result.stdout).toBe("thread\n3\nchild\n");
       }
-      const node = 'const { execFileSync } = require("child_process");\nconsole.log(execFileSync("echo", ["child"]).toString().trim(), require("crypto").randomBytes(2).length);\n';
+      const node =
+        'const { execFileSync } = require("child_process");\nconsole.log(execFileSync("echo", ["child"]).toString().trim(), require("crypto").randomBytes(2).length);\n';
       for (let round = 0; round < 2; round++) {
         const result = await sandbox.run({ language: "javascript", code: node, timeoutMs: 20_000 });
         expect(result.stdout).toBe("child 2\n");

@@ -5,13 +5,13 @@ import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { createSandbox, DEFAULT_LIMITS, probeBwrap, type ManagedSandbox } from "../src/tools/sandbox/index.js";
-import { InterpreterMissingError, resolveInterpreters } from "../src/tools/sandbox/interpreters.js";
-import { resolveLimits } from "../src/tools/sandbox/limits.js";
-import { LocalSandbox, type Launcher } from "../src/tools/sandbox/local-sandbox.js";
-import { ProcessLauncher } from "../src/tools/sandbox/process-backend.js";
-import { WorkDir } from "../src/tools/sandbox/work-dir.js";
-import type { OutputStream, RunRequest } from "../src/tools/sandbox/types.js";
+import { createSandbox, DEFAULT_LIMITS, type ManagedSandbox, probeBwrap } from "../src/sandbox/index.js";
+import { InterpreterMissingError, resolveInterpreters } from "../src/sandbox/interpreters.js";
+import { resolveLimits } from "../src/sandbox/limits.js";
+import { type Launcher, LocalSandbox } from "../src/sandbox/local-sandbox.js";
+import { ProcessLauncher } from "../src/sandbox/process-backend.js";
+import type { OutputStream, RunRequest } from "../src/sandbox/types.js";
+import { WorkDir } from "../src/sandbox/work-dir.js";
 import { REPO } from "./cli-helpers.js";
 
 const bwrapUsable = probeBwrap().usable;
@@ -35,8 +35,11 @@ describe("createSandbox", () => {
   });
 
   it("warns a program once that the process backend is not isolation (the test run itself hides it)", () => {
-    const script = `import { createSandbox } from "./src/tools/sandbox/index.ts";\nfor (let i = 0; i < 2; i++) await createSandbox({ kind: "process", prewarm: false }).close();`;
-    const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: REPO, encoding: "utf8" });
+    const script = `import { createSandbox } from "./src/sandbox/index.ts";\nfor (let i = 0; i < 2; i++) await createSandbox({ kind: "process", prewarm: false }).close();`;
+    const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: REPO,
+      encoding: "utf8",
+    });
     expect(result.status).toBe(0);
     expect(result.stderr.match(/SelfhealSandboxWarning: .*NOT isolation/g)).toHaveLength(1);
   });
@@ -92,19 +95,35 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
 
   it("runs Python and returns its output", async () => {
     const result = await run({ language: "python", code: "print('hello from python')\n" });
-    expect(result).toMatchObject({ status: "ok", exitCode: 0, signal: null, stdout: "hello from python\n", truncated: false });
+    expect(result).toMatchObject({
+      status: "ok",
+      exitCode: 0,
+      signal: null,
+      stdout: "hello from python\n",
+      truncated: false,
+    });
     expect(result.error).toBeUndefined();
   });
 
   it("runs JavaScript, CommonJS or ES module", async () => {
-    const commonJs = await run({ language: "javascript", code: "const os = require('os');\nconsole.log(typeof os.cpus);\n" });
+    const commonJs = await run({
+      language: "javascript",
+      code: "const os = require('os');\nconsole.log(typeof os.cpus);\n",
+    });
     expect(commonJs).toMatchObject({ status: "ok", stdout: "function\n" });
-    const esModule = await run({ language: "javascript", code: "import os from 'node:os';\nconsole.log(typeof os.cpus);\n" });
+    const esModule = await run({
+      language: "javascript",
+      code: "import os from 'node:os';\nconsole.log(typeof os.cpus);\n",
+    });
     expect(esModule).toMatchObject({ status: "ok", stdout: "function\n" });
   });
 
   it("feeds stdin to the program", async () => {
-    const result = await run({ language: "python", code: "import sys\nprint(sys.stdin.read().upper())\n", stdin: "abc\ndef" });
+    const result = await run({
+      language: "python",
+      code: "import sys\nprint(sys.stdin.read().upper())\n",
+      stdin: "abc\ndef",
+    });
     expect(result.stdout).toBe("ABC\nDEF\n");
   });
 
@@ -118,7 +137,9 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
   });
 
   it("refuses a request file that would land outside the work dir", async () => {
-    await expect(run({ language: "python", code: "print(1)", files: { "../escape.txt": "x" } })).rejects.toThrow(/inside the work dir/);
+    await expect(run({ language: "python", code: "print(1)", files: { "../escape.txt": "x" } })).rejects.toThrow(
+      /inside the work dir/,
+    );
   });
 
   it("reports a non-zero exit as an error with the parsed traceback", async () => {
@@ -129,7 +150,10 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
   });
 
   it("reports a JavaScript exception with its line", async () => {
-    const result = await run({ language: "javascript", code: "const config = undefined;\nconsole.log(config.port);\n" });
+    const result = await run({
+      language: "javascript",
+      code: "const config = undefined;\nconsole.log(config.port);\n",
+    });
     expect(result.status).toBe("error");
     expect(result.error).toMatchObject({ type: "TypeError", line: 2 });
   });
@@ -162,7 +186,10 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
     const seen: { stream: OutputStream; line: string; at: number }[] = [];
     const started = Date.now();
     const result = await sandbox.run(
-      { language: "python", code: "import sys, time\nprint('first')\nprint('oops', file=sys.stderr)\ntime.sleep(0.5)\nprint('last')\n" },
+      {
+        language: "python",
+        code: "import sys, time\nprint('first')\nprint('oops', file=sys.stderr)\ntime.sleep(0.5)\nprint('last')\n",
+      },
       { onOutput: (stream, line) => seen.push({ stream, line, at: Date.now() - started }) },
     );
     expect(result.status).toBe("ok");
@@ -214,7 +241,10 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
 
   it("starts every run in a fresh work dir", async () => {
     await run({ language: "python", code: "open('left-behind.txt', 'w').write('x')\nleaked = 1\n" });
-    const result = await run({ language: "python", code: "import os\nprint(os.path.exists('left-behind.txt'), 'leaked' in globals())\n" });
+    const result = await run({
+      language: "python",
+      code: "import os\nprint(os.path.exists('left-behind.txt'), 'leaked' in globals())\n",
+    });
     expect(result.stdout).toBe("False False\n");
   });
 });
@@ -258,10 +288,14 @@ describe.each(LOCAL_KINDS)("pre-warmed runs on the %s backend", (kind) => {
   });
 
   const failingPython = "def load(path):\n    return open(path).read()\n\nprint('start')\nload('missing.txt')\n";
-  const failingJavaScript = "function parse(text) {\n  return JSON.parse(text);\n}\nconsole.log('start');\nparse('{');\n";
+  const failingJavaScript =
+    "function parse(text) {\n  return JSON.parse(text);\n}\nconsole.log('start');\nparse('{');\n";
 
   it("gives the same Python traceback as a cold run", async () => {
-    const [warmResult, coldResult] = [await warm.run({ language: "python", code: failingPython }), await cold.run({ language: "python", code: failingPython })];
+    const [warmResult, coldResult] = [
+      await warm.run({ language: "python", code: failingPython }),
+      await cold.run({ language: "python", code: failingPython }),
+    ];
     expect(warmResult.error).toEqual(coldResult.error);
     expect(warmResult.error).toMatchObject({ type: "FileNotFoundError", line: 2 });
     expect(warmResult.stdout).toBe("start\n");
@@ -271,7 +305,10 @@ describe.each(LOCAL_KINDS)("pre-warmed runs on the %s backend", (kind) => {
   it("gives the same Python SyntaxError as a cold run", async () => {
     const code = "values = [1, 2\nprint(values)\n";
     await warm.prewarm(["python"]);
-    const [warmResult, coldResult] = [await warm.run({ language: "python", code }), await cold.run({ language: "python", code })];
+    const [warmResult, coldResult] = [
+      await warm.run({ language: "python", code }),
+      await cold.run({ language: "python", code }),
+    ];
     expect(warmResult.error).toEqual(coldResult.error);
     expect(warmResult.error).toMatchObject({ type: "SyntaxError", line: 1 });
   });
@@ -282,22 +319,33 @@ describe.each(LOCAL_KINDS)("pre-warmed runs on the %s backend", (kind) => {
       await warm.run({ language: "javascript", code: failingJavaScript }),
       await cold.run({ language: "javascript", code: failingJavaScript }),
     ];
-    expect(warmResult.error).toMatchObject({ type: coldResult.error?.type, message: coldResult.error?.message, line: 2 });
+    expect(warmResult.error).toMatchObject({
+      type: coldResult.error?.type,
+      message: coldResult.error?.message,
+      line: 2,
+    });
     expect(warmResult.error?.traceback).toContain("main.js:2");
   });
 
   it("keeps exit codes, atexit handlers and stdin as a cold run does", async () => {
     await warm.prewarm(["python"]);
-    const code = "import atexit, sys\natexit.register(lambda: print('bye'))\nprint(sys.stdin.read(), sys.argv, __name__)\nsys.exit(4)\n";
+    const code =
+      "import atexit, sys\natexit.register(lambda: print('bye'))\nprint(sys.stdin.read(), sys.argv, __name__)\nsys.exit(4)\n";
     const result = await warm.run({ language: "python", code, stdin: "in" });
     expect(result).toMatchObject({ status: "error", exitCode: 4, stdout: "in ['main.py'] __main__\nbye\n" });
   });
 
   it("keeps nothing from one run to the next", async () => {
     await warm.prewarm(["python"]);
-    await warm.run({ language: "python", code: "import sys\nsys.modules['json'].leak = 1\nopen('state.txt', 'w').write('x')\n" });
+    await warm.run({
+      language: "python",
+      code: "import sys\nsys.modules['json'].leak = 1\nopen('state.txt', 'w').write('x')\n",
+    });
     await warm.prewarm(["python"]);
-    const result = await warm.run({ language: "python", code: "import json, os\nprint(hasattr(json, 'leak'), os.path.exists('state.txt'))\n" });
+    const result = await warm.run({
+      language: "python",
+      code: "import json, os\nprint(hasattr(json, 'leak'), os.path.exists('state.txt'))\n",
+    });
     expect(result.stdout).toBe("False False\n");
   });
 

@@ -1,13 +1,20 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { createAgent, createSandbox, parseSettings, SettingsSchema } from "../src/index.js";
-import { REPO, cleanEnv } from "./cli-helpers.js";
+import { cleanEnv, REPO } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
 
 describe("settings", () => {
   it("has the documented defaults", () => {
     const settings = parseSettings({});
-    expect(settings).toMatchObject({ maxAttempts: 4, tokenBudget: 40_000, repeatLimit: 2, timeoutMs: 10_000, temperature: 0.2, llmReview: false });
+    expect(settings).toMatchObject({
+      maxAttempts: 4,
+      tokenBudget: 40_000,
+      repeatLimit: 2,
+      timeoutMs: 10_000,
+      temperature: 0.2,
+      llmReview: false,
+    });
     expect(settings.model).toBe(process.env.SELFHEAL_MODEL ?? "gpt-4o-mini");
   });
 
@@ -32,7 +39,9 @@ describe("the API validates before any model call", () => {
       const model = scriptedModel(fence("print(1)"));
       const agent = createAgent({ model, sandbox });
       // Bad values on purpose: the runtime check is what is under test.
-      await expect(agent.invoke(input as { task: string }, { context: context as ReturnType<typeof parseSettings> })).rejects.toThrow(message);
+      await expect(
+        agent.invoke(input as { task: string }, { context: context as ReturnType<typeof parseSettings> }),
+      ).rejects.toThrow(message);
       expect(model.callCount).toBe(0);
     });
   }
@@ -43,7 +52,12 @@ describe("importing selfheal", () => {
     const env = cleanEnv();
     const result = spawnSync(
       process.execPath,
-      ["--import", "tsx", "-e", "import('./src/index.ts').then((m) => console.log(Object.keys(m.graph.nodes).sort().join(',')))"],
+      [
+        "--import",
+        "tsx",
+        "-e",
+        "import('./src/index.ts').then((m) => console.log(Object.keys(m.graph.nodes).sort().join(',')))",
+      ],
       { cwd: REPO, env: { PATH: env.PATH ?? "" }, encoding: "utf8" },
     );
     expect(result.stderr).toBe("");

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { addUsage, emptyUsage, mergeErrors } from "../src/graph/state.js";
+import { addUsage, emptyUsage, mergeErrors } from "../src/core/state.js";
 
 describe("mergeErrors", () => {
   it("bumps the count of a repeated fingerprint instead of adding a row", () => {
     const once = mergeErrors([], [{ fingerprint: "f1", type: "KeyError", message: "'x'", attempt: 1 }]);
     const twice = mergeErrors(once, [{ fingerprint: "f1", type: "KeyError", message: "'x'", attempt: 3 }]);
-    expect(twice).toEqual([{ fingerprint: "f1", type: "KeyError", message: "'x'", count: 2, firstAttempt: 1, lastAttempt: 3 }]);
+    expect(twice).toEqual([
+      { fingerprint: "f1", type: "KeyError", message: "'x'", count: 2, firstAttempt: 1, lastAttempt: 3 },
+    ]);
     const other = mergeErrors(twice, [{ fingerprint: "f2", type: "TypeError", message: "bad", attempt: 4 }]);
     expect(other).toHaveLength(2);
     expect(once[0]?.count).toBe(1);

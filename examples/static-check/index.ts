@@ -9,7 +9,19 @@ export interface StaticCheckPolicy {
 }
 
 export const DEFAULT_POLICY: StaticCheckPolicy = {
-  allowedImports: ["math", "re", "collections", "itertools", "functools", "statistics", "string", "typing", "dataclasses", "heapq", "bisect"],
+  allowedImports: [
+    "math",
+    "re",
+    "collections",
+    "itertools",
+    "functools",
+    "statistics",
+    "string",
+    "typing",
+    "dataclasses",
+    "heapq",
+    "bisect",
+  ],
   bannedCalls: ["eval", "exec", "compile", "__import__", "open", "system", "popen"],
 };
 
@@ -35,7 +47,8 @@ export function staticCheck(policy: StaticCheckPolicy = DEFAULT_POLICY): Verifie
         files: { "candidate.py": state.code, "policy.json": JSON.stringify(policy) },
         timeoutMs: 5000,
       });
-      if (run.status !== "ok") return { type: "StaticCheckFailed", message: `the checker itself failed: ${run.error?.message ?? run.status}` };
+      if (run.status !== "ok")
+        return { type: "StaticCheckFailed", message: `the checker itself failed: ${run.error?.message ?? run.status}` };
       const findings = JSON.parse(run.stdout) as CheckerFinding[];
       if (findings.length === 0) return null;
       return {

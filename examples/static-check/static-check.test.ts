@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createAgent, createSandbox } from "../../src/index.js";
 import { fence, promptText, scriptedModel } from "../../test/helpers.js";
-import { staticCheck } from "./index.js";
 import { scratchDir } from "../../test/scratch.js";
+import { staticCheck } from "./index.js";
 
 const sandbox = createSandbox({ kind: "process" });
 
@@ -12,7 +12,9 @@ describe("example: static check before execution", () => {
   it("rejects a disallowed import before it runs, and the fixer's clean program passes", async () => {
     const marker = join(scratchDir("static"), "ran");
     const model = scriptedModel(
-      fence(`import subprocess\nopen(${JSON.stringify(marker)}, "w").write("ran")\nprint(subprocess.run(["echo", "hi"]))`),
+      fence(
+        `import subprocess\nopen(${JSON.stringify(marker)}, "w").write("ran")\nprint(subprocess.run(["echo", "hi"]))`,
+      ),
       (messages) => {
         expect(promptText(messages)).toMatch(/import of 'subprocess' is not allowed/);
         return fence("import math\nprint(math.sqrt(16))");
@@ -29,7 +31,11 @@ describe("example: static check before execution", () => {
   });
 
   it("bans eval and exec, and reports syntax errors without running", async () => {
-    const model = scriptedModel(fence("x = eval('1 + 1')\nprint(x)"), fence("def broken(:\n    pass"), fence("print(1 + 1)"));
+    const model = scriptedModel(
+      fence("x = eval('1 + 1')\nprint(x)"),
+      fence("def broken(:\n    pass"),
+      fence("print(1 + 1)"),
+    );
     const result = await createAgent({ model, sandbox, verifiers: [staticCheck()] }).invoke({ task: "Print 2." });
     expect(result.status).toBe("passed");
     expect(result.errors.map((error) => error.type)).toEqual(["DisallowedCall", "SyntaxError"]);
@@ -40,6 +46,8 @@ describe("example: static check before execution", () => {
     const { graph } = await import("./graph.js");
     const drawn = await graph.getGraphAsync();
     expect(Object.keys(drawn.nodes)).toContain("staticCheck");
-    expect(drawn.edges).toEqual(expect.arrayContaining([expect.objectContaining({ source: "staticCheck", target: "approval" })]));
+    expect(drawn.edges).toEqual(
+      expect.arrayContaining([expect.objectContaining({ source: "staticCheck", target: "approval" })]),
+    );
   });
 });

@@ -1,5 +1,5 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { type AgentUpdate, type ExtraStep } from "../../src/index.js";
+import type { AgentUpdate, ExtraStep } from "../../src/index.js";
 import { planModelCall } from "../../src/tools/budget.js";
 import { extractCode } from "../../src/tools/extract-code.js";
 import { callModel } from "../../src/tools/models.js";
@@ -34,7 +34,9 @@ export function testWriter(options: TestWriterOptions = {}): ExtraStep {
       const settings = config.context;
       const model = options.model ?? deps.resolveModel("generator", settings);
       const messages = buildTestWriterPrompt(state.task, options.maxTests ?? 8);
-      const note = (message: string, data?: unknown): AgentUpdate["notes"] => [{ source: SOURCE, attempt: state.attempt + 1, message, data }];
+      const note = (message: string, data?: unknown): AgentUpdate["notes"] => [
+        { source: SOURCE, attempt: state.attempt + 1, message, data },
+      ];
 
       const plan = planModelCall({
         promptTokens: await countMessageTokens(messages),
@@ -43,7 +45,11 @@ export function testWriter(options: TestWriterOptions = {}): ExtraStep {
         maxOutputTokens: Math.min(settings.maxOutputTokens, 1024),
       });
       if (!plan.ok) return { notes: note("skipped: no token budget left for writing tests") };
-      const reply = await callModel(model, messages, SOURCE, { outputCap: plan.outputCap, timeoutMs: settings.modelTimeoutMs, signal: config.signal });
+      const reply = await callModel(model, messages, SOURCE, {
+        outputCap: plan.outputCap,
+        timeoutMs: settings.modelTimeoutMs,
+        signal: config.signal,
+      });
       const written = extractCode(reply.text, "python");
       if (written.code === null) return { usage: [reply.usage], notes: note(`wrote no tests: ${written.problem}`) };
 
@@ -53,9 +59,17 @@ export function testWriter(options: TestWriterOptions = {}): ExtraStep {
         files: { "task_tests.py": state.tests ?? "", "written_tests.py": written.code },
         timeoutMs: 5000,
       });
-      if (analysis.status !== "ok") return { usage: [reply.usage], notes: note(`could not analyse the written tests: ${analysis.error?.message ?? analysis.status}`) };
+      if (analysis.status !== "ok")
+        return {
+          usage: [reply.usage],
+          notes: note(`could not analyse the written tests: ${analysis.error?.message ?? analysis.status}`),
+        };
       const { kept, dropped } = JSON.parse(analysis.stdout) as { kept: string[]; dropped: DroppedTest[] };
-      const tests = kept.length > 0 ? [state.tests?.trimEnd(), `# ---- tests written by ${SOURCE} ----`, ...kept].filter(Boolean).join("\n") + "\n" : state.tests;
+      const tests =
+        kept.length > 0
+          ? [state.tests?.trimEnd(), `# ---- tests written by ${SOURCE} ----`, ...kept].filter(Boolean).join("\n") +
+            "\n"
+          : state.tests;
       const summary = `wrote ${kept.length + dropped.length} tests, kept ${kept.length}, dropped ${dropped.length}${dropped.map((entry) => `\n  dropped (${entry.reason}): ${entry.test}`).join("")}`;
       return { tests, usage: [reply.usage], notes: note(summary, { kept, dropped }) };
     },

@@ -1,4 +1,4 @@
-import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 
 /** The test writer sees the task only, never the code: tests written from the code would share its bugs. */
 export function buildTestWriterPrompt(task: string, maxTests: number): BaseMessage[] {

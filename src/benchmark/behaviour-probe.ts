@@ -21,7 +21,11 @@ const ProbeVerdictSchema = z.object({
 });
 export type ProbeVerdict = z.infer<typeof ProbeVerdictSchema>;
 
-const ProbeOutputSchema = z.object({ verdicts: z.array(ProbeVerdictSchema), calls: z.number(), checkError: z.string().nullable() });
+const ProbeOutputSchema = z.object({
+  verdicts: z.array(ProbeVerdictSchema),
+  calls: z.number(),
+  checkError: z.string().nullable(),
+});
 
 /**
  * Tasks whose specification admits more than one right answer, so "differs from the reference"

@@ -1,7 +1,13 @@
-import type { Sandbox } from "../tools/sandbox/types.js";
+import type { Sandbox } from "../index.js";
+import { buildProbeProgram, type ProbeVerdict, parseProbeOutput } from "./behaviour-probe.js";
 import type { BenchmarkTask } from "./dataset.js";
-import { buildProbeProgram, parseProbeOutput, type ProbeVerdict } from "./behaviour-probe.js";
-import { matchingBracket, PYTHON_KEYWORDS, significantTokens, tokenizePython, type PythonToken } from "./python-tokens.js";
+import {
+  matchingBracket,
+  PYTHON_KEYWORDS,
+  type PythonToken,
+  significantTokens,
+  tokenizePython,
+} from "./python-tokens.js";
 
 /** The kinds of bug a mutant plants, each a mistake people really make. */
 export const MUTATION_OPERATORS = [
@@ -88,7 +94,24 @@ const BUILTIN_SWAPS: Record<string, string> = {
 const CONDITION_ENDERS = new Set(["else", "for", "if", ","]);
 
 /** Tokens before which an `in` is a membership test rather than the `in` of a `for`. */
-const EXPRESSION_STARTERS = new Set(["if", "elif", "while", "and", "or", "not", "return", "=", "lambda", "else", "assert", "(", "[", "{", ":", "yield"]);
+const EXPRESSION_STARTERS = new Set([
+  "if",
+  "elif",
+  "while",
+  "and",
+  "or",
+  "not",
+  "return",
+  "=",
+  "lambda",
+  "else",
+  "assert",
+  "(",
+  "[",
+  "{",
+  ":",
+  "yield",
+]);
 
 /** Keywords that are values, so they end an operand like a name does (`True - x` is binary). */
 const VALUE_KEYWORDS = new Set(["True", "False", "None"]);
@@ -237,13 +260,20 @@ export function generateMutantCandidates(solution: string): MutantCandidate[] {
           ]);
         }
       }
-      if (next?.text === "(" && !PYTHON_KEYWORDS.has(token.text) && previous?.text !== "def" && previous?.text !== ".") {
+      if (
+        next?.text === "(" &&
+        !PYTHON_KEYWORDS.has(token.text) &&
+        previous?.text !== "def" &&
+        previous?.text !== "."
+      ) {
         // `f(x)` -> `(x)`: a forgotten step, such as a missing sort, abs or second pass.
         const close = matchingBracket(tokens, index + 1);
         const single =
           close > index + 2 &&
           topLevelCommas(tokens, index + 1, close).length === 0 &&
-          !tokens.slice(index + 2, close).some((inner) => inner.depth === token.depth + 1 && (inner.text === "=" || inner.text === "for"));
+          !tokens
+            .slice(index + 2, close)
+            .some((inner) => inner.depth === token.depth + 1 && (inner.text === "=" || inner.text === "for"));
         if (single) {
           const argument = solution.slice(tokens[index + 2]!.start, tokens[close - 1]!.end);
           add("dropped-call", token, `${token.text}(${argument}) -> (${argument})`, [
@@ -253,7 +283,8 @@ export function generateMutantCandidates(solution: string): MutantCandidate[] {
       }
       if (token.statementStart && (token.text === "if" || token.text === "elif" || token.text === "while")) {
         const colon = tokens.findIndex(
-          (candidate, at) => at > index && candidate.kind === "op" && candidate.text === ":" && candidate.depth === token.depth,
+          (candidate, at) =>
+            at > index && candidate.kind === "op" && candidate.text === ":" && candidate.depth === token.depth,
         );
         if (colon > index + 1) {
           const condition = solution.slice(tokens[index + 1]!.start, tokens[colon - 1]!.end);
@@ -273,9 +304,13 @@ export function generateMutantCandidates(solution: string): MutantCandidate[] {
           const commas = topLevelCommas(tokens, index + 1, close);
           const stopEnd = commas.length === 0 ? tokens[close - 1]!.end : tokens[commas[1] ?? close]!.start;
           const trimmedStopEnd = solution.slice(0, stopEnd).trimEnd().length;
-          add("range-bound", token, "range stop + 1", [{ start: trimmedStopEnd, end: trimmedStopEnd, replacement: " + 1" }]);
+          add("range-bound", token, "range stop + 1", [
+            { start: trimmedStopEnd, end: trimmedStopEnd, replacement: " + 1" },
+          ]);
           if (commas.length === 0) {
-            add("range-bound", token, "range stop - 1", [{ start: trimmedStopEnd, end: trimmedStopEnd, replacement: " - 1" }]);
+            add("range-bound", token, "range stop - 1", [
+              { start: trimmedStopEnd, end: trimmedStopEnd, replacement: " - 1" },
+            ]);
           } else {
             const startEnd = solution.slice(0, tokens[commas[0]!]!.start).trimEnd().length;
             add("range-bound", token, "range start + 1", [{ start: startEnd, end: startEnd, replacement: " + 1" }]);
@@ -426,7 +461,9 @@ export async function findEffectiveMutants(
     verdicts = [];
     for (const candidate of tried) {
       const single = await probe(task, [candidate], sandbox, Math.min(probeTimeoutMs, 5_000), callTimeoutMs);
-      verdicts.push(single?.[0] ?? { id: candidate.id, valid: true, difference: "timeout", detail: "probe run did not finish" });
+      verdicts.push(
+        single?.[0] ?? { id: candidate.id, valid: true, difference: "timeout", detail: "probe run did not finish" },
+      );
     }
   }
 
@@ -450,7 +487,9 @@ export async function findEffectiveMutants(
     invalid,
     equivalent,
     effective: selected,
-    ...(selected.length === 0 ? { reason: `none of ${tried.length} candidates changed behaviour on the hidden tests` } : {}),
+    ...(selected.length === 0
+      ? { reason: `none of ${tried.length} candidates changed behaviour on the hidden tests` }
+      : {}),
   };
 }
 

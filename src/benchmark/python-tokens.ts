@@ -22,24 +22,98 @@ export interface PythonToken {
 }
 
 const OPERATORS = [
-  "**=", "//=", ">>=", "<<=", "...",
-  "->", ":=", "==", "!=", "<=", ">=", "**", "//", "<<", ">>",
-  "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@=",
-  "+", "-", "*", "/", "%", "@", "&", "|", "^", "~", "<", ">",
-  "(", ")", "[", "]", "{", "}", ",", ":", ".", ";", "=",
+  "**=",
+  "//=",
+  ">>=",
+  "<<=",
+  "...",
+  "->",
+  ":=",
+  "==",
+  "!=",
+  "<=",
+  ">=",
+  "**",
+  "//",
+  "<<",
+  ">>",
+  "+=",
+  "-=",
+  "*=",
+  "/=",
+  "%=",
+  "&=",
+  "|=",
+  "^=",
+  "@=",
+  "+",
+  "-",
+  "*",
+  "/",
+  "%",
+  "@",
+  "&",
+  "|",
+  "^",
+  "~",
+  "<",
+  ">",
+  "(",
+  ")",
+  "[",
+  "]",
+  "{",
+  "}",
+  ",",
+  ":",
+  ".",
+  ";",
+  "=",
 ];
 
 export const PYTHON_KEYWORDS = new Set([
-  "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-  "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
-  "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
-  "try", "while", "with", "yield",
+  "False",
+  "None",
+  "True",
+  "and",
+  "as",
+  "assert",
+  "async",
+  "await",
+  "break",
+  "class",
+  "continue",
+  "def",
+  "del",
+  "elif",
+  "else",
+  "except",
+  "finally",
+  "for",
+  "from",
+  "global",
+  "if",
+  "import",
+  "in",
+  "is",
+  "lambda",
+  "nonlocal",
+  "not",
+  "or",
+  "pass",
+  "raise",
+  "return",
+  "try",
+  "while",
+  "with",
+  "yield",
 ]);
 
 const STRING_PREFIX = /^(?:[rRbBuUfF]{1,2})$/;
 const NAME_START = /[A-Za-z_\u00c0-\uffff]/;
 const NAME_CHAR = /[A-Za-z0-9_\u00c0-\uffff]/;
-const NUMBER = /^(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?[jJ]?)/;
+const NUMBER =
+  /^(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?[jJ]?)/;
 
 /** Length of the string literal that opens at `offset` (quote char there), or throws if unterminated. */
 function stringLength(source: string, offset: number): number {
@@ -70,7 +144,15 @@ export function tokenizePython(source: string): PythonToken[] {
   const push = (kind: PythonTokenKind, length: number): void => {
     const text = source.slice(offset, offset + length);
     const significant = kind !== "comment" && kind !== "newline";
-    tokens.push({ kind, text, start: offset, end: offset + length, line, depth, statementStart: significant && atStatementStart });
+    tokens.push({
+      kind,
+      text,
+      start: offset,
+      end: offset + length,
+      line,
+      depth,
+      statementStart: significant && atStatementStart,
+    });
     if (significant) atStatementStart = false;
     line += text.split("\n").length - 1;
     offset += length;

@@ -1,9 +1,15 @@
-import { createAgent, type Agent } from "../graph/index.js";
-import { parseSettings, type Settings, type SettingsInput } from "../graph/context.js";
-import type { AgentState, RunStatusValue } from "../graph/state.js";
-import type { AgentModels } from "../tools/models.js";
-import type { Sandbox } from "../tools/sandbox/types.js";
-import { buildHiddenTests, type BenchmarkTask } from "./dataset.js";
+import {
+  type Agent,
+  type AgentModels,
+  type AgentState,
+  createAgent,
+  parseSettings,
+  type RunStatusValue,
+  type Sandbox,
+  type Settings,
+  type SettingsInput,
+} from "../index.js";
+import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /**
@@ -123,7 +129,12 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
   return summarizeBenchmark(outcomes, {
     model: options.modelLabel,
     dataset: options.dataset ?? "custom",
-    settings: { maxAttempts: settings.maxAttempts, tokenBudget: settings.tokenBudget, concurrency, timeoutMs: settings.timeoutMs },
+    settings: {
+      maxAttempts: settings.maxAttempts,
+      tokenBudget: settings.tokenBudget,
+      concurrency,
+      timeoutMs: settings.timeoutMs,
+    },
     wallMsTotal: performance.now() - started,
   });
 }
@@ -180,7 +191,9 @@ export function outcomeFromState(
     modelCalls: state.usage.calls,
     wallMs: Math.round(wallMs),
     attemptOutcomes,
-    ...(solved ? {} : { finalErrorClass: lastOutcome !== undefined && lastOutcome !== "passed" ? lastOutcome : state.status }),
+    ...(solved
+      ? {}
+      : { finalErrorClass: lastOutcome !== undefined && lastOutcome !== "passed" ? lastOutcome : state.status }),
     tokensByErrorClass,
     ...(state.reason !== undefined ? { reason: state.reason } : {}),
   };
@@ -194,7 +207,12 @@ function sortedRecord(record: Record<string, number>): Record<string, number> {
 
 export function summarizeBenchmark(
   outcomes: readonly TaskOutcome[],
-  meta: { model: BenchmarkReport["model"]; dataset: string; settings: BenchmarkReport["settings"]; wallMsTotal: number },
+  meta: {
+    model: BenchmarkReport["model"];
+    dataset: string;
+    settings: BenchmarkReport["settings"];
+    wallMsTotal: number;
+  },
 ): BenchmarkReport {
   const perTask = [...outcomes].sort((a, b) => compareTaskIds(a.taskId, b.taskId));
   const count = perTask.length;
@@ -202,7 +220,13 @@ export function summarizeBenchmark(
   const input = perTask.reduce((sum, outcome) => sum + outcome.inputTokens, 0);
   const output = perTask.reduce((sum, outcome) => sum + outcome.outputTokens, 0);
   const statusCounts: Record<TaskStatus, number> = {
-    running: 0, passed: 0, failed: 0, stuck: 0, budget_exhausted: 0, model_error: 0, error: 0,
+    running: 0,
+    passed: 0,
+    failed: 0,
+    stuck: 0,
+    budget_exhausted: 0,
+    model_error: 0,
+    error: 0,
   };
   const failuresByErrorClass: Record<string, number> = {};
   const tokensByErrorClass: Record<string, number> = {};
@@ -226,7 +250,8 @@ export function summarizeBenchmark(
     solvedWithinLimit: solved.length,
     passAt1: count === 0 ? 0 : round(perTask.filter((outcome) => outcome.solvedFirstAttempt).length / count, 4),
     passWithinLimit: count === 0 ? 0 : round(solved.length / count, 4),
-    meanAttemptsSolved: solved.length === 0 ? null : round(solved.reduce((sum, outcome) => sum + outcome.attempts, 0) / solved.length),
+    meanAttemptsSolved:
+      solved.length === 0 ? null : round(solved.reduce((sum, outcome) => sum + outcome.attempts, 0) / solved.length),
     tokens: {
       input,
       output,
@@ -255,25 +280,44 @@ export function formatBenchmarkTable(report: BenchmarkReport): string {
     ["dataset", report.dataset],
     ["tasks", String(report.tasks)],
     ["solved on first attempt (pass@1)", `${report.solvedFirstAttempt} (${percent(report.passAt1)})`],
-    [`solved within ${report.settings.maxAttempts} attempts`, `${report.solvedWithinLimit} (${percent(report.passWithinLimit)})`],
+    [
+      `solved within ${report.settings.maxAttempts} attempts`,
+      `${report.solvedWithinLimit} (${percent(report.passWithinLimit)})`,
+    ],
     ["mean attempts of solved", report.meanAttemptsSolved === null ? "-" : report.meanAttemptsSolved.toFixed(2)],
     ["input tokens per task", report.tokens.inputPerTask.toFixed(0)],
     ["output tokens per task", report.tokens.outputPerTask.toFixed(0)],
-    ["input tokens per solved task", report.tokens.inputPerSolved === null ? "-" : report.tokens.inputPerSolved.toFixed(0)],
-    ["output tokens per solved task", report.tokens.outputPerSolved === null ? "-" : report.tokens.outputPerSolved.toFixed(0)],
+    [
+      "input tokens per solved task",
+      report.tokens.inputPerSolved === null ? "-" : report.tokens.inputPerSolved.toFixed(0),
+    ],
+    [
+      "output tokens per solved task",
+      report.tokens.outputPerSolved === null ? "-" : report.tokens.outputPerSolved.toFixed(0),
+    ],
     ["wall time per task", `${(report.wallMs.meanPerTask / 1000).toFixed(2)} s`],
     ["total wall time", `${(report.wallMs.total / 1000).toFixed(1)} s (concurrency ${report.settings.concurrency})`],
-    ["failed / stuck / budget exhausted", `${report.statusCounts.failed} / ${report.statusCounts.stuck} / ${report.statusCounts.budget_exhausted}`],
+    [
+      "failed / stuck / budget exhausted",
+      `${report.statusCounts.failed} / ${report.statusCounts.stuck} / ${report.statusCounts.budget_exhausted}`,
+    ],
   ];
   if (report.statusCounts.model_error > 0) rows.push(["model errors", String(report.statusCounts.model_error)]);
   if (report.statusCounts.error > 0) rows.push(["harness errors", String(report.statusCounts.error)]);
   const failures = Object.entries(report.failuresByErrorClass);
-  rows.push(["failures by error class", failures.length === 0 ? "none" : failures.map(([name, n]) => `${name} ${n}`).join(", ")]);
+  rows.push([
+    "failures by error class",
+    failures.length === 0 ? "none" : failures.map(([name, n]) => `${name} ${n}`).join(", "),
+  ]);
   const tokens = Object.entries(report.tokensByErrorClass);
-  rows.push(["tokens by error class repaired", tokens.length === 0 ? "none" : tokens.map(([name, n]) => `${name} ${n}`).join(", ")]);
+  rows.push([
+    "tokens by error class repaired",
+    tokens.length === 0 ? "none" : tokens.map(([name, n]) => `${name} ${n}`).join(", "),
+  ]);
 
   const width = Math.max(...rows.map(([name]) => name.length));
   const lines = rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`);
-  if (report.model.simulated) lines.unshift(report.model.label ?? "SIMULATED MODEL: these figures test the harness, not a model.", "");
+  if (report.model.simulated)
+    lines.unshift(report.model.label ?? "SIMULATED MODEL: these figures test the harness, not a model.", "");
   return lines.join("\n");
 }

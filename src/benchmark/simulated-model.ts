@@ -1,9 +1,9 @@
 import { BaseChatModel, type BaseChatModelParams } from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
-import type { Sandbox } from "../tools/sandbox/types.js";
+import { messageText, type Sandbox } from "../index.js";
 import type { BenchmarkTask } from "./dataset.js";
-import { findEffectiveMutants, type EffectiveMutant, type FindMutantsOptions } from "./mutants.js";
+import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants } from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /**
@@ -28,9 +28,6 @@ function fenced(code: string): string {
   const fence = "`".repeat(Math.max(3, longestRun + 1));
   return `${fence}python\n${code.trimEnd()}\n${fence}`;
 }
-
-const messageText = (message: BaseMessage): string =>
-  typeof message.content === "string" ? message.content : JSON.stringify(message.content);
 
 /**
  * A scripted chat model for the benchmark's own tests and demos. For each task it replies first

@@ -1,6 +1,12 @@
-import type { RunStatus, Sandbox } from "../tools/sandbox/types.js";
-import { buildCheckProgram, type BenchmarkTask } from "./dataset.js";
-import { findEffectiveMutants, MUTATION_OPERATORS, type EffectiveMutant, type FindMutantsOptions, type MutationOperator } from "./mutants.js";
+import type { RunStatus, Sandbox } from "../index.js";
+import { type BenchmarkTask, buildCheckProgram } from "./dataset.js";
+import {
+  type EffectiveMutant,
+  type FindMutantsOptions,
+  findEffectiveMutants,
+  MUTATION_OPERATORS,
+  type MutationOperator,
+} from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /** What the judge said about one program: the hidden tests pass only on a clean `ok`. */
@@ -24,7 +30,11 @@ export async function judgeCompletion(
 ): Promise<JudgeVerdict> {
   const result = await sandbox.run({ language: "python", code: buildCheckProgram(task, completion), timeoutMs });
   const passed = result.status === "ok";
-  const error = result.error ? `${result.error.type}: ${result.error.message}` : passed ? undefined : lastLine(result.stderr);
+  const error = result.error
+    ? `${result.error.type}: ${result.error.message}`
+    : passed
+      ? undefined
+      : lastLine(result.stderr);
   return { passed, status: result.status, durationMs: result.durationMs, ...(error ? { error } : {}) };
 }
 
@@ -144,11 +154,15 @@ async function verifyTask(
   };
 }
 
-function summarize(perTask: TaskVerification[], sandboxKind: string, concurrency: number, durationMs: number): VerifyReport {
-  const byOperator = Object.fromEntries(MUTATION_OPERATORS.map((operator) => [operator, { judged: 0, caught: 0 }])) as Record<
-    MutationOperator,
-    { judged: number; caught: number }
-  >;
+function summarize(
+  perTask: TaskVerification[],
+  sandboxKind: string,
+  concurrency: number,
+  durationMs: number,
+): VerifyReport {
+  const byOperator = Object.fromEntries(
+    MUTATION_OPERATORS.map((operator) => [operator, { judged: 0, caught: 0 }]),
+  ) as Record<MutationOperator, { judged: number; caught: number }>;
   const histogram: number[] = [];
   const report: VerifyReport = {
     sandboxKind,
@@ -184,7 +198,12 @@ function summarize(perTask: TaskVerification[], sandboxKind: string, concurrency
       report.mutantsJudged += 1;
       byOperator[mutant.operator].judged += 1;
       if (mutant.verdict.passed) {
-        report.falsePasses.push({ taskId: task.taskId, mutantId: mutant.id, description: mutant.description, detail: mutant.detail });
+        report.falsePasses.push({
+          taskId: task.taskId,
+          mutantId: mutant.id,
+          description: mutant.description,
+          detail: mutant.detail,
+        });
       } else {
         report.mutantsCaught += 1;
         byOperator[mutant.operator].caught += 1;
@@ -215,7 +234,8 @@ export function formatVerifyReport(report: VerifyReport): string {
         .map((operator) => `${operator} ${report.byOperator[operator].caught}/${report.byOperator[operator].judged}`)
         .join(", "),
   ];
-  for (const fail of report.falseFails) lines.push(`  FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
+  for (const fail of report.falseFails)
+    lines.push(`  FALSE FAIL ${fail.taskId}: ${fail.status}${fail.error ? ` (${fail.error})` : ""}`);
   for (const pass of report.falsePasses) {
     lines.push(`  FALSE PASS ${pass.taskId} ${pass.mutantId}: ${pass.description}; ${pass.detail}`);
   }

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface, type Interface } from "node:readline/promises";
 import { structuredPatch } from "diff";
-import type { ApprovalDecision, ApprovalRequest } from "../nodes/approval.js";
-import type { ApprovalContext, ApprovalHandler } from "./run.js";
-import { colorsFor, terminalStyle, type Colors } from "./terminal.js";
+import type { ApprovalDecision, ApprovalRequest } from "../index.js";
+import type { ApprovalContext, ApprovalHandler } from "./stream-run.js";
+import { type Colors, colorsFor, terminalStyle } from "./terminal.js";
 
 export interface PromptIO {
   input: NodeJS.ReadableStream & { isTTY?: boolean };
@@ -35,7 +35,12 @@ function numbered(code: string): string {
 }
 
 /** A unified diff, as `git diff` shows one: what the fixer (or a person) changed since the attempt before. */
-export function formatProgramDiff(before: string, after: string, names: { before: string; after: string }, colors: Colors): string {
+export function formatProgramDiff(
+  before: string,
+  after: string,
+  names: { before: string; after: string },
+  colors: Colors,
+): string {
   const patch = structuredPatch(names.before, names.after, before, after, undefined, undefined, { context: 3 });
   const lines = [colors.bold(`--- ${names.before}`), colors.bold(`+++ ${names.after}`)];
   for (const hunk of patch.hunks) {
@@ -53,8 +58,14 @@ export function formatProgramDiff(before: string, after: string, names: { before
 function describeProgram(request: ApprovalRequest, previousCode: string | undefined, colors: Colors): string {
   const what = `attempt ${request.attempt} wants to run this ${request.language} program`;
   if (previousCode === undefined) return `${colors.bold(what)}:\n${numbered(request.code)}`;
-  if (previousCode === request.code) return `${colors.bold(what)}, the same as attempt ${request.attempt - 1}:\n${numbered(request.code)}`;
-  const diff = formatProgramDiff(previousCode, request.code, { before: `attempt ${request.attempt - 1}`, after: `attempt ${request.attempt}` }, colors);
+  if (previousCode === request.code)
+    return `${colors.bold(what)}, the same as attempt ${request.attempt - 1}:\n${numbered(request.code)}`;
+  const diff = formatProgramDiff(
+    previousCode,
+    request.code,
+    { before: `attempt ${request.attempt - 1}`, after: `attempt ${request.attempt}` },
+    colors,
+  );
   return `${colors.bold(what)}; the changes since attempt ${request.attempt - 1}:\n${diff}`;
 }
 
@@ -73,7 +84,8 @@ export function editInEditor(request: ApprovalRequest, editor: string): { code?:
       env: { ...process.env, SELFHEAL_EDIT_FILE: file },
     });
     if (result.error) return { problem: `could not start the editor (${editor}): ${result.error.message}` };
-    if (result.status !== 0) return { problem: `the editor (${editor}) exited with code ${result.status}; nothing changed` };
+    if (result.status !== 0)
+      return { problem: `the editor (${editor}) exited with code ${result.status}; nothing changed` };
     const code = readFileSync(file, "utf8");
     if (code.trim() === "") return { problem: "the edited program is empty" };
     if (code === request.code) return { problem: "no changes were saved" };
@@ -116,7 +128,11 @@ class AnswerReader {
 
   private open(): Interface | undefined {
     if (this.rl || this.ended) return this.rl;
-    const rl = createInterface({ input: this.io.input, output: this.io.output, terminal: Boolean(this.io.input.isTTY) });
+    const rl = createInterface({
+      input: this.io.input,
+      output: this.io.output,
+      terminal: Boolean(this.io.input.isTTY),
+    });
     rl.on("line", (line) => this.deliver(line));
     // Closed by pause() is not the end of the input; closed by itself (Ctrl-D, end of a pipe) is.
     rl.once("close", () => {
@@ -150,7 +166,11 @@ class AnswerReader {
  * Shows the program (or its diff from the attempt before) and asks approve / reject with a
  * reason / edit / decide later. Ctrl-C, at the keyboard or as SIGINT, answers "interrupted".
  */
-export async function askForApproval(request: ApprovalRequest, io: PromptIO, context: ApprovalContext = {}): Promise<ApprovalDecision | "later" | "interrupted"> {
+export async function askForApproval(
+  request: ApprovalRequest,
+  io: PromptIO,
+  context: ApprovalContext = {},
+): Promise<ApprovalDecision | "later" | "interrupted"> {
   const colors = colorsFor({ color: Boolean(io.color) });
   const say = (text: string) => io.output.write(`${text}\n`);
   say(`\n${describeProgram(request, context.previousCode, colors)}`);
@@ -160,7 +180,9 @@ export async function askForApproval(request: ApprovalRequest, io: PromptIO, con
   context.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     for (;;) {
-      const answer = await answers.ask(colors.bold("approve (a), reject with a reason (r), edit in your editor (e), or decide later (q)? "));
+      const answer = await answers.ask(
+        colors.bold("approve (a), reject with a reason (r), edit in your editor (e), or decide later (q)? "),
+      );
       if (answers.interrupted) return "interrupted";
       // The input ended (Ctrl-D, a closed pipe): nobody is there to decide, so leave the run waiting.
       if (answer === undefined) return "later";
@@ -202,5 +224,14 @@ export async function askForApproval(request: ApprovalRequest, io: PromptIO, con
 /** The approval handler for a terminal session: asks the person at the keyboard. */
 export function terminalApprover(): ApprovalHandler {
   return (request, context) =>
-    askForApproval(request, { input: process.stdin, output: process.stderr, editor: editorCommand(), color: terminalStyle(process.stderr).color }, context);
+    askForApproval(
+      request,
+      {
+        input: process.stdin,
+        output: process.stderr,
+        editor: editorCommand(),
+        color: terminalStyle(process.stderr).color,
+      },
+      context,
+    );
 }

@@ -1,5 +1,5 @@
-import { InvalidArgumentError, Option, type Command } from "commander";
-import { InvalidSettingsError, SettingsSchema, type Settings, type SettingsInput } from "../graph/context.js";
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { InvalidSettingsError, SANDBOX_KINDS, type Settings, type SettingsInput, SettingsSchema } from "../index.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
 export interface SettingFlags {
@@ -12,21 +12,47 @@ export interface SettingFlags {
   llmReview?: boolean;
 }
 
+export function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a whole number of at least 1");
+  return parsed;
+}
+
 function integer(value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed)) throw new InvalidArgumentError("expected a whole number");
   return parsed;
 }
 
-/** No defaults here: an absent flag must stay undefined, so `resume` keeps the run's own setting. */
+/**
+ * The defaults `--help` shows, read from the settings schema so the two cannot drift apart. The
+ * model name and model timeout come from the environment when it sets them, and show so.
+ */
+export function settingDefaults(): Settings {
+  return SettingsSchema.parse({});
+}
+
+/** The `--sandbox` flag, on every command that runs programs. */
+export function sandboxOption(): Option {
+  return new Option("--sandbox <kind>", `sandbox backend (default ${settingDefaults().sandbox})`).choices(
+    SANDBOX_KINDS,
+  );
+}
+
+/** No defaults given to commander: an absent flag must stay undefined, so `resume` keeps the run's own setting. */
 export function addSettingOptions(command: Command): Command {
+  const defaults = settingDefaults();
   return command
-    .option("--max-attempts <n>", "programs to execute before giving up (default 4)", integer)
-    .option("--token-budget <n>", "total tokens the run may spend (default 40000)", integer)
-    .option("--timeout <ms>", "wall-clock limit per execution (default 10000)", integer)
-    .option("-m, --model <name>", "model name (default $SELFHEAL_MODEL or gpt-4o-mini)")
-    .option("--model-timeout <ms>", "how long one model request may wait (default $SELFHEAL_MODEL_TIMEOUT_MS or 120000)", integer)
-    .addOption(new Option("--sandbox <kind>", "sandbox backend").choices(["auto", "bwrap", "process", "container"]))
+    .option("--max-attempts <n>", `programs to execute before giving up (default ${defaults.maxAttempts})`, integer)
+    .option("--token-budget <n>", `total tokens the run may spend (default ${defaults.tokenBudget})`, integer)
+    .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, integer)
+    .option("-m, --model <name>", `model name (default ${defaults.model}; or set $SELFHEAL_MODEL)`)
+    .option(
+      "--model-timeout <ms>",
+      `how long one model request may wait (default ${defaults.modelTimeoutMs}; or set $SELFHEAL_MODEL_TIMEOUT_MS)`,
+      integer,
+    )
+    .addOption(sandboxOption())
     .option("--llm-review", "ask the critic model to review runs that have no tests");
 }
 
@@ -49,6 +75,7 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
   maxAttempts: "--max-attempts",
   tokenBudget: "--token-budget",
   timeoutMs: "--timeout",
+  modelTimeoutMs: "--model-timeout",
   model: "--model",
   sandbox: "--sandbox",
   llmReview: "--llm-review",
@@ -76,5 +103,7 @@ export function settingsWithFlags(base: Partial<SettingsInput>, flags: SettingFl
 
 /** Where a command's result goes: the code on stdout, or JSON, or a file. */
 export function addOutputOptions(command: Command): Command {
-  return command.option("--json", "print a JSON result instead of the code").option("-o, --out <file>", "write the result to a file instead of stdout");
+  return command
+    .option("--json", "print a JSON result instead of the code")
+    .option("-o, --out <file>", "write the result to a file instead of stdout");
 }

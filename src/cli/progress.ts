@@ -1,7 +1,6 @@
 import ora, { type Ora } from "ora";
-import type { AgentState, AgentUpdate, Usage } from "../graph/state.js";
-import type { OutputEvent } from "../nodes/executor.js";
-import { colorsFor, terminalStyle, type Colors, type TerminalStyle } from "./terminal.js";
+import type { AgentState, AgentUpdate, OutputEvent, Usage } from "../index.js";
+import { type Colors, colorsFor, type TerminalStyle, terminalStyle } from "./terminal.js";
 
 type Output = Pick<NodeJS.WritableStream, "write"> & { isTTY?: boolean; columns?: number };
 
@@ -64,19 +63,26 @@ export class ProgressReporter {
     const next = this.attempt + 1;
     switch (name) {
       case "generator":
-        if (this.attempt > 0) this.line(this.colors.yellow(`↻ attempt ${next}: writing a fresh program (the same error kept coming back)`));
-        return this.begin(`attempt ${next}: writing a program`);
+        if (this.attempt > 0)
+          this.line(this.colors.yellow(`↻ attempt ${next}: writing a fresh program (the same error kept coming back)`));
+        this.begin(`attempt ${next}: writing a program`);
+        return;
       case "fixer":
-        return this.begin(`attempt ${next}: fixing`);
+        this.begin(`attempt ${next}: fixing`);
+        return;
       case "executor":
-        return this.begin(`attempt ${next}: running`);
+        this.begin(`attempt ${next}: running`);
+        return;
       case "critic":
-        return this.begin(`attempt ${this.attempt}: judging`);
+        this.begin(`attempt ${this.attempt}: judging`);
+        return;
       case "approval":
         // The prompt owns the terminal from here.
-        return this.stop();
+        this.stop();
+        return;
       default:
-        return this.begin(`attempt ${next}: ${name}`);
+        this.begin(`attempt ${next}: ${name}`);
+        return;
     }
   }
 
@@ -107,7 +113,9 @@ export class ProgressReporter {
     const run = this.lastRun;
     const timing = run === undefined ? [] : run.ran ? [`${Math.round(run.durationMs)} ms`] : ["not run"];
     const facts = dim(`(${[...timing, `${this.tokens} tokens so far`].join(", ")})`);
-    const verdict = critique.passed ? `${green("✓")} ${bold(`attempt ${this.attempt}`)}  passed` : `${red("✗")} ${bold(`attempt ${this.attempt}`)}  ${firstLine(critique.summary)}`;
+    const verdict = critique.passed
+      ? `${green("✓")} ${bold(`attempt ${this.attempt}`)}  passed`
+      : `${red("✗")} ${bold(`attempt ${this.attempt}`)}  ${firstLine(critique.summary)}`;
     this.line(`${verdict}  ${facts}`);
     this.lastRun = undefined;
   }
@@ -121,7 +129,9 @@ export class ProgressReporter {
       this.line(`${green("✓")} ${bold(green(`passed after ${attempts}`))}  ${usage}`);
     } else {
       const reason = readableReason(state.reason);
-      this.line(`${red("✗")} ${bold(red(`${state.status} after ${attempts}`))}${reason ? `: ${reason}` : ""}  ${usage}`);
+      this.line(
+        `${red("✗")} ${bold(red(`${state.status} after ${attempts}`))}${reason ? `: ${reason}` : ""}  ${usage}`,
+      );
     }
   }
 
@@ -147,14 +157,16 @@ export class ProgressReporter {
         // Left on, ora would take stdin in raw mode, and the approval prompt needs it.
         discardStdin: false,
         color: this.style.color ? "cyan" : false,
-        suffixText: () => (this.activity ? this.colors.dim(`(${formatElapsed(Date.now() - this.activity.startedAt)})`) : ""),
+        suffixText: () =>
+          this.activity ? this.colors.dim(`(${formatElapsed(Date.now() - this.activity.startedAt)})`) : "",
       });
       this.spinner.text = text;
       if (!this.spinner.isSpinning) this.spinner.start();
       return;
     }
     this.heartbeat ??= setInterval(() => {
-      if (this.activity) this.line(this.colors.dim(`… ${this.activity.text} (${formatElapsed(Date.now() - this.activity.startedAt)})`));
+      if (this.activity)
+        this.line(this.colors.dim(`… ${this.activity.text} (${formatElapsed(Date.now() - this.activity.startedAt)})`));
     }, this.heartbeatMs).unref();
   }
 

@@ -1,8 +1,15 @@
-import { Option, type Command } from "commander";
-import { UsageError } from "../errors.js";
-import type { Settings } from "../graph/context.js";
-import { describeModelEndpoint } from "../tools/model-errors.js";
-import { describeLocation, openRunStore, resolveStoreLocation, storeExists, ThreadBusyError, type RunStore, type StoreLocation } from "../store.js";
+import { type Command, Option } from "commander";
+import { describeModelEndpoint, type Settings, UsageError } from "../index.js";
+import {
+  describeLocation,
+  openRunStore,
+  type RunStore,
+  resolveStoreLocation,
+  type StoreLocation,
+  storeExists,
+  ThreadBusyError,
+  type ThreadLease,
+} from "../store/index.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
 export interface StoreFlags {
@@ -12,7 +19,12 @@ export interface StoreFlags {
 
 export function addStoreOptions(command: Command): Command {
   return command
-    .addOption(new Option("--db <path>", "SQLite file for checkpoints (default $SELFHEAL_DB, or .selfheal/checkpoints.db in the nearest folder up that has .selfheal/)").conflicts("postgres"))
+    .addOption(
+      new Option(
+        "--db <path>",
+        "SQLite file for checkpoints (default $SELFHEAL_DB, or .selfheal/checkpoints.db in the nearest folder up that has .selfheal/)",
+      ).conflicts("postgres"),
+    )
     .option("--postgres <url>", "store checkpoints in PostgreSQL, shared by many workers (or $SELFHEAL_POSTGRES_URL)");
 }
 
@@ -32,7 +44,11 @@ export async function withStore<T>(flags: StoreFlags, use: (store: RunStore) => 
  * For commands that only read: opens the store only if it exists, so looking
  * creates no database or `.selfheal/`; otherwise answers with `absent(location)`.
  */
-export async function withExistingStore<T>(flags: StoreFlags, use: (store: RunStore) => Promise<T>, absent: (location: StoreLocation) => T): Promise<T> {
+export async function withExistingStore<T>(
+  flags: StoreFlags,
+  use: (store: RunStore) => Promise<T>,
+  absent: (location: StoreLocation) => T,
+): Promise<T> {
   const location = resolveStoreLocation(flags);
   return storeExists(location) ? withStore(flags, use) : absent(location);
 }
@@ -42,7 +58,11 @@ export function noSuchRunError(threadId: string, location: StoreLocation): Usage
 }
 
 /** For commands about one existing thread (`history`, `resume`): with no store there is no such thread, and none is created. */
-export function withThreadStore<T>(flags: StoreFlags, threadId: string, use: (store: RunStore) => Promise<T>): Promise<T> {
+export function withThreadStore<T>(
+  flags: StoreFlags,
+  threadId: string,
+  use: (store: RunStore) => Promise<T>,
+): Promise<T> {
   return withExistingStore(flags, use, (location) => {
     throw noSuchRunError(threadId, location);
   });
@@ -50,7 +70,7 @@ export function withThreadStore<T>(flags: StoreFlags, threadId: string, use: (st
 
 /** Runs `use` while this process holds the thread, so two workers never advance one run at once. */
 export async function withThreadLease<T>(store: RunStore, threadId: string, use: () => Promise<T>): Promise<T> {
-  let lease;
+  let lease: ThreadLease;
   try {
     lease = await store.lease(threadId);
   } catch (error) {
@@ -66,7 +86,9 @@ export async function withThreadLease<T>(store: RunStore, threadId: string, use:
 
 export async function threadExists(store: RunStore, threadId: string): Promise<boolean> {
   if (await store.getRun(threadId)) return true;
-  return (await store.checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) !== undefined;
+  return (
+    (await store.checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) !== undefined
+  );
 }
 
 /**
@@ -90,7 +112,11 @@ export function abortOnCtrlC(): { signal: AbortSignal; dispose: () => void } {
  * Which model a run talks to and where, as the first line of its progress: a run that hangs
  * or fails on the wrong server is then obvious at a glance. Credentials in the URL are dropped.
  */
-export function describeModel(settings: Pick<Settings, "model" | "fixerModel" | "criticModel">, options: { scripted: boolean }, env: NodeJS.ProcessEnv = process.env): string {
+export function describeModel(
+  settings: Pick<Settings, "model" | "fixerModel" | "criticModel">,
+  options: { scripted: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   if (options.scripted) return `model ${settings.model} (scripted, no API key)`;
   const others = [
     settings.fixerModel && settings.fixerModel !== settings.model ? `fixer ${settings.fixerModel}` : "",

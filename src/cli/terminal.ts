@@ -14,7 +14,10 @@ export interface TerminalStyle {
  * NO_COLOR and FORCE_COLOR count when non-empty, as picocolors reads them. NO_COLOR asks for
  * plain lines, so it turns the spinner off too; FORCE_COLOR colours a pipe but never spins in it.
  */
-export function terminalStyle(stream: { isTTY?: boolean; columns?: number } = process.stderr, env: NodeJS.ProcessEnv = process.env): TerminalStyle {
+export function terminalStyle(
+  stream: { isTTY?: boolean; columns?: number } = process.stderr,
+  env: NodeJS.ProcessEnv = process.env,
+): TerminalStyle {
   const terminal = Boolean(stream.isTTY) && env.TERM !== "dumb";
   const color = !env.NO_COLOR && (Boolean(env.FORCE_COLOR) || terminal);
   // A terminal that reports 0 columns (a pty nobody sized) sends ora 9 into an endless loop

@@ -1,6 +1,6 @@
+import type { Settings } from "../core/settings.js";
+import { type AgentState, blockExecution, failAttempt } from "../core/state.js";
 import type { AgentNode, AgentRuntime, NodeDeps } from "../nodes/types.js";
-import type { Settings } from "./context.js";
-import { blockExecution, failAttempt, type AgentState } from "./state.js";
 
 /** What a verifier reports when the attempt must fail. */
 export interface Finding {
@@ -24,7 +24,10 @@ export interface VerifierContext {
 export interface Verifier {
   name: string;
   stage: "before" | "after";
-  check: (state: AgentState, context: VerifierContext) => Finding | null | undefined | Promise<Finding | null | undefined>;
+  check: (
+    state: AgentState,
+    context: VerifierContext,
+  ) => Finding | null | undefined | Promise<Finding | null | undefined>;
 }
 
 /**
@@ -58,18 +61,31 @@ export function verifierNode(verifier: Verifier, deps: NodeDeps): AgentNode {
   return async (state, config) => {
     const finding = await verifier.check(state, { settings: config.context, deps, config });
     if (!finding) return {};
-    return verifier.stage === "before" ? blockExecution(state, verifier.name, finding) : failAttempt(state, verifier.name, finding);
+    return verifier.stage === "before"
+      ? blockExecution(state, verifier.name, finding)
+      : failAttempt(state, verifier.name, finding);
   };
 }
 
 /** The extra nodes of each stage, verifiers first: a program that fails a check need not be formatted. */
-export function stagedSteps(extensions: AgentExtensions, deps: NodeDeps): { before: StagedNode[]; after: StagedNode[] } {
+export function stagedSteps(
+  extensions: AgentExtensions,
+  deps: NodeDeps,
+): { before: StagedNode[]; after: StagedNode[] } {
   const verifiersAt = (stage: Verifier["stage"]) =>
-    (extensions.verifiers ?? []).filter((verifier) => verifier.stage === stage).map((verifier) => ({ name: verifier.name, node: verifierNode(verifier, deps) }));
-  const built = (steps: ExtraStep[] = []) => steps.map((step) => ({ name: step.name, node: "node" in step ? step.node : step.create(deps) }));
-  const steps = { before: [...verifiersAt("before"), ...built(extensions.before)], after: [...verifiersAt("after"), ...built(extensions.after)] };
+    (extensions.verifiers ?? [])
+      .filter((verifier) => verifier.stage === stage)
+      .map((verifier) => ({ name: verifier.name, node: verifierNode(verifier, deps) }));
+  const built = (steps: ExtraStep[] = []) =>
+    steps.map((step) => ({ name: step.name, node: "node" in step ? step.node : step.create(deps) }));
+  const steps = {
+    before: [...verifiersAt("before"), ...built(extensions.before)],
+    after: [...verifiersAt("after"), ...built(extensions.after)],
+  };
   const names = [...steps.before, ...steps.after].map((step) => step.name);
-  const clash = names.find((name, index) => names.indexOf(name) !== index || (CORE_NODES as readonly string[]).includes(name));
+  const clash = names.find(
+    (name, index) => names.indexOf(name) !== index || (CORE_NODES as readonly string[]).includes(name),
+  );
   if (clash) throw new Error(`extra node name "${clash}" is used twice or names a core node; pick another`);
   return steps;
 }

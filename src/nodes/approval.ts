@@ -1,7 +1,7 @@
 import { interrupt } from "@langchain/langgraph";
 import { z } from "zod";
-import { blockExecution } from "../graph/state.js";
-import type { Language } from "../tools/sandbox/types.js";
+import { blockExecution } from "../core/state.js";
+import type { Language } from "../sandbox/types.js";
 import type { AgentNode } from "./types.js";
 
 /** The interrupt's payload: what a person sees before the program runs. */

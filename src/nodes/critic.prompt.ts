@@ -1,7 +1,8 @@
-import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { z } from "zod";
-import type { Execution } from "../graph/state.js";
-import type { Language } from "../tools/sandbox/types.js";
+import type { Execution } from "../core/state.js";
+import type { Language } from "../sandbox/types.js";
+import { tail } from "./prompt-parts.js";
 
 export const ReviewSchema = z.object({
   passed: z.boolean().describe("true when the program does what the task asks"),
@@ -10,9 +11,12 @@ export const ReviewSchema = z.object({
 });
 export type Review = z.infer<typeof ReviewSchema>;
 
-const tail = (text: string, max: number) => (text.length <= max ? text : `...${text.slice(-max)}`);
-
-export function buildReviewPrompt(args: { task: string; language: Language; code: string; run: Execution }): BaseMessage[] {
+export function buildReviewPrompt(args: {
+  task: string;
+  language: Language;
+  code: string;
+  run: Execution;
+}): BaseMessage[] {
   return [
     new SystemMessage(
       "You review a program that ran without errors. Decide whether it really does what the task asks, judging from the code and its output. Fail it only for a concrete defect you can name.",

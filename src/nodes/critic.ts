@@ -1,15 +1,26 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
-import type { Settings } from "../graph/context.js";
-import { addUsage, mergeErrors, objectionsFor, type AgentState, type AgentUpdate, type ErrorObservation, type HistoryEntry, type Critique, type Execution, type ModelCallUsage } from "../graph/state.js";
-import { decideAfterCritic } from "../graph/routes.js";
-import { planModelCall } from "../tools/budget.js";
+import { decideAfterCritic } from "../core/policy.js";
+import type { Settings } from "../core/settings.js";
+import {
+  type AgentState,
+  type AgentUpdate,
+  addUsage,
+  type Critique,
+  type ErrorObservation,
+  type Execution,
+  type HistoryEntry,
+  type ModelCallUsage,
+  mergeErrors,
+  objectionsFor,
+} from "../core/state.js";
+import { planPromptCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { describeError, describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
 import { invokeWithinLimits } from "../tools/models.js";
-import { countMessageTokens, countTokens } from "../tools/tokens.js";
-import { buildReviewPrompt, ReviewSchema, type Review } from "./critic.prompt.js";
+import { countTokens } from "../tools/tokens.js";
+import { buildReviewPrompt, type Review, ReviewSchema } from "./critic.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
 export interface Failure {
@@ -71,7 +82,11 @@ export function judgeRun(run: Execution, hasTests: boolean): Judgement {
     const diagnosis = assertion
       ? `An assertion failed${at}: the program computes a wrong result for that case. Fix the logic, not the check, unless the check contradicts the task.`
       : `Raised${at}.`;
-    return failed({ type: run.error.type, message: run.error.message }, `${run.error.type}: ${run.error.message}`, diagnosis);
+    return failed(
+      { type: run.error.type, message: run.error.message },
+      `${run.error.type}: ${run.error.message}`,
+      diagnosis,
+    );
   }
   if (run.status === "killed") {
     return failed(
@@ -84,7 +99,9 @@ export function judgeRun(run: Execution, hasTests: boolean): Judgement {
   return failed(
     { type: "NonZeroExit", message: `exited with code ${run.exitCode}${lastLine ? `: ${lastLine}` : ""}` },
     `Exited with code ${run.exitCode}.`,
-    lastLine ? `The last line on stderr was: ${lastLine}` : "The program exited with a failure status and printed no error.",
+    lastLine
+      ? `The last line on stderr was: ${lastLine}`
+      : "The program exited with a failure status and printed no error.",
   );
 }
 
@@ -108,7 +125,10 @@ type ReviewOutcome = { review: Review; usage: ModelCallUsage } | { stop: AgentUp
  * zod copy or ours). Anything else is a failed call: HTTP errors, refused connections, timeouts.
  */
 function isUnreadableReview(error: unknown): boolean {
-  return error instanceof Error && (error instanceof SyntaxError || /ZodError$/.test(error.name) || error.name === "OutputParserException");
+  return (
+    error instanceof Error &&
+    (error instanceof SyntaxError || /ZodError$/.test(error.name) || error.name === "OutputParserException")
+  );
 }
 
 async function reviewWithModel(
@@ -119,16 +139,20 @@ async function reviewWithModel(
   signal?: AbortSignal,
 ): Promise<ReviewOutcome> {
   const messages = buildReviewPrompt({ task: state.task, language: state.language, code: state.code, run });
-  const promptTokens = await countMessageTokens(messages);
-  const plan = planModelCall({
-    promptTokens,
+  const plan = await planPromptCall(messages, {
     usedTokens: state.usage.totalTokens,
     tokenBudget: settings.tokenBudget,
     maxOutputTokens: Math.min(settings.maxOutputTokens, 512),
   });
   // The user asked for a review; a clean run nobody reviewed is not a pass. The budget is spent,
   // so the run ends as the writers end it; the program is in `code` and its run in `lastRun`.
-  if (!plan.ok) return { stop: { status: "budget_exhausted", reason: `${plan.reason} The program ran cleanly but was not reviewed (llmReview is on), so the run does not pass.` } };
+  if (!plan.ok)
+    return {
+      stop: {
+        status: "budget_exhausted",
+        reason: `${plan.reason} The program ran cleanly but was not reviewed (llmReview is on), so the run does not pass.`,
+      },
+    };
   let model: BaseChatModel | undefined;
   try {
     model = getModel();
@@ -141,9 +165,10 @@ async function reviewWithModel(
     const review = ReviewSchema.parse(parsed);
     const reported = raw?.usage_metadata;
     // Some OpenAI-compatible servers send zero usage, which the client turns into empty fields.
-    const usage = reported && reported.input_tokens + reported.output_tokens > 0
-      ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
-      : { node: "critic", inputTokens: promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
+    const usage =
+      reported && reported.input_tokens + reported.output_tokens > 0
+        ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
+        : { node: "critic", inputTokens: plan.promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
     return { review, usage };
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;
@@ -170,17 +195,34 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     const [objection] = critique.passed ? objectionsFor(state, state.attempt) : [];
     if (objection) {
       failure = { type: objection.type, message: objection.message };
-      critique = { passed: false, summary: `${objection.source}: ${objection.type}: ${objection.message}`, diagnosis: objection.message };
+      critique = {
+        passed: false,
+        summary: `${objection.source}: ${objection.type}: ${objection.message}`,
+        diagnosis: objection.message,
+      };
     }
     const usage: ModelCallUsage[] = [];
     if (critique.passed && settings.llmReview && !state.tests?.trim()) {
-      const outcome = await reviewWithModel(() => deps.resolveModel("critic", settings), state, run, settings, runtime.signal);
+      const outcome = await reviewWithModel(
+        () => deps.resolveModel("critic", settings),
+        state,
+        run,
+        settings,
+        runtime.signal,
+      );
       // Nothing of this attempt is booked yet, so resuming at the critic judges it once, not twice.
       if ("stop" in outcome) return outcome.stop;
       usage.push(outcome.usage);
       if (!outcome.review.passed) {
-        failure = { type: "ReviewRejected", message: outcome.review.reasons.join("; ") || "the reviewer rejected the program" };
-        critique = { passed: false, summary: `Review: ${failure.message}`, diagnosis: outcome.review.fixHint || failure.message };
+        failure = {
+          type: "ReviewRejected",
+          message: outcome.review.reasons.join("; ") || "the reviewer rejected the program",
+        };
+        critique = {
+          passed: false,
+          summary: `Review: ${failure.message}`,
+          diagnosis: outcome.review.fixHint || failure.message,
+        };
       }
     }
 
@@ -196,7 +238,8 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
       fingerprint,
       tokens: (state.draft?.tokens ?? 0) + reviewTokens,
     };
-    const observed: ErrorObservation[] = failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [];
+    const observed: ErrorObservation[] =
+      failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [];
     // The policy reads the state as it will be after this update, so it is decided here, once.
     const decision = decideAfterCritic(
       {

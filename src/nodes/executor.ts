@@ -1,4 +1,4 @@
-import { objectionsFor, type Execution } from "../graph/state.js";
+import { type Execution, objectionsFor } from "../core/state.js";
 import { assembleProgram, locateFailure } from "../tools/assemble.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 

@@ -1,22 +1,10 @@
-import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
-import type { Critique, ErrorRecord, Execution } from "../graph/state.js";
-import type { Language } from "../tools/sandbox/types.js";
-import { LANGUAGE_NAMES } from "./generator.prompt.js";
+import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
+import type { Critique, ErrorRecord, Execution } from "../core/state.js";
+import type { Language } from "../sandbox/types.js";
+import { ERROR_LINE_LIMITS, LANGUAGE_NAMES, summarizeErrors, tail } from "./prompt-parts.js";
 
 /** Caps that keep the fixer's prompt flat: attempt 5 costs what attempt 2 did. */
-export const FIXER_LIMITS = { tracebackChars: 2000, outputTailChars: 800, errorLines: 8, errorLineChars: 160 };
-
-const tail = (text: string, max: number) => (text.length <= max ? text : `...${text.slice(-max)}`);
-const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 3)}...`);
-
-/** One line per distinct error, most recent last: `KeyError: 'x' (seen 2x)`. */
-export function summarizeErrors(errors: ErrorRecord[], except?: string): string[] {
-  return errors
-    .filter((record) => record.fingerprint !== except)
-    .sort((a, b) => a.lastAttempt - b.lastAttempt)
-    .slice(-FIXER_LIMITS.errorLines)
-    .map((record) => clip(`${record.type}: ${record.message.split("\n")[0]} (seen ${record.count}x)`, FIXER_LIMITS.errorLineChars));
-}
+export const FIXER_LIMITS = { tracebackChars: 2000, outputTailChars: 800, ...ERROR_LINE_LIMITS };
 
 /** Runs of at least this many task lines found verbatim in the program are not sent twice. */
 const REPEATED_RUN_LINES = 3;
@@ -35,7 +23,17 @@ export function taskWithoutRepeats(task: string, code: string): string {
   while (index < taskLines.length) {
     let end = index;
     // Grow the run while the trimmed task lines still appear, in order and adjacent, in the program.
-    while (end < taskLines.length && taskLines[end]!.trim() !== "" && codeText.includes(`\n${taskLines.slice(index, end + 1).map((line) => line.trim()).join("\n")}\n`)) end++;
+    while (
+      end < taskLines.length &&
+      taskLines[end]!.trim() !== "" &&
+      codeText.includes(
+        `\n${taskLines
+          .slice(index, end + 1)
+          .map((line) => line.trim())
+          .join("\n")}\n`,
+      )
+    )
+      end++;
     if (end - index >= REPEATED_RUN_LINES) {
       output.push(`[${end - index} lines of the task are repeated verbatim in the current program below]`);
       index = end;
@@ -51,9 +49,12 @@ export function describeFailure(run: Execution): string {
   const parts: string[] = [];
   if (run.error?.traceback) parts.push(`Traceback:\n${tail(run.error.traceback, FIXER_LIMITS.tracebackChars)}`);
   else if (run.error) parts.push(`Error: ${run.error.type}: ${run.error.message}`);
-  if (!run.error?.traceback && run.stderr.trim()) parts.push(`stderr (tail):\n${tail(run.stderr.trim(), FIXER_LIMITS.outputTailChars)}`);
+  if (!run.error?.traceback && run.stderr.trim())
+    parts.push(`stderr (tail):\n${tail(run.stderr.trim(), FIXER_LIMITS.outputTailChars)}`);
   if (run.stdout.trim()) parts.push(`stdout (tail):\n${tail(run.stdout.trim(), FIXER_LIMITS.outputTailChars)}`);
-  parts.push(`Exit: status ${run.status}, exit code ${run.exitCode ?? "none"}${run.signal ? `, signal ${run.signal}` : ""}`);
+  parts.push(
+    `Exit: status ${run.status}, exit code ${run.exitCode ?? "none"}${run.signal ? `, signal ${run.signal}` : ""}`,
+  );
   return parts.join("\n\n");
 }
 
@@ -75,10 +76,15 @@ export function buildFixerPrompt(args: {
   const earlier = summarizeErrors(args.errors, args.latestFingerprint);
   const parts = [
     `Task:\n${taskWithoutRepeats(args.task, args.code)}`,
-    args.code.trim() ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\`` : "Current program: none yet.",
+    args.code.trim()
+      ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\``
+      : "Current program: none yet.",
     `Latest failure: ${args.critique?.summary ?? "the run failed"}\n${describeFailure(args.run)}`,
   ];
   if (args.critique?.diagnosis) parts.push(`Diagnosis:\n${args.critique.diagnosis}`);
-  if (earlier.length > 0) parts.push(`Other errors seen earlier in this run (do not reintroduce them):\n${earlier.map((line) => `- ${line}`).join("\n")}`);
+  if (earlier.length > 0)
+    parts.push(
+      `Other errors seen earlier in this run (do not reintroduce them):\n${earlier.map((line) => `- ${line}`).join("\n")}`,
+    );
   return [new SystemMessage(system), new HumanMessage(parts.join("\n\n"))];
 }

@@ -1,10 +1,11 @@
 import type { ModelRole } from "../tools/models.js";
-import { writeProgram } from "../tools/write-program.js";
 import { buildFixerPrompt } from "./fixer.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
+import { writeProgram } from "./write-program.js";
 
 /** Errors a cheap model repairs well: the traceback names the fix. */
-const MECHANICAL_ERRORS = /^(SyntaxError|IndentationError|TabError|NameError|ReferenceError|ImportError|ModuleNotFoundError|TypeError|AttributeError|NoCodeError)$/;
+const MECHANICAL_ERRORS =
+  /^(SyntaxError|IndentationError|TabError|NameError|ReferenceError|ImportError|ModuleNotFoundError|TypeError|AttributeError|NoCodeError)$/;
 
 /** Assertion and logic failures go to the strong fixer model when one is configured. */
 export function fixerRoleFor(errorType: string | undefined): Extract<ModelRole, "fixer" | "strongFixer"> {

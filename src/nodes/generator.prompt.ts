@@ -1,7 +1,6 @@
-import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
-import type { Language } from "../tools/sandbox/types.js";
-
-export const LANGUAGE_NAMES: Record<Language, string> = { python: "Python 3", javascript: "JavaScript (Node.js 20)" };
+import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
+import type { Language } from "../sandbox/types.js";
+import { LANGUAGE_NAMES } from "./prompt-parts.js";
 
 export function systemPrompt(language: Language): string {
   return [
@@ -20,7 +19,11 @@ export interface RewriteContext {
   earlierErrors: string[];
 }
 
-export function buildGeneratorPrompt(args: { task: string; language: Language; rewrite?: RewriteContext }): BaseMessage[] {
+export function buildGeneratorPrompt(args: {
+  task: string;
+  language: Language;
+  rewrite?: RewriteContext;
+}): BaseMessage[] {
   const parts = [`Task:\n${args.task}`];
   if (args.rewrite) {
     parts.push(

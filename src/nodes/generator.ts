@@ -1,8 +1,8 @@
-import type { AgentState } from "../graph/state.js";
-import { summarizeErrors } from "./fixer.prompt.js";
+import type { AgentState } from "../core/state.js";
 import { buildGeneratorPrompt, type RewriteContext } from "./generator.prompt.js";
+import { summarizeErrors } from "./prompt-parts.js";
 import type { AgentNode, NodeDeps } from "./types.js";
-import { writeProgram } from "../tools/write-program.js";
+import { writeProgram } from "./write-program.js";
 
 /** After a failed run the generator is only re-entered for a fresh rewrite of a repeating error. */
 function rewriteContext(state: AgentState): { context: RewriteContext; fingerprint?: string } | undefined {

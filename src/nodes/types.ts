@@ -1,8 +1,8 @@
 import type { GraphNodeReturnValue, LangGraphRunnableConfig } from "@langchain/langgraph";
-import type { Settings } from "../graph/context.js";
-import type { AgentState, AgentUpdate } from "../graph/state.js";
+import type { Settings } from "../core/settings.js";
+import type { AgentState, AgentUpdate } from "../core/state.js";
+import type { Sandbox, SandboxKind } from "../sandbox/types.js";
 import type { ModelResolver } from "../tools/models.js";
-import type { Sandbox, SandboxKind } from "../tools/sandbox/types.js";
 
 /** What nodes need from outside the state: injected at graph build time, never at import. */
 export interface NodeDeps {

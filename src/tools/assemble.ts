@@ -1,4 +1,4 @@
-import type { Language } from "./sandbox/types.js";
+import type { Language } from "../sandbox/types.js";
 
 export interface AssembledProgram {
   source: string;

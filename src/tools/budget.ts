@@ -1,3 +1,6 @@
+import type { BaseMessage } from "@langchain/core/messages";
+import { countMessageTokens } from "./tokens.js";
+
 /** Below this many output tokens a reply cannot hold a whole program, so the call is not worth making. */
 export const MIN_OUTPUT_TOKENS = 256;
 
@@ -23,4 +26,16 @@ export function planModelCall(args: {
     };
   }
   return { ok: true, outputCap };
+}
+
+/**
+ * The plan for sending `messages` in a run that has used `usedTokens` of `tokenBudget`, with the
+ * prompt's size, which stands in for the input count when a provider reports no usage.
+ */
+export async function planPromptCall(
+  messages: BaseMessage[],
+  budget: { usedTokens: number; tokenBudget: number; maxOutputTokens: number },
+): Promise<CallPlan & { promptTokens: number }> {
+  const promptTokens = await countMessageTokens(messages);
+  return { ...planModelCall({ promptTokens, ...budget }), promptTokens };
 }

@@ -1,4 +1,4 @@
-import type { Language } from "./sandbox/types.js";
+import type { Language } from "../sandbox/types.js";
 
 export type Extraction = { code: string; problem?: undefined } | { code: null; problem: string };
 
@@ -36,7 +36,8 @@ function findFencedBlocks(reply: string): FencedBlock[] {
 }
 
 const CODE_HINTS: Record<Language, RegExp> = {
-  python: /^\s*(def |class |import |from \S+ import |print\(|if __name__|for .+:|while .+:|return\b|[A-Za-z_][\w.]*\s*=\s*\S|assert )/m,
+  python:
+    /^\s*(def |class |import |from \S+ import |print\(|if __name__|for .+:|while .+:|return\b|[A-Za-z_][\w.]*\s*=\s*\S|assert )/m,
   javascript:
     /^\s*(function\b|const |let |var |class |import |export |console\.log\(|module\.exports|require\(|for \(|while \(|if \(|return\b)/m,
 };
@@ -54,7 +55,9 @@ const longest = (blocks: FencedBlock[]) =>
 
 /** The other supported language a block is tagged with, if any: `python` for a ```py block. */
 function foreignLanguageOf(block: FencedBlock, language: Language): Language | undefined {
-  return (Object.keys(LANGUAGE_TAGS) as Language[]).find((other) => other !== language && LANGUAGE_TAGS[other].includes(block.tag));
+  return (Object.keys(LANGUAGE_TAGS) as Language[]).find(
+    (other) => other !== language && LANGUAGE_TAGS[other].includes(block.tag),
+  );
 }
 
 /**
@@ -79,10 +82,10 @@ export function extractCode(reply: string, language: Language): Extraction {
       }
     }
     const chosen = longest(tagged.length > 0 ? tagged : untagged.length > 0 ? untagged : blocks);
-    return { code: chosen.body.replace(/\s+$/, "") + "\n" };
+    return { code: `${chosen.body.replace(/\s+$/, "")}\n` };
   }
   const bare = reply.trim();
-  if (bare.length > 0 && looksLikeCode(bare, language)) return { code: bare + "\n" };
+  if (bare.length > 0 && looksLikeCode(bare, language)) return { code: `${bare}\n` };
   if (bare.length === 0) return { code: null, problem: "The model's reply was empty: no program to run." };
   return {
     code: null,

@@ -19,7 +19,10 @@ export function normalizeErrorMessage(message: string): string {
 
 /** Short stable hash of an error's type and normalised message. */
 export function fingerprintError(type: string, message: string): string {
-  return createHash("sha256").update(`${type}\n${normalizeErrorMessage(message)}`).digest("hex").slice(0, 12);
+  return createHash("sha256")
+    .update(`${type}\n${normalizeErrorMessage(message)}`)
+    .digest("hex")
+    .slice(0, 12);
 }
 
 export function hashCode(code: string): string {

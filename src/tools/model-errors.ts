@@ -1,4 +1,4 @@
-import { MissingModelConfigError } from "../errors.js";
+import { MissingModelConfigError } from "../core/errors.js";
 
 /** Where the openai SDK sends requests when neither the model nor OPENAI_BASE_URL says otherwise. */
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -70,13 +70,15 @@ export function inspectReplyBody(url: string, contentType: string, body: string)
     const what = body.trim() ? `"${excerpt(body)}"` : "an empty body";
     return `${server} answered with ${what}, which is not JSON: ${LIKELY_WRONG_ROOT} Is it an OpenAI-compatible server?`;
   }
-  if (typeof parsed !== "object" || parsed === null) return `${server} answered with JSON that is not a chat completion: ${LIKELY_WRONG_ROOT}`;
+  if (typeof parsed !== "object" || parsed === null)
+    return `${server} answered with JSON that is not a chat completion: ${LIKELY_WRONG_ROOT}`;
   const reply = parsed as { choices?: unknown; error?: { message?: unknown } };
   if (reply.error) {
     const message = typeof reply.error.message === "string" ? reply.error.message : JSON.stringify(reply.error);
     return `${server} answered 200 with an error instead of a reply: ${message}`;
   }
-  if (!Array.isArray(reply.choices)) return `${server} answered with JSON that has no "choices": ${LIKELY_WRONG_ROOT} Is it an OpenAI-compatible server?`;
+  if (!Array.isArray(reply.choices))
+    return `${server} answered with JSON that has no "choices": ${LIKELY_WRONG_ROOT} Is it an OpenAI-compatible server?`;
   if (reply.choices.length === 0) {
     return `${server} answered with an empty "choices" list, so there is no reply: the server may have filtered the answer or failed to run the model; its logs should say which.`;
   }
@@ -95,7 +97,11 @@ export function inspectingFetch(baseFetch: typeof fetch = fetch): typeof fetch {
     if (!response.ok || contentType.includes("text/event-stream")) return response;
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     if (!/\/chat\/completions(\?|$)/.test(url)) return response;
-    const problem = inspectReplyBody(url.replace(/\/chat\/completions(\?.*)?$/, ""), contentType, await response.clone().text());
+    const problem = inspectReplyBody(
+      url.replace(/\/chat\/completions(\?.*)?$/, ""),
+      contentType,
+      await response.clone().text(),
+    );
     if (problem) throw new ModelReplyError(problem);
     return response;
   };
@@ -104,7 +110,11 @@ export function inspectingFetch(baseFetch: typeof fetch = fetch): typeof fetch {
 /** The error and its causes, outermost first: the openai SDK and LangChain wrap what went wrong. */
 function causeChain(error: unknown): unknown[] {
   const chain: unknown[] = [];
-  for (let current = error; current !== undefined && chain.length < 8; current = (current as { cause?: unknown })?.cause) {
+  for (
+    let current = error;
+    current !== undefined && chain.length < 8;
+    current = (current as { cause?: unknown })?.cause
+  ) {
     chain.push(current);
     if (typeof current !== "object" || current === null) break;
   }
@@ -116,22 +126,26 @@ function seconds(ms: number): string {
 }
 
 const CONNECTION_CAUSES: Record<string, string> = {
-  ECONNREFUSED: "the connection was refused, so nothing is listening there: is the server running, and are the host and port in OPENAI_BASE_URL right?",
+  ECONNREFUSED:
+    "the connection was refused, so nothing is listening there: is the server running, and are the host and port in OPENAI_BASE_URL right?",
   ENOTFOUND: "the host name was not found: check the host in OPENAI_BASE_URL.",
   EAI_AGAIN: "the host name could not be resolved (DNS): check the network and the host in OPENAI_BASE_URL.",
   ECONNRESET: "the server closed the connection: a proxy or the server dropped it; check its logs.",
   EHOSTUNREACH: "the host is unreachable: check the network and the host in OPENAI_BASE_URL.",
   ECONNABORTED: "the connection was aborted: check the network.",
   CERT_HAS_EXPIRED: "its TLS certificate has expired.",
-  DEPTH_ZERO_SELF_SIGNED_CERT: "its TLS certificate is self-signed: use http:// for a local server, or trust the certificate (NODE_EXTRA_CA_CERTS).",
+  DEPTH_ZERO_SELF_SIGNED_CERT:
+    "its TLS certificate is self-signed: use http:// for a local server, or trust the certificate (NODE_EXTRA_CA_CERTS).",
 };
 
 /** What an HTTP error status most likely means for someone pointing selfheal at a server. */
 function statusCause(status: number): string {
   if (status === 401 || status === 403) return "the API key was refused: check OPENAI_API_KEY.";
-  if (status === 404) return "no such model or path: check the model name (--model, SELFHEAL_MODEL) and that OPENAI_BASE_URL is the API root (it usually ends in /v1).";
+  if (status === 404)
+    return "no such model or path: check the model name (--model, SELFHEAL_MODEL) and that OPENAI_BASE_URL is the API root (it usually ends in /v1).";
   if (status === 429) return "rate limited or out of quota, still after the retries (SELFHEAL_MODEL_RETRIES).";
-  if (status >= 500) return "the server failed, still after the retries (SELFHEAL_MODEL_RETRIES); its logs should say why.";
+  if (status >= 500)
+    return "the server failed, still after the retries (SELFHEAL_MODEL_RETRIES); its logs should say why.";
   return "the server rejected the request.";
 }
 
@@ -149,7 +163,9 @@ export interface ModelFailureContext {
 export function describeModelFailure(error: unknown, context: ModelFailureContext): string {
   const server = context.endpoint ? `the server at ${context.endpoint}` : "the model";
   const chain = causeChain(error);
-  const errors = chain.filter((link): link is Error & { code?: unknown; status?: unknown; headers?: unknown } => link instanceof Error);
+  const errors = chain.filter(
+    (link): link is Error & { code?: unknown; status?: unknown; headers?: unknown } => link instanceof Error,
+  );
 
   const missing = errors.find((link) => link instanceof MissingModelConfigError);
   if (missing) return `${missing.message} From code, inject a chat model instead: createAgent({ model }).`;
@@ -170,7 +186,10 @@ export function describeModelFailure(error: unknown, context: ModelFailureContex
     const contentType = typeof headers?.get === "function" ? (headers.get("content-type") ?? "") : "";
     // The SDK's message is the status and the server's own message (the whole body for a page that
     // is not JSON); LangChain appends a troubleshooting link that belongs in no one-line reason.
-    const said = http.message.replace(/\s*Troubleshooting URL:[\s\S]*$/, "").replace(/^\d+\s*/, "").trim();
+    const said = http.message
+      .replace(/\s*Troubleshooting URL:[\s\S]*$/, "")
+      .replace(/^\d+\s*/, "")
+      .trim();
     if (looksLikeHtml(contentType, said)) {
       return `${server} answered ${status} with an HTML page, not JSON: a proxy or gateway in between failed, or OPENAI_BASE_URL is not the API root (it usually ends in /v1).`;
     }
@@ -181,12 +200,16 @@ export function describeModelFailure(error: unknown, context: ModelFailureContex
     return `${server} timed out after ${seconds(context.timeoutMs)} without an answer: is it overloaded or still loading the model? Raise the limit with modelTimeoutMs, --model-timeout or SELFHEAL_MODEL_TIMEOUT_MS.`;
   }
 
-  const code = errors.map((link) => link.code).find((value): value is string => typeof value === "string" && value in CONNECTION_CAUSES);
+  const code = errors
+    .map((link) => link.code)
+    .find((value): value is string => typeof value === "string" && value in CONNECTION_CAUSES);
   if (code) return `could not connect to ${server} (${code}): ${CONNECTION_CAUSES[code]}`;
 
   const first = errors[0];
-  if (first?.name === "AbortError") return `the ${context.endpoint ? `request to ${context.endpoint}` : "model call"} was cancelled.`;
-  if (first instanceof SyntaxError) return `${server} sent a reply that is not valid JSON (${first.message}): is it an OpenAI-compatible server?`;
+  if (first?.name === "AbortError")
+    return `the ${context.endpoint ? `request to ${context.endpoint}` : "model call"} was cancelled.`;
+  if (first instanceof SyntaxError)
+    return `${server} sent a reply that is not valid JSON (${first.message}): is it an OpenAI-compatible server?`;
   if (first instanceof TypeError && /Cannot read properties of (undefined|null)/.test(first.message)) {
     return `${server} sent a reply the client could not read as a chat completion (${first.message}): is it an OpenAI-compatible server, and is OPENAI_BASE_URL the API root (it usually ends in /v1)?`;
   }

@@ -1,9 +1,9 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
-import { InvalidSettingsError, MissingModelConfigError } from "../errors.js";
-import type { ModelCallUsage } from "../graph/state.js";
-import { modelTimeoutFromEnv } from "../graph/context.js";
+import { InvalidSettingsError, MissingModelConfigError } from "../core/errors.js";
+import { modelTimeoutFromEnv } from "../core/settings.js";
+import type { ModelCallUsage } from "../core/state.js";
 import { inspectingFetch } from "./model-errors.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 
@@ -93,10 +93,14 @@ export interface CallLimits {
  * A model whose class has a `timeout` field (ChatOpenAI's, per HTTP request) that the caller left
  * unset gets the run's timeout there, so its client's retries keep working; a caller's own wins.
  */
-export function withRequestLimits(model: BaseChatModel, limits: Pick<CallLimits, "outputCap" | "timeoutMs">): BaseChatModel {
+export function withRequestLimits(
+  model: BaseChatModel,
+  limits: Pick<CallLimits, "outputCap" | "timeoutMs">,
+): BaseChatModel {
   if (!("maxTokens" in model)) return model;
   const Model = model.constructor as new (fields: Record<string, unknown>) => CappableModel;
-  const timeout = "timeout" in model && (model as CappableModel).timeout === undefined ? { timeout: limits.timeoutMs } : {};
+  const timeout =
+    "timeout" in model && (model as CappableModel).timeout === undefined ? { timeout: limits.timeoutMs } : {};
   const capped = new Model({ ...model.lc_kwargs, maxTokens: limits.outputCap, ...timeout });
   // ChatOpenAI keeps what withConfig / bindTools bound here, outside its constructor fields.
   const bound = (model as CappableModel).defaultOptions;
@@ -159,7 +163,9 @@ export async function callModel(
   node: string,
   limits: CallLimits,
 ): Promise<ModelReply> {
-  const reply = (await invokeWithinLimits(model, limits, (limited, signal) => limited.invoke(messages, { signal }))) as AIMessage;
+  const reply = (await invokeWithinLimits(model, limits, (limited, signal) =>
+    limited.invoke(messages, { signal }),
+  )) as AIMessage;
   const text = messageText(reply);
   const truncated = stoppedAtOutputCap(reply);
   const reported = reply.usage_metadata;
@@ -197,7 +203,10 @@ export function createModelResolver(injected: AgentModels = {}) {
   const build = (name: string, temperature: number, timeoutMs: number) => {
     const key = `${name}@${temperature}@${timeoutMs}`;
     let model = built.get(key);
-    if (!model) built.set(key, (model = createChatModel(name, { temperature, timeoutMs })));
+    if (!model) {
+      model = createChatModel(name, { temperature, timeoutMs });
+      built.set(key, model);
+    }
     return model;
   };
   const resolve = (role: ModelRole, settings: ModelSettings): BaseChatModel => {
@@ -210,7 +219,8 @@ export function createModelResolver(injected: AgentModels = {}) {
         return injected.fixerModel ?? fallback ?? byName(settings.fixerModel ?? settings.model, settings.temperature);
       case "strongFixer":
         if (injected.strongFixerModel) return injected.strongFixerModel;
-        if (settings.strongFixerModel && !injected.fixerModel && !fallback) return byName(settings.strongFixerModel, settings.temperature);
+        if (settings.strongFixerModel && !injected.fixerModel && !fallback)
+          return byName(settings.strongFixerModel, settings.temperature);
         return resolve("fixer", settings);
       case "critic":
         return injected.criticModel ?? fallback ?? byName(settings.criticModel ?? settings.model, 0);

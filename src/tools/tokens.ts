@@ -1,5 +1,5 @@
-import { Tiktoken } from "js-tiktoken/lite";
 import type { BaseMessage } from "@langchain/core/messages";
+import { Tiktoken } from "js-tiktoken/lite";
 
 let encoder: Tiktoken | undefined;
 

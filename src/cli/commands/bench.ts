@@ -1,0 +1,198 @@
+import { writeFile } from "node:fs/promises";
+import { SingleBar } from "cli-progress";
+import type { Command } from "commander";
+import {
+  type BenchmarkReport,
+  DatasetError,
+  formatBenchmarkTable,
+  formatVerifyReport,
+  loadDataset,
+  parseTaskIds,
+  resolveDatasetPath,
+  runBenchmark,
+  SIMULATED_MODEL_LABEL,
+  SIMULATED_MODEL_NAME,
+  SimulatedBenchmarkModel,
+  verifyDataset,
+} from "../../benchmark/index.js";
+import {
+  createSandbox,
+  hasModelConfig,
+  MissingModelConfigError,
+  parseSettings,
+  type SandboxKind,
+} from "../../index.js";
+import { positiveInteger, sandboxOption, settingDefaults } from "../options.js";
+
+interface BenchFlags {
+  dataset: string;
+  datasetDir?: string;
+  limit?: number;
+  tasks?: string;
+  concurrency: number;
+  maxAttempts?: number;
+  tokenBudget?: number;
+  timeout?: number;
+  model?: string;
+  simulated?: boolean;
+  json?: string;
+  verifyDataset?: boolean;
+  sandbox?: SandboxKind;
+}
+
+/**
+ * Progress on stderr: a live bar when a person is watching, one plain line per task otherwise
+ * (CI logs, pipes), so stdout carries only the report.
+ */
+class BenchProgress {
+  private readonly bar: SingleBar | null;
+
+  constructor(total: number, what: string) {
+    this.bar = process.stderr.isTTY
+      ? new SingleBar({
+          stream: process.stderr,
+          format: `${what} {bar} {value}/{total} | {last}`,
+          barsize: 30,
+          hideCursor: true,
+          clearOnComplete: true,
+        })
+      : null;
+    this.bar?.start(total, 0, { last: "starting" });
+  }
+
+  step(done: number, total: number, line: string): void {
+    if (this.bar) this.bar.update(done, { last: line });
+    else process.stderr.write(`selfheal bench: [${done}/${total}] ${line}\n`);
+  }
+
+  stop(): void {
+    this.bar?.stop();
+  }
+}
+
+async function writeJson(path: string | undefined, value: unknown): Promise<void> {
+  if (path === undefined) return;
+  await writeFile(path, `${JSON.stringify(value, null, 2)}\n`);
+  process.stderr.write(`selfheal bench: wrote ${path}\n`);
+}
+
+async function runBenchCommand(flags: BenchFlags): Promise<number> {
+  const tasks = await loadDataset({
+    dataset: flags.dataset,
+    datasetDir: flags.datasetDir,
+    limit: flags.limit,
+    taskIds: flags.tasks === undefined ? undefined : parseTaskIds(flags.tasks),
+  });
+  const datasetName = flags.dataset === "humaneval" ? "humaneval" : resolveDatasetPath({ dataset: flags.dataset });
+  // Validate settings before any sandbox or model work, so a bad flag fails in milliseconds.
+  const settings = parseSettings({
+    maxAttempts: flags.maxAttempts,
+    tokenBudget: flags.tokenBudget,
+    timeoutMs: flags.timeout,
+    model: flags.simulated ? SIMULATED_MODEL_NAME : flags.model,
+    sandbox: flags.sandbox,
+  });
+  if (!flags.verifyDataset && !flags.simulated && !hasModelConfig()) throw new MissingModelConfigError();
+
+  const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"] });
+  try {
+    if (flags.verifyDataset) {
+      const progress = new BenchProgress(tasks.length, "verify");
+      const report = await verifyDataset({
+        tasks,
+        sandbox,
+        concurrency: flags.concurrency,
+        onProgress: ({ done, total, task }) => {
+          const caught = task.mutants.filter((mutant) => !mutant.verdict.passed).length;
+          const reference = task.canonical.passed ? "reference passes" : `REFERENCE FAILS (${task.canonical.status})`;
+          progress.step(done, total, `${task.taskId}: ${reference}, ${caught}/${task.mutants.length} mutants caught`);
+        },
+      });
+      progress.stop();
+      process.stdout.write(`${formatVerifyReport(report)}\n`);
+      await writeJson(flags.json, { dataset: datasetName, ...report });
+      return report.falseFails.length === 0 && report.falsePasses.length === 0 ? 0 : 1;
+    }
+
+    let simulated: SimulatedBenchmarkModel | undefined;
+    if (flags.simulated) {
+      process.stderr.write(`selfheal bench: ${SIMULATED_MODEL_LABEL}\n`);
+      simulated = await SimulatedBenchmarkModel.forTasks(tasks, sandbox, { concurrency: flags.concurrency });
+    }
+    const progress = new BenchProgress(tasks.length, "bench");
+    const report: BenchmarkReport = await runBenchmark({
+      tasks,
+      sandbox,
+      ...(simulated ? { models: { model: simulated } } : {}),
+      concurrency: flags.concurrency,
+      settings,
+      dataset: datasetName,
+      modelLabel: simulated
+        ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
+        : { name: settings.model, simulated: false },
+      onProgress: ({ done, total, outcome }) => {
+        const tokens = outcome.inputTokens + outcome.outputTokens;
+        progress.step(
+          done,
+          total,
+          `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), ${tokens} tokens`,
+        );
+      },
+    });
+    progress.stop();
+    process.stdout.write(`${formatBenchmarkTable(report)}\n`);
+    await writeJson(flags.json, report);
+    return 0;
+  } finally {
+    // The sandbox's idle interpreters are unreferenced, so while close() waits for them to exit
+    // nothing else may hold the event loop open; without this timer Node can exit mid-close and
+    // drop the exit code.
+    const keepAlive = setInterval(() => undefined, 1_000);
+    try {
+      await sandbox.close();
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+}
+
+/** Adds `selfheal bench` to the CLI; called from main.ts. */
+export function registerBenchCommand(program: Command): Command {
+  const defaults = settingDefaults();
+  return program
+    .command("bench")
+    .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
+    .option("--dataset <name|file>", "humaneval, or a HumanEval-format .jsonl / .jsonl.gz file", "humaneval")
+    .option(
+      "--dataset-dir <dir>",
+      "where named datasets live (default the repository's datasets/, or $SELFHEAL_DATASET_DIR)",
+    )
+    .option("--limit <n>", "run only the first N tasks", positiveInteger)
+    .option("--tasks <ids>", "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5)")
+    .option("--concurrency <n>", "tasks run at once", positiveInteger, 2)
+    .option(
+      "--max-attempts <n>",
+      `programs executed per task before giving up (default ${defaults.maxAttempts})`,
+      positiveInteger,
+    )
+    .option("--token-budget <n>", `tokens one task may spend (default ${defaults.tokenBudget})`, positiveInteger)
+    .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, positiveInteger)
+    .option("-m, --model <name>", `model name (default ${defaults.model}; or set $SELFHEAL_MODEL)`)
+    .option("--simulated", "use the scripted simulated model (tests the harness; no network, not a model result)")
+    .option("--json <file>", "also write the full report as JSON")
+    .option(
+      "--verify-dataset",
+      "no model: check that every reference solution passes and every behaviour-changing mutant fails",
+    )
+    .addOption(sandboxOption())
+    .action(async (flags: BenchFlags) => {
+      try {
+        process.exitCode = await runBenchCommand(flags);
+      } catch (error) {
+        // A bad dataset is a usage problem: say which file and line, and exit 2 like other usage errors.
+        if (!(error instanceof DatasetError)) throw error;
+        process.stderr.write(`selfheal: ${error.message}\n`);
+        process.exitCode = 2;
+      }
+    });
+}

@@ -1,0 +1,242 @@
+import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { Command as GraphCommand, type StateSnapshot } from "@langchain/langgraph";
+import type { Command } from "commander";
+import {
+  type Agent,
+  type AgentState,
+  type ApprovalDecision,
+  ApprovalDecisionSchema,
+  checkSandbox,
+  createAgent,
+  hasModelConfig,
+  MissingModelConfigError,
+  modelRetriesFromEnv,
+  type Settings,
+} from "../../index.js";
+import { forkCheckpoint, type RunStore } from "../../store/index.js";
+import { canAskPerson, terminalApprover } from "../approval-prompt.js";
+import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
+import { addOutputOptions, addSettingOptions, type SettingFlags, settingsWithFlags } from "../options.js";
+import { ProgressReporter } from "../progress.js";
+import {
+  abortOnCtrlC,
+  addStoreOptions,
+  describeModel,
+  noSuchRunError,
+  resumeCommandFor,
+  type StoreFlags,
+  threadExists,
+  UsageError,
+  withThreadLease,
+  withThreadStore,
+} from "../session.js";
+import { type ApprovalHandler, checkOutputFile, EXIT, type RunStart, streamRun, summarizeRun } from "../stream-run.js";
+
+export interface ResumeFlags extends StoreFlags, SettingFlags {
+  approve?: boolean;
+  reject?: string;
+  edit?: string;
+  from?: string;
+  thread?: string;
+  json?: boolean;
+  out?: string;
+}
+
+async function decisionFromFlags(flags: ResumeFlags): Promise<ApprovalDecision | undefined> {
+  const given = [flags.approve, flags.reject !== undefined, flags.edit !== undefined].filter(Boolean).length;
+  if (given > 1) throw new UsageError("give one of --approve, --reject or --edit");
+  if (flags.approve) return { action: "approve" };
+  if (flags.reject !== undefined) {
+    const parsed = ApprovalDecisionSchema.safeParse({ action: "reject", reason: flags.reject });
+    if (!parsed.success) throw new UsageError('--reject needs a reason, e.g. --reject "do not delete files"');
+    return parsed.data;
+  }
+  if (flags.edit !== undefined) {
+    const code = await readFile(flags.edit, "utf8").catch(() => {
+      throw new UsageError(`--edit: cannot read ${flags.edit}`);
+    });
+    const parsed = ApprovalDecisionSchema.safeParse({ action: "edit", code });
+    if (!parsed.success) throw new UsageError(`--edit: ${flags.edit} is empty`);
+    return parsed.data;
+  }
+  return undefined;
+}
+
+const awaitingApproval = (snapshot: StateSnapshot) => snapshot.tasks.some((task) => task.interrupts.length > 0);
+
+/**
+ * How to continue a thread from its head:
+ * - paused for approval, or stopped between steps (killed, Ctrl-C): run on from the checkpoint;
+ * - ended on a model error: run the node whose call failed again, with the run marked running;
+ * - ended otherwise: nothing to run.
+ */
+function planResume(snapshot: StateSnapshot, agent: Agent): { start: RunStart } | { finished: AgentState } {
+  const values: AgentState = snapshot.values;
+  if (snapshot.next.length > 0) return { start: null };
+  if (values.status === "model_error" && values.resumeFrom && values.resumeFrom in agent.nodes) {
+    return {
+      start: new GraphCommand({
+        goto: values.resumeFrom,
+        update: { status: "running", reason: undefined, resumeFrom: undefined },
+      }),
+    };
+  }
+  return { finished: values };
+}
+
+/**
+ * The decision given on the command line answers the first approval request, whether it is
+ * already pending or comes up as the run continues (a fork made just before approval); later
+ * requests go to the person at the terminal, or leave the run waiting again.
+ */
+function approvalHandler(decision: ApprovalDecision | undefined): ApprovalHandler | undefined {
+  const terminal = canAskPerson() ? terminalApprover() : undefined;
+  if (!decision) return terminal;
+  let pending: ApprovalDecision | undefined = decision;
+  return async (request, context) => {
+    if (pending) {
+      const answer = pending;
+      pending = undefined;
+      return answer;
+    }
+    return terminal ? terminal(request, context) : "later";
+  };
+}
+
+/** `selfheal resume <thread>`: continue a run, decide its approval, or fork it from a checkpoint. */
+export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<number> {
+  const decision = await decisionFromFlags(flags);
+  if (flags.thread && !flags.from) throw new UsageError("--thread names the new thread of a fork: use it with --from");
+  modelRetriesFromEnv();
+  if (flags.out) checkOutputFile(flags.out);
+
+  return withThreadStore(flags, threadId, async (store) => {
+    const reporter = new ProgressReporter();
+    const record = await store.getRun(threadId);
+    // A demo run is resumed with the same scripted model; any other needs a configured one.
+    const scripted = record?.settings.model === DEMO_MODEL_NAME && !flags.model;
+    if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
+    const agent = createAgent({ model: scripted ? createDemoModel() : undefined, checkpointer: store.checkpointer });
+    if (!(await threadExists(store, threadId))) throw noSuchRunError(threadId, store.location);
+    if (!record) reporter.note(`thread ${threadId} was not started by the CLI: resuming it with default settings`);
+    const settings = settingsWithFlags(record?.settings ?? {}, flags);
+
+    const resume: Resumption = { agent, settings, flags, decision, scripted, reporter, extraSummary: {} };
+    if (!flags.from) return withThreadLease(store, threadId, () => continueThread(threadId, resume));
+    // A fork always runs on, so its sandbox is checked before the new thread is made.
+    await checkSandbox({ kind: settings.sandbox });
+    const target = await forkRun(store, agent, threadId, flags.from, flags.thread ?? randomUUID());
+    await store.saveRun({
+      threadId: target,
+      task: record?.task ?? "",
+      settings,
+      createdAt: new Date().toISOString(),
+      forkedFrom: { threadId, checkpointId: flags.from },
+    });
+    resume.extraSummary = { forkedFrom: { threadId, checkpointId: flags.from } };
+    reporter.note(
+      `forked thread ${threadId} at checkpoint ${flags.from} into thread ${target}; the original is unchanged`,
+    );
+    return withThreadLease(store, target, () => continueThread(target, resume));
+  });
+}
+
+/** What continuing a thread needs, gathered once by `resumeRun`. */
+interface Resumption {
+  agent: Agent;
+  settings: Settings;
+  flags: ResumeFlags;
+  decision: ApprovalDecision | undefined;
+  scripted: boolean;
+  reporter: ProgressReporter;
+  /** More fields for the `--json` result, e.g. which checkpoint a fork came from. */
+  extraSummary: Record<string, unknown>;
+}
+
+/** Runs the thread on from its head while holding its lease, or reports that it already ended. */
+async function continueThread(target: string, resume: Resumption): Promise<number> {
+  const { agent, settings, flags, decision, reporter, extraSummary } = resume;
+  const snapshot = await agent.getState({ configurable: { thread_id: target } });
+  if (decision && !awaitingApproval(snapshot) && !snapshot.next.includes("approval")) {
+    throw new UsageError(
+      `thread ${target} is not waiting for approval (${snapshot.next.length > 0 ? `next: ${snapshot.next.join(", ")}` : "it has ended"})`,
+    );
+  }
+  const plan = planResume(snapshot, agent);
+  if ("finished" in plan) {
+    reporter.note(
+      `thread ${target} already ended: ${plan.finished.status}; to try again from an earlier point, pick a checkpoint from \`selfheal history ${target}\` and use --from`,
+    );
+    const summary = { ...summarizeRun(plan.finished, target), ...extraSummary };
+    process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code);
+    return plan.finished.status === "passed" ? EXIT.passed : EXIT.failed;
+  }
+  // A fork checked its sandbox before it was made.
+  if (!flags.from) await checkSandbox({ kind: settings.sandbox });
+  const values: AgentState = snapshot.values;
+  reporter.note(describeModel(settings, { scripted: resume.scripted }));
+  reporter.note(
+    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof GraphCommand ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
+  );
+  const ctrlC = abortOnCtrlC();
+  try {
+    return await streamRun(agent, plan.start, settings, {
+      json: flags.json,
+      out: flags.out,
+      threadId: target,
+      resumeCommand: resumeCommandFor(target, flags),
+      approve: approvalHandler(decision),
+      from: values,
+      extraSummary,
+      signal: ctrlC.signal,
+    });
+  } finally {
+    ctrlC.dispose();
+  }
+}
+
+/** Copies the checkpoint into a new thread, after checking that there is something to run from it. */
+async function forkRun(
+  store: RunStore,
+  agent: Agent,
+  threadId: string,
+  checkpointId: string,
+  target: string,
+): Promise<string> {
+  if (await threadExists(store, target))
+    throw new UsageError(`thread ${target} already exists; name a new one with --thread`);
+  const snapshot = await agent.getState({ configurable: { thread_id: threadId, checkpoint_id: checkpointId } });
+  if (snapshot.config.configurable?.checkpoint_id !== checkpointId || !snapshot.createdAt) {
+    throw new UsageError(`thread ${threadId} has no checkpoint ${checkpointId}; see \`selfheal history ${threadId}\``);
+  }
+  if (snapshot.next.length === 0) {
+    throw new UsageError(
+      `checkpoint ${checkpointId} is where the run ended; pick an earlier one from \`selfheal history ${threadId}\``,
+    );
+  }
+  await forkCheckpoint(store.checkpointer, { threadId, checkpointId }, target);
+  return target;
+}
+
+/** `selfheal resume <thread>`. */
+export function registerResumeCommand(program: Command): void {
+  const command = program
+    .command("resume")
+    .description(
+      "continue a stopped run from its last checkpoint, decide a pending approval, or fork from an earlier checkpoint",
+    )
+    .argument("<thread>", "the thread id printed by `selfheal run`")
+    .option("--approve", "approve the program waiting for approval")
+    .option("--reject <reason>", "reject it; the reason reaches the fixer like an error")
+    .option("--edit <file>", "run the program in this file instead")
+    .option(
+      "--from <checkpoint>",
+      "time travel: fork the run from this checkpoint (see `selfheal history`) into a new thread",
+    )
+    .option("--thread <id>", "with --from: the new thread's id (default: a new random id)");
+  addOutputOptions(addSettingOptions(command));
+  addStoreOptions(command).action(async (threadId: string, flags: ResumeFlags) => {
+    process.exitCode = await resumeRun(threadId, flags);
+  });
+}

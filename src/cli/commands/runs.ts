@@ -1,0 +1,102 @@
+import type { StateSnapshot } from "@langchain/langgraph";
+import type { Command } from "commander";
+import { type Agent, type AgentState, createAgent } from "../../index.js";
+import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
+import { positiveInteger } from "../options.js";
+import { addStoreOptions, type StoreFlags, withExistingStore } from "../session.js";
+import { EXIT } from "../stream-run.js";
+import { formatTable } from "./history.js";
+
+/** One thread, as `selfheal runs` shows it. */
+export interface RunRow {
+  threadId: string;
+  task: string;
+  /** The run's status, or `awaiting approval`, or `unfinished` when it stopped (or is running) mid-way. */
+  status: string;
+  attempts: number;
+  tokens: number;
+  updatedAt?: string;
+  forkedFrom?: RunRecord["forkedFrom"];
+}
+
+export function describeStatus(snapshot: StateSnapshot): string {
+  const values: Partial<AgentState> = snapshot.values;
+  if (snapshot.tasks.some((task) => task.interrupts.length > 0)) return "awaiting approval";
+  if (values.status && values.status !== "running") return values.status;
+  return snapshot.next.length > 0 ? `unfinished (next: ${snapshot.next.join(", ")})` : (values.status ?? "empty");
+}
+
+/**
+ * Every thread in the store: the ones the CLI started or forked, and any other run a program
+ * checkpointed there (found by its first, input checkpoint). Newest update first.
+ */
+export async function listRuns(store: RunStore, agent: Agent, limit: number): Promise<RunRow[]> {
+  const records = new Map((await store.listRuns()).map((record) => [record.threadId, record]));
+  const threadIds = new Set(records.keys());
+  for await (const tuple of store.checkpointer.list({ configurable: {} }, { filter: { step: -1 } })) {
+    const threadId = tuple.config.configurable?.thread_id;
+    if (typeof threadId === "string") threadIds.add(threadId);
+  }
+  const rows: RunRow[] = [];
+  for (const threadId of threadIds) {
+    const snapshot = await agent.getState({ configurable: { thread_id: threadId } });
+    const values: Partial<AgentState> = snapshot.values;
+    const record = records.get(threadId);
+    rows.push({
+      threadId,
+      task: values.task ?? record?.task ?? "",
+      status: snapshot.createdAt ? describeStatus(snapshot) : "not started",
+      attempts: values.attempt ?? 0,
+      tokens: values.usage?.totalTokens ?? 0,
+      updatedAt: snapshot.createdAt ?? record?.createdAt,
+      ...(record?.forkedFrom ? { forkedFrom: record.forkedFrom } : {}),
+    });
+  }
+  rows.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? ""));
+  return rows.slice(0, limit);
+}
+
+const oneLine = (text: string, width: number) => {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
+};
+
+export function formatRuns(rows: RunRow[]): string {
+  if (rows.length === 0) return "no runs yet\n";
+  return formatTable(
+    ["thread", "status", "attempts", "tokens", "updated", "task"],
+    rows.map((row) => [
+      row.threadId,
+      row.status,
+      String(row.attempts),
+      String(row.tokens),
+      row.updatedAt ? row.updatedAt.replace("T", " ").replace(/\.\d+Z$/, "Z") : "-",
+      oneLine(row.forkedFrom ? `${row.task} (fork of ${row.forkedFrom.threadId})` : row.task, 60),
+    ]),
+  );
+}
+
+/** `selfheal runs`. */
+export function registerRunsCommand(program: Command): void {
+  const command = program
+    .command("runs")
+    .description("list the runs in the store: thread, status, attempts, tokens, last update, task")
+    .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
+    .option("--json", "print JSON");
+  addStoreOptions(command).action(async (flags: StoreFlags & { json?: boolean; limit: number }) => {
+    process.exitCode = await withExistingStore(
+      flags,
+      async (store) => {
+        const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit);
+        process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
+        return EXIT.passed;
+      },
+      (location) => {
+        process.stdout.write(
+          flags.json ? "[]\n" : `no runs yet: there is no run store at ${describeLocation(location)}\n`,
+        );
+        return EXIT.passed;
+      },
+    );
+  });
+}

@@ -1,0 +1,297 @@
+import { closeSync, existsSync, openSync, statSync, unlinkSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { Command, isInterrupted } from "@langchain/langgraph";
+import {
+  type Agent,
+  type AgentState,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type OutputEvent,
+  type RunInput,
+  type Settings,
+  UsageError,
+} from "../index.js";
+import { ProgressReporter } from "./progress.js";
+
+/** 130 is what a shell reports for a process stopped by Ctrl-C. */
+export const EXIT = { passed: 0, failed: 1, usage: 2, awaitingApproval: 3, stopped: 130 } as const;
+
+/** What a handler may show or watch besides the request itself. */
+export interface ApprovalContext {
+  /** The program of the attempt before, so a person can read what changed; absent for the first. */
+  previousCode?: string;
+  /** Aborted on Ctrl-C (SIGINT from outside the prompt). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Answers one approval request; "later" leaves the run waiting in its checkpoint (exit 3),
+ * "interrupted" is Ctrl-C at the prompt (exit 130). Either way the run can be resumed.
+ */
+export type ApprovalHandler = (
+  request: ApprovalRequest,
+  context: ApprovalContext,
+) => Promise<ApprovalDecision | "later" | "interrupted">;
+
+/** What a step of the graph starts from: a new run's input, a Command (resume, goto), or null (continue). */
+export type RunStart = RunInput | Command | null;
+
+export interface RunOptions {
+  json?: boolean;
+  out?: string;
+  /** The thread to run in; needs an agent with a checkpointer. */
+  threadId?: string;
+  /** The command that continues this thread, shown when the run stops before it ends. */
+  resumeCommand?: string;
+  /** Decides approval requests; without one the run stops awaiting approval (exit 3). */
+  approve?: ApprovalHandler;
+  /** The state a resumed run starts from, so progress counts on from its attempts and tokens. */
+  from?: Pick<AgentState, "attempt" | "usage">;
+  /** More fields for the `--json` result, e.g. which checkpoint a fork came from. */
+  extraSummary?: Record<string, unknown>;
+  /** Aborted on Ctrl-C: the run stops, its checkpoints stay. */
+  signal?: AbortSignal;
+}
+
+/** The `--json` result: the fields a script needs to act on the run. */
+export function summarizeRun(state: AgentState, threadId?: string) {
+  return {
+    status: state.status,
+    reason: state.reason,
+    attempt: state.attempt,
+    code: state.status === "passed" ? state.code : (state.best?.code ?? state.code),
+    errors: state.errors,
+    history: state.history,
+    usage: state.usage,
+    best: state.best,
+    notes: state.notes,
+    ...(threadId ? { threadId } : {}),
+  };
+}
+
+interface StreamOutcome {
+  state: AgentState;
+  /** Set when the graph paused in `interrupt()` before an execution. */
+  approvalRequest?: ApprovalRequest;
+}
+
+async function streamOnce(
+  agent: Agent,
+  start: RunStart,
+  settings: Settings,
+  options: RunOptions,
+  reporter: ProgressReporter,
+): Promise<StreamOutcome> {
+  let state: AgentState | undefined;
+  let approvalRequest: ApprovalRequest | undefined;
+  const stream = await agent.stream(start, {
+    context: settings,
+    configurable: options.threadId ? { thread_id: options.threadId } : {},
+    streamMode: ["updates", "custom", "tasks", "values"],
+    // Each checkpoint is written before the next step starts, so a process killed at any moment
+    // loses at most the step it was in; "async" could also lose the one before.
+    durability: "sync",
+    signal: options.signal,
+  });
+  for await (const [mode, chunk] of stream) {
+    if (mode === "custom" && isOutputEvent(chunk)) reporter.output(chunk);
+    else if (mode === "tasks" && isTaskStart(chunk)) reporter.taskStarted(chunk.name);
+    else if (mode === "updates") {
+      for (const [node, update] of Object.entries(chunk)) {
+        if (node !== "__interrupt__" && update && typeof update === "object") reporter.update(node, update);
+      }
+    } else if (mode === "values") {
+      // When the graph pauses, the last values chunk carries only `__interrupt__`; the state is the one before it.
+      if (isInterrupted<ApprovalRequest>(chunk)) approvalRequest = chunk.__interrupt__[0]?.value;
+      else state = chunk;
+    }
+  }
+  // A run resumed straight into a pause may stream no full state at all: read it from the checkpoint.
+  if (!state && options.threadId)
+    state = (await agent.getState({ configurable: { thread_id: options.threadId } })).values;
+  if (!state) throw new Error("the run produced no state");
+  return { state, approvalRequest };
+}
+
+function describeDecision(decision: ApprovalDecision): string {
+  switch (decision.action) {
+    case "approve":
+      return "approved: running it";
+    case "reject":
+      return `rejected: ${decision.reason}`;
+    case "edit":
+      return "edited: running the edited program";
+  }
+}
+
+/**
+ * Throws a UsageError unless `out` can be written. Checked before the run starts, because the
+ * result is written only when the run ends, and a path that fails then loses it. The check opens
+ * the file for writing (and removes it again if it was new), since permission bits say nothing
+ * to root, and /proc or /sys refuse files whatever the bits say.
+ */
+export function checkOutputFile(out: string): void {
+  const problem = outputFileProblem(resolve(out));
+  if (problem) throw new UsageError(`--out ${out}: ${problem}`);
+}
+
+function outputFileProblem(path: string): string | null {
+  try {
+    if (statSync(path).isDirectory()) return "it is a directory; give a file path";
+    closeSync(openSync(path, "r+"));
+    return null;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") return explainPathError(error, path);
+  }
+  const directory = dirname(path);
+  if (!existsSync(directory)) return `the directory ${directory} does not exist; create it first`;
+  try {
+    closeSync(openSync(path, "wx"));
+    unlinkSync(path);
+    return null;
+  } catch (error) {
+    return explainPathError(error, directory);
+  }
+}
+
+function explainPathError(error: unknown, path: string): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  if (code === "ENOTDIR") return `a part of ${path} is a file, not a directory`;
+  if (code === "EROFS") return `${path} is on a read-only file system`;
+  if (code === "EACCES" || code === "EPERM" || code === "ENOENT") return `cannot create or write files in ${path}`;
+  return message;
+}
+
+/**
+ * The result goes to `--out` or to stdout, and stdout carries nothing else so pipes keep
+ * working; on a terminal a heading on stderr sets the program apart from the progress above it.
+ */
+async function emit(text: string, options: RunOptions, reporter: ProgressReporter, heading: string): Promise<void> {
+  reporter.stop();
+  if (options.out) {
+    await writeFile(options.out, text);
+    reporter.note(`wrote ${options.json ? "the JSON result" : "the program"} to ${options.out}`);
+    return;
+  }
+  if (!options.json && text !== "" && process.stdout.isTTY) reporter.heading(heading);
+  process.stdout.write(text);
+}
+
+/**
+ * The program the attempt before this one ran, read back from the checkpoints (so a resumed
+ * run has it too): the oldest checkpoint at that attempt count is the one its executor wrote.
+ */
+export async function previousProgram(
+  agent: Agent,
+  threadId: string | undefined,
+  attempt: number,
+): Promise<string | undefined> {
+  if (!threadId || attempt <= 1) return undefined;
+  let code: string | undefined;
+  for await (const snapshot of agent.getStateHistory({ configurable: { thread_id: threadId } })) {
+    const values: Partial<AgentState> = snapshot.values;
+    if (values.attempt === attempt - 1) code = values.code;
+    else if ((values.attempt ?? 0) < attempt - 1) break;
+  }
+  return code || undefined;
+}
+
+function interrupted(options: RunOptions, reporter: ProgressReporter): number {
+  reporter.stop();
+  reporter.note(
+    `stopped; the run is saved${options.resumeCommand ? `: continue it with \`${options.resumeCommand}\`` : ""}`,
+  );
+  return EXIT.stopped;
+}
+
+/**
+ * Runs the graph from `start` until it ends or waits for a person, with live progress on stderr;
+ * answers approval requests through `options.approve`. Returns the process exit code.
+ */
+export async function streamRun(
+  agent: Agent,
+  start: RunStart,
+  settings: Settings,
+  options: RunOptions = {},
+): Promise<number> {
+  const from = options.from ?? { attempt: 0, usage: { totalTokens: 0 } };
+  const reporter = new ProgressReporter({ from: { attempt: from.attempt, tokens: from.usage.totalTokens } });
+
+  let next: RunStart = start;
+  let outcome: StreamOutcome;
+  try {
+    for (;;) {
+      outcome = await streamOnce(agent, next, settings, options, reporter);
+      const request = outcome.approvalRequest;
+      if (!request) break;
+      reporter.stop();
+      const decision = options.approve
+        ? await options.approve(request, {
+            previousCode: await previousProgram(agent, options.threadId, request.attempt),
+            signal: options.signal,
+          })
+        : "later";
+      if (decision === "interrupted") return interrupted(options, reporter);
+      if (decision === "later") return await stopForApproval(outcome.state, request, options, reporter);
+      reporter.note(describeDecision(decision));
+      next = new Command({ resume: decision });
+    }
+  } catch (error) {
+    if (!options.signal?.aborted) throw error;
+    return interrupted(options, reporter);
+  } finally {
+    reporter.stop();
+  }
+
+  const final = outcome.state;
+  reporter.finished(final);
+  if (final.status === "model_error" && options.resumeCommand) {
+    reporter.note(
+      `the run is saved: \`${options.resumeCommand}\` repeats the ${final.resumeFrom ?? "failed"} call once the model server answers`,
+    );
+  }
+  const summary = { ...summarizeRun(final, options.threadId), ...options.extraSummary };
+  const shown =
+    final.status === "passed"
+      ? `final program (attempt ${final.attempt}, passed)`
+      : `best program (attempt ${final.best?.attempt ?? final.attempt}, ${final.status})`;
+  await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code, options, reporter, shown);
+  return final.status === "passed" ? EXIT.passed : EXIT.failed;
+}
+
+/** No one to ask here: leave the run paused, show the program, say how to decide later. */
+async function stopForApproval(
+  state: AgentState,
+  request: ApprovalRequest,
+  options: RunOptions,
+  reporter: ProgressReporter,
+): Promise<number> {
+  reporter.note(
+    `awaiting approval of attempt ${request.attempt} in thread ${options.threadId ?? "(none)"}; the program is on stdout`,
+  );
+  if (options.resumeCommand) {
+    reporter.note(`decide with: ${options.resumeCommand} --approve | --reject "reason" | --edit FILE`);
+  }
+  const summary = {
+    ...summarizeRun(state, options.threadId),
+    ...options.extraSummary,
+    status: "awaiting_approval",
+    approval: request,
+  };
+  await emit(
+    options.json ? `${JSON.stringify(summary, null, 2)}\n` : request.code,
+    options,
+    reporter,
+    `program awaiting approval (attempt ${request.attempt})`,
+  );
+  return EXIT.awaitingApproval;
+}
+
+function isOutputEvent(chunk: unknown): chunk is OutputEvent {
+  return typeof chunk === "object" && chunk !== null && "kind" in chunk && chunk.kind === "output";
+}
+
+function isTaskStart(chunk: unknown): chunk is { name: string; input: unknown } {
+  return typeof chunk === "object" && chunk !== null && "name" in chunk && "input" in chunk && !("result" in chunk);
+}

@@ -1,0 +1,121 @@
+import type { BaseChannel } from "@langchain/langgraph";
+import { z } from "zod";
+import { InvalidSettingsError } from "./errors.js";
+import { SandboxKindSchema } from "./run-result.js";
+
+const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
+
+export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
+export const MIN_MODEL_TIMEOUT_MS = 100;
+export const MAX_MODEL_TIMEOUT_MS = 3_600_000;
+
+/**
+ * The default per-request model timeout, from `SELFHEAL_MODEL_TIMEOUT_MS`; a bad value is a
+ * configuration error, not a silent default.
+ */
+export function modelTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SELFHEAL_MODEL_TIMEOUT_MS?.trim();
+  if (raw === undefined || raw === "") return DEFAULT_MODEL_TIMEOUT_MS;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < MIN_MODEL_TIMEOUT_MS || ms > MAX_MODEL_TIMEOUT_MS) {
+    throw new InvalidSettingsError(
+      `SELFHEAL_MODEL_TIMEOUT_MS must be a whole number of milliseconds from ${MIN_MODEL_TIMEOUT_MS} to ${MAX_MODEL_TIMEOUT_MS}, got "${raw}"`,
+    );
+  }
+  return ms;
+}
+
+/**
+ * The most attempts one run may take. The graph's recursion limit is derived from it, so any valid
+ * setting ends through the routers (failed, stuck, budget) and never through GraphRecursionError.
+ */
+export const MAX_ATTEMPTS_LIMIT = 100;
+
+/**
+ * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
+ * nodes read them through `readSettings(runtime.context)`.
+ */
+export const SettingsSchema = z.object({
+  /** Programs executed before the run gives up as `failed`. */
+  maxAttempts: z
+    .number({ error: "maxAttempts must be a number" })
+    .int("maxAttempts must be a whole number")
+    .min(1, "maxAttempts must be at least 1")
+    .max(MAX_ATTEMPTS_LIMIT, `maxAttempts must be at most ${MAX_ATTEMPTS_LIMIT}`)
+    .default(4),
+  /** Total tokens (input + output, all models) the run may spend. */
+  tokenBudget: z
+    .number({ error: "tokenBudget must be a number" })
+    .int("tokenBudget must be a whole number")
+    .min(0, "tokenBudget must not be negative")
+    .default(40_000),
+  /** How many times in a row one error may repeat before a fresh rewrite, then `stuck`. */
+  repeatLimit: z.number().int().min(1, "repeatLimit must be at least 1").default(2),
+  /** Wall-clock limit for one execution of the program and its tests. */
+  timeoutMs: z.number().int().min(100, "timeoutMs must be at least 100").default(10_000),
+  /**
+   * How long one model request may wait for an answer before it fails (and is retried, for models
+   * built from the environment); an injected model without a timeout of its own gets it per call.
+   */
+  modelTimeoutMs: z
+    .number({ error: "modelTimeoutMs must be a number" })
+    .int("modelTimeoutMs must be a whole number of milliseconds")
+    .min(MIN_MODEL_TIMEOUT_MS, `modelTimeoutMs must be at least ${MIN_MODEL_TIMEOUT_MS}`)
+    .max(MAX_MODEL_TIMEOUT_MS, `modelTimeoutMs must be at most ${MAX_MODEL_TIMEOUT_MS} (an hour)`)
+    .default(() => modelTimeoutFromEnv()),
+  /** Model name for the generator (and every role without its own name). */
+  model: z.string().min(1, "model must not be empty").default(defaultModelName),
+  /** Model name for the fixer; defaults to `model`. */
+  fixerModel: z.string().min(1).nullable().default(null),
+  /** Model for hard failures (assertions, wrong output); defaults to the fixer's. */
+  strongFixerModel: z.string().min(1).nullable().default(null),
+  /** Model name for the LLM review; defaults to `model`. */
+  criticModel: z.string().min(1).nullable().default(null),
+  temperature: z
+    .number()
+    .min(0, "temperature must be between 0 and 2")
+    .max(2, "temperature must be between 0 and 2")
+    .default(0.2),
+  /** Ask the critic model to review runs that have no tests and exited cleanly. */
+  llmReview: z.boolean().default(false),
+  /** Upper bound on one model reply; it shrinks further as the budget runs out. */
+  maxOutputTokens: z.number().int().min(64).default(2048),
+  /** Pause before each execution for a person to approve, reject or edit the program. */
+  approval: z.boolean().default(false),
+  /** Sandbox backend: bwrap when usable, else a plain subprocess. */
+  sandbox: SandboxKindSchema.default("auto"),
+});
+
+export type Settings = z.infer<typeof SettingsSchema>;
+
+/** What a caller passes as `context`: every setting optional, the defaults fill in the rest. */
+export type SettingsInput = z.input<typeof SettingsSchema>;
+
+/** Every setting optional, for callers that validate a partial context themselves. */
+export const ContextSchema = SettingsSchema.partial();
+
+/**
+ * The context as LangGraph's types see it: one optional channel per setting, so
+ * `invoke(input, { context: { maxAttempts: 3 } })` type-checks. (Given a zod object, LangGraph 1.7
+ * types the context as the schema's output with every key required, and at run time it validates
+ * the context without filling in the defaults; selfheal applies them once, in `resolveSettings`.)
+ */
+export type ContextChannels = { [K in keyof SettingsInput]?: BaseChannel<Exclude<SettingsInput[K], undefined>> };
+
+/** Validates settings and turns a zod failure into one readable line per bad field. */
+export function parseSettings(input: unknown): Settings {
+  const result = SettingsSchema.safeParse(input ?? {});
+  if (!result.success) throw new InvalidSettingsError(formatIssues(result.error));
+  return result.data;
+}
+
+export { InvalidSettingsError };
+
+export function formatIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const field = issue.path.join(".") || "input";
+      return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
+    })
+    .join("; ");
+}

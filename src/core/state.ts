@@ -1,0 +1,271 @@
+import { ReducedValue, StateSchema } from "@langchain/langgraph";
+import { z } from "zod";
+import { LANGUAGES, RunResultSchema } from "./run-result.js";
+
+export const RUN_STATUSES = ["running", "passed", "failed", "stuck", "budget_exhausted", "model_error"] as const;
+export type RunStatusValue = (typeof RUN_STATUSES)[number];
+
+export const ExecutionSchema = RunResultSchema.extend({
+  /** False when an objection kept the program from running at all. */
+  ran: z.boolean().default(true),
+  /** True when the failure was raised inside the acceptance tests rather than the program. */
+  failedInTests: z.boolean().default(false),
+  /** Where the failure happened, from 0 (first line) to 1 (last test line); used to rank attempts. */
+  progress: z.number().min(0).max(1).nullable().default(null),
+});
+export type Execution = z.infer<typeof ExecutionSchema>;
+
+export const CritiqueSchema = z.object({
+  passed: z.boolean(),
+  /** One line: what happened. */
+  summary: z.string(),
+  /** What the fixer should look at: the failing line, the critic model's hint. */
+  diagnosis: z.string(),
+});
+export type Critique = z.infer<typeof CritiqueSchema>;
+
+/** One failure observed at one attempt; the `errors` reducer folds these into ErrorRecords. */
+export const ErrorObservationSchema = z.object({
+  fingerprint: z.string(),
+  type: z.string(),
+  message: z.string(),
+  attempt: z.number().int(),
+});
+export type ErrorObservation = z.infer<typeof ErrorObservationSchema>;
+
+export const ErrorRecordSchema = z.object({
+  fingerprint: z.string(),
+  type: z.string(),
+  message: z.string(),
+  count: z.number().int(),
+  firstAttempt: z.number().int(),
+  lastAttempt: z.number().int(),
+});
+export type ErrorRecord = z.infer<typeof ErrorRecordSchema>;
+
+/** A repeat of a known fingerprint bumps its count; only a new fingerprint adds a row. */
+export function mergeErrors(current: ErrorRecord[], observed: ErrorObservation[]): ErrorRecord[] {
+  const merged = current.map((record) => ({ ...record }));
+  for (const { fingerprint, type, message, attempt } of observed) {
+    const known = merged.find((record) => record.fingerprint === fingerprint);
+    if (known) {
+      known.count += 1;
+      known.lastAttempt = Math.max(known.lastAttempt, attempt);
+      known.message = message;
+    } else {
+      merged.push({ fingerprint, type, message, count: 1, firstAttempt: attempt, lastAttempt: attempt });
+    }
+  }
+  return merged;
+}
+
+export const HistoryEntrySchema = z.object({
+  attempt: z.number().int(),
+  /** The node that wrote the program that ran at this attempt. */
+  node: z.string(),
+  codeHash: z.string(),
+  /** `passed`, or the error type that failed the attempt. */
+  outcome: z.string(),
+  fingerprint: z.string().optional(),
+  /** Tokens spent on this attempt: writing the program and judging it. */
+  tokens: z.number().int(),
+});
+export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
+
+const TokenCountSchema = z.object({
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  totalTokens: z.number().int(),
+  calls: z.number().int(),
+});
+export type TokenCount = z.infer<typeof TokenCountSchema>;
+
+export const UsageSchema = TokenCountSchema.extend({ byNode: z.record(z.string(), TokenCountSchema) });
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** One model call, as a node reports it to the ledger. */
+export const ModelCallUsageSchema = z.object({
+  node: z.string(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+});
+export type ModelCallUsage = z.infer<typeof ModelCallUsageSchema>;
+
+const zeroCount = (): TokenCount => ({ inputTokens: 0, outputTokens: 0, totalTokens: 0, calls: 0 });
+export const emptyUsage = (): Usage => ({ ...zeroCount(), byNode: {} });
+
+function addCall(count: TokenCount, call: ModelCallUsage): TokenCount {
+  return {
+    inputTokens: count.inputTokens + call.inputTokens,
+    outputTokens: count.outputTokens + call.outputTokens,
+    totalTokens: count.totalTokens + call.inputTokens + call.outputTokens,
+    calls: count.calls + 1,
+  };
+}
+
+export function addUsage(current: Usage, calls: ModelCallUsage[]): Usage {
+  let usage = current;
+  for (const call of calls) {
+    usage = {
+      ...addCall(usage, call),
+      byNode: { ...usage.byNode, [call.node]: addCall(usage.byNode[call.node] ?? zeroCount(), call) },
+    };
+  }
+  return usage;
+}
+
+export const BestAttemptSchema = z.object({
+  attempt: z.number().int(),
+  code: z.string(),
+  /** 100 for a pass; failures score 10..90 by how far the run got, 0 when nothing ran. */
+  score: z.number(),
+});
+export type BestAttempt = z.infer<typeof BestAttemptSchema>;
+
+/** The program currently in `code`, as its author left it. */
+export const DraftSchema = z.object({
+  author: z.string(),
+  /** Tokens the author spent writing it. */
+  tokens: z.number().int(),
+  /** False when the reply held no usable program (an objection says why). */
+  hasCode: z.boolean().default(true),
+});
+export type Draft = z.infer<typeof DraftSchema>;
+
+/**
+ * A reason to fail one attempt that is not an exception in the program: no code in the reply,
+ * a person rejecting it, a verifier's finding. Raised before execution, it stops the program from
+ * running; after execution, it fails a run that exited cleanly. Either way it becomes an error
+ * with a fingerprint, counts as the attempt's failure, and reaches the fixer.
+ */
+export const ObjectionSchema = z.object({
+  /** The attempt it applies to: `attempt + 1` before execution, `attempt` after. */
+  attempt: z.number().int(),
+  /** The node that raised it. */
+  source: z.string(),
+  type: z.string(),
+  message: z.string(),
+});
+export type Objection = z.infer<typeof ObjectionSchema>;
+
+/** What a caller passes to `invoke`; validated before any model call. */
+export const RunInputSchema = z.object({
+  /** What the program must do, in plain words. */
+  task: z
+    .string({ error: "task must be a string" })
+    .trim()
+    .min(1, "task must not be empty")
+    .describe("What the program must do"),
+  /** Language the program is written in. */
+  language: z
+    .enum(LANGUAGES, { error: `language must be one of: ${LANGUAGES.join(", ")}` })
+    .default("python")
+    .describe("python or javascript"),
+  /** Acceptance tests in the same language, run after the program; the task passes only if they pass. */
+  tests: z.string().optional().describe("Acceptance tests in the same language, run after the program"),
+});
+export type RunInput = z.input<typeof RunInputSchema>;
+
+export const NoteSchema = z.object({
+  /** The node that wrote it. */
+  source: z.string(),
+  attempt: z.number().int(),
+  message: z.string(),
+  /** Structured detail for programs that read the result. */
+  data: z.unknown().optional(),
+});
+export type Note = z.infer<typeof NoteSchema>;
+
+/**
+ * What the critic decided after a verdict: repair, rewrite from scratch, or stop (and why). The
+ * critic decides once; routing reads the decision and nothing recomputes it.
+ */
+export const DecisionSchema = z.discriminatedUnion("next", [
+  z.object({ next: z.literal("fixer") }),
+  /** A fresh rewrite, told which error kept coming back. */
+  z.object({ next: z.literal("generator"), fingerprint: z.string() }),
+  z.object({ next: z.literal("finish"), status: z.enum(RUN_STATUSES).exclude(["running"]), reason: z.string() }),
+]);
+export type Decision = z.infer<typeof DecisionSchema>;
+
+/** A list channel that only grows: each update's items are added at the end. */
+function appendOnlyList<Item extends z.ZodType>(item: Item) {
+  return new ReducedValue(
+    z.array(item).default(() => []),
+    {
+      inputSchema: z.array(item),
+      reducer: (current: z.infer<Item>[], added: z.infer<Item>[]) => [...current, ...added],
+    },
+  );
+}
+
+export const State = new StateSchema({
+  ...RunInputSchema.shape,
+  /** The current program. */
+  code: z.string().default(""),
+  /** Who wrote `code`, at what cost, and whether the reply held code at all. */
+  draft: DraftSchema.optional(),
+  /** How many programs have been executed so far. */
+  attempt: z.number().int().default(0),
+  /** The latest execution result. */
+  lastRun: ExecutionSchema.optional(),
+  /** The critic's verdict on the latest run. */
+  critique: CritiqueSchema.optional(),
+  /** Distinct errors seen in this run, one row per fingerprint. */
+  errors: new ReducedValue(
+    z.array(ErrorRecordSchema).default(() => []),
+    {
+      inputSchema: z.array(ErrorObservationSchema),
+      reducer: mergeErrors,
+    },
+  ),
+  /** One entry per executed attempt. */
+  history: appendOnlyList(HistoryEntrySchema),
+  /** Token ledger, in total and per node. */
+  usage: new ReducedValue(UsageSchema.default(emptyUsage), {
+    inputSchema: z.array(ModelCallUsageSchema),
+    reducer: addUsage,
+  }),
+  /** The best attempt so far; a failed run still carries its best code here. */
+  best: BestAttemptSchema.optional(),
+  /** Reasons to fail an attempt other than the program's own errors, appended by any node. */
+  objections: appendOnlyList(ObjectionSchema),
+  /** Remarks from nodes that are worth showing the user but fail nothing, e.g. which written tests were dropped. */
+  notes: appendOnlyList(NoteSchema),
+  /** The critic's decision on the latest attempt. */
+  decision: DecisionSchema.optional(),
+  /** Fingerprints that already got their one fresh rewrite. */
+  rewrittenFor: z.array(z.string()).default(() => []),
+  /** `running` until the run ends, then why it ended. */
+  status: z.enum(RUN_STATUSES).default("running"),
+  /** A sentence on why the run ended. */
+  reason: z.string().optional(),
+  /** The node to run again when a run that stopped on a model error is resumed. */
+  resumeFrom: z.string().optional(),
+});
+
+export type AgentState = typeof State.State;
+export type AgentUpdate = typeof State.Update;
+
+/** Objections raised against one attempt. */
+export function objectionsFor(state: Pick<AgentState, "objections">, attempt: number): Objection[] {
+  return state.objections.filter((objection) => objection.attempt === attempt);
+}
+
+/** The update a node returns to keep the current program from running, e.g. a static check. */
+export function blockExecution(
+  state: Pick<AgentState, "attempt">,
+  source: string,
+  finding: { type: string; message: string },
+): AgentUpdate {
+  return { objections: [{ attempt: state.attempt + 1, source, ...finding }] };
+}
+
+/** The update a node returns after execution to fail an attempt that ran cleanly. */
+export function failAttempt(
+  state: Pick<AgentState, "attempt">,
+  source: string,
+  finding: { type: string; message: string },
+): AgentUpdate {
+  return { objections: [{ attempt: state.attempt, source, ...finding }] };
+}

@@ -1,0 +1,167 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import {
+  type BaseCheckpointSaver,
+  END,
+  type GraphNode,
+  type LangGraphRunnableConfig,
+  START,
+  type StateDefinitionInit,
+  StateGraph,
+} from "@langchain/langgraph";
+import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
+import { type AgentState, type AgentUpdate, State } from "../core/state.js";
+import { approvalNode } from "../nodes/approval.js";
+import { createCriticNode } from "../nodes/critic.js";
+import { createExecutorNode } from "../nodes/executor.js";
+import { createFixerNode } from "../nodes/fixer.js";
+import { createGeneratorNode } from "../nodes/generator.js";
+import type { AgentNode, NodeDeps } from "../nodes/types.js";
+import { createSandbox } from "../sandbox/index.js";
+import type { Sandbox, SandboxKind } from "../sandbox/types.js";
+import { createModelResolver } from "../tools/models.js";
+import { type AgentExtensions, CORE_NODES, type CoreNodeName, stagedSteps } from "./extensions.js";
+import {
+  AFTER_CRITIC_TARGETS,
+  routeAfterCritic,
+  routeAfterWrite,
+  routeTowardsExecution,
+  TOWARDS_EXECUTION_TARGETS,
+} from "./routes.js";
+
+export interface AgentOptions extends AgentExtensions {
+  /** Serves every role that has no model of its own. Built from the environment when absent. */
+  model?: BaseChatModel;
+  fixerModel?: BaseChatModel;
+  /** Used for assertion and logic failures; defaults to the fixer model. */
+  strongFixerModel?: BaseChatModel;
+  criticModel?: BaseChatModel;
+  /** A sandbox to run every program in; otherwise one is made per `sandbox` setting. */
+  sandbox?: Sandbox;
+  /** Any LangGraph checkpointer; required for resume and approval. */
+  checkpointer?: BaseCheckpointSaver;
+}
+
+/** Sandboxes are made on first use and shared by the runs of one agent. */
+function sandboxProvider(injected?: Sandbox): (kind: SandboxKind) => Sandbox {
+  const made = new Map<SandboxKind, Sandbox>();
+  return (kind) => {
+    if (injected) return injected;
+    const existing = made.get(kind);
+    if (existing) return existing;
+    const sandbox = createSandbox({ kind });
+    made.set(kind, sandbox);
+    return sandbox;
+  };
+}
+
+export function createNodeDeps(options: AgentOptions = {}): NodeDeps {
+  return {
+    resolveModel: createModelResolver(options),
+    getSandbox: sandboxProvider(options.sandbox),
+  };
+}
+
+/**
+ * Nodes see the run's settings with every default filled in: LangGraph validates nothing here
+ * (the context schema is a type only) and fills in no defaults, so this is the one place that does.
+ */
+export function withSettings(node: AgentNode): GraphNode<typeof State, SettingsInput> {
+  return (state, config) => node(state, { ...config, context: parseSettings(config.context) });
+}
+
+/** Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the critic. */
+export function stepsPerAttempt(extraSteps: number): number {
+  return 4 + extraSteps;
+}
+
+/**
+ * A backstop only: the routers end every run (failed at maxAttempts, budget, stuck) well before
+ * it. It fits the largest valid maxAttempts with room for a resume and for time travel.
+ */
+export function recursionLimitFor(extraSteps: number): number {
+  return (MAX_ATTEMPTS_LIMIT + 1) * stepsPerAttempt(extraSteps) + 10;
+}
+
+/**
+ * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
+ * [after steps] -> critic -> fixer | generator (a fresh rewrite) | END. Add nodes, edges or a
+ * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
+ */
+export function buildAgentGraph(options: AgentOptions = {}) {
+  const deps = createNodeDeps(options);
+  const core: Record<CoreNodeName, AgentNode> = {
+    generator: createGeneratorNode(deps),
+    approval: approvalNode,
+    executor: createExecutorNode(deps),
+    critic: createCriticNode(deps),
+    fixer: createFixerNode(deps),
+  };
+  const node = (name: CoreNodeName) => withSettings(options.replace?.[name]?.(deps, core[name]) ?? core[name]);
+  const { before, after } = stagedSteps(options, deps);
+
+  const graph = widenNodeNames(
+    new StateGraph<typeof State, AgentState, AgentUpdate, typeof START, typeof State, typeof State, ContextChannels>(
+      State,
+    )
+      .addNode("generator", node("generator"))
+      .addNode("approval", node("approval"))
+      .addNode("executor", node("executor"))
+      .addNode("critic", node("critic"))
+      .addNode("fixer", node("fixer")),
+  );
+  for (const step of [...before, ...after]) graph.addNode(step.name, withSettings(step.node));
+  graph.addEdge(START, "generator");
+
+  // A written program enters the first step before execution; without one, the approval gate
+  // or the executor. Path maps name every target, so Studio draws every edge.
+  const firstStep = before[0]?.name;
+  const intoExecution = (state: AgentState, config: LangGraphRunnableConfig) =>
+    firstStep ?? routeTowardsExecution(state, config);
+  const afterWriteTargets = firstStep ? [firstStep, END] : [...TOWARDS_EXECUTION_TARGETS, END];
+  const afterWrite = (state: AgentState, config: LangGraphRunnableConfig) =>
+    routeAfterWrite(state) === END ? END : intoExecution(state, config);
+  graph.addConditionalEdges("generator", afterWrite, afterWriteTargets);
+  graph.addConditionalEdges("fixer", afterWrite, afterWriteTargets);
+
+  chain(
+    graph,
+    before.map((step) => step.name),
+  );
+  const lastStep = before.at(-1)?.name;
+  if (lastStep) graph.addConditionalEdges(lastStep, routeTowardsExecution, [...TOWARDS_EXECUTION_TARGETS]);
+  chain(graph, ["approval", "executor", ...after.map((step) => step.name), "critic"]);
+  graph.addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS]);
+  return graph;
+}
+
+/** Extra nodes are named by the caller at run time, so past the core nodes the builder takes any name. */
+function widenNodeNames<
+  SD,
+  S,
+  U,
+  N extends string,
+  I extends StateDefinitionInit,
+  O extends StateDefinitionInit,
+  C extends StateDefinitionInit,
+>(graph: StateGraph<SD, S, U, N, I, O, C>): StateGraph<SD, S, U, string, I, O, C> {
+  return graph;
+}
+
+function chain(graph: { addEdge(from: string, to: string): unknown }, names: string[]): void {
+  for (let index = 1; index < names.length; index++) graph.addEdge(names[index - 1]!, names[index]!);
+}
+
+/**
+ * A compiled selfheal agent: `invoke({ task }, { context: { maxAttempts: 3 }, configurable: { thread_id } })`.
+ * Its recursion limit fits every valid setting and every extra step, so callers never set one.
+ */
+export function createAgent(options: AgentOptions = {}) {
+  const graph = buildAgentGraph(options);
+  // Counted from the built graph, so the limit follows whatever steps the extensions added.
+  const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length;
+  return graph
+    .compile({ checkpointer: options.checkpointer, name: "selfheal" })
+    .withConfig({ recursionLimit: recursionLimitFor(extraSteps) });
+}
+
+export type Agent = ReturnType<typeof createAgent>;

@@ -1,0 +1,78 @@
+import { join } from "node:path";
+
+import { BOOTSTRAP_FILE_NAME, PYTHON_BOOTSTRAP } from "./bootstrap.js";
+import { MAX_OPEN_FILES } from "./limits.js";
+import type { Language, SandboxLimits } from "./types.js";
+
+const MIB = 1024 * 1024;
+/** Node 20 does not start below ~1 GiB of address space even with a tiny heap. */
+const NODE_ADDRESS_SPACE_SLACK_MB = 1024;
+
+/** One rlimit, by its prlimit(1) name. */
+export interface ResourceLimit {
+  name: "cpu" | "fsize" | "nofile" | "core" | "as" | "nproc";
+  soft: number;
+  hard: number;
+}
+
+/**
+ * The rlimits of a run. RLIMIT_NPROC only when asked: outside a user namespace it counts every
+ * process of the user (a developer's whole desktop), and root ignores it anyway.
+ */
+export function resourceLimits(
+  language: Language,
+  limits: SandboxLimits,
+  options: { maxProcesses?: boolean } = {},
+): ResourceLimit[] {
+  const fileBytes = limits.maxFileMb * MIB;
+  // V8 reserves address space it never touches, so Node gets `memoryMb` of heap (its own flag) and
+  // this much more address space for everything else: buffers, code, thread stacks. Without a cap
+  // there, `Buffer.alloc` in a loop would eat the host's memory.
+  const addressSpace = (limits.memoryMb + (language === "javascript" ? NODE_ADDRESS_SPACE_SLACK_MB : 0)) * MIB;
+  const result: ResourceLimit[] = [
+    // SIGXCPU at the soft limit, SIGKILL a second later if the program catches that.
+    { name: "cpu", soft: limits.cpuSeconds, hard: limits.cpuSeconds + 1 },
+    { name: "fsize", soft: fileBytes, hard: fileBytes },
+    { name: "nofile", soft: MAX_OPEN_FILES, hard: MAX_OPEN_FILES },
+    // A core dump of a crashed program would be written into the work dir for nothing.
+    { name: "core", soft: 0, hard: 0 },
+    { name: "as", soft: addressSpace, hard: addressSpace },
+  ];
+  if (options.maxProcesses) result.push({ name: "nproc", soft: limits.maxProcesses, hard: limits.maxProcesses });
+  return result;
+}
+
+export function prlimitArgs(resources: ResourceLimit[]): string[] {
+  return resources.map(({ name, soft, hard }) => `--${name}=${soft}:${hard}`);
+}
+
+export interface InterpreterCommandInput {
+  language: Language;
+  executable: string;
+  limits: SandboxLimits;
+  /** Start the bootstrap and wait for "g" on fd 3 (see bootstrap.ts). */
+  warm: boolean;
+  /** Where the support dir (Node's bootstrap) is, as the program sees it. */
+  supportDir: string;
+  /** prlimit(1), for Node; null where there is none (limits then go unset for Node). */
+  prlimit: string | null;
+  maxProcesses?: boolean;
+}
+
+/**
+ * The command that starts the interpreter with its limits. Python sets its own rlimits in the
+ * bootstrap (one exec fewer, and it works where prlimit does not, such as macOS); Node cannot, so
+ * it starts under prlimit.
+ */
+export function interpreterCommand(input: InterpreterCommandInput): string[] {
+  const resources = resourceLimits(input.language, input.limits, { maxProcesses: input.maxProcesses ?? false });
+  if (input.language === "python") {
+    // -u: unbuffered, so output reaches `onOutput` while the program runs and a flood is seen early.
+    const settings = resources.map(({ name, soft, hard }) => `${name}=${soft}:${hard}`);
+    return [input.executable, "-I", "-u", "-c", PYTHON_BOOTSTRAP, ...settings];
+  }
+  const heapFlag = `--max-old-space-size=${input.limits.memoryMb}`;
+  const script = input.warm ? join(input.supportDir, BOOTSTRAP_FILE_NAME) : "main.js";
+  const node = [input.executable, heapFlag, script];
+  return input.prlimit ? [input.prlimit, ...prlimitArgs(resources), "--", ...node] : node;
+}

@@ -1,0 +1,90 @@
+import { spawn } from "node:child_process";
+
+import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
+import { interpreterCommand } from "./command.js";
+import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
+import type { Launcher, Reservation } from "./local-sandbox.js";
+import { killProcessGroup, type LaunchedProgram } from "./run-child.js";
+import type { Language, SandboxIsolation, SandboxLimits } from "./types.js";
+import { WorkDir } from "./work-dir.js";
+
+let warnedNotIsolated = false;
+
+/** Printed once per process: the plain process backend limits resources but hides nothing. */
+export function warnProcessBackendOnce(): void {
+  if (warnedNotIsolated) return;
+  warnedNotIsolated = true;
+  process.emitWarning(
+    "selfheal is running generated code with the 'process' sandbox, which is NOT isolation: the code can read " +
+      "your files and use the network. Install bubblewrap (apt-get install bubblewrap) or use the container sandbox.",
+    { type: "SelfhealSandboxWarning", code: "SELFHEAL_PROCESS_SANDBOX" },
+  );
+}
+
+/** PATH and the locale from the parent; nothing else, so no API key or token reaches the code. */
+export function scrubbedEnv(home: string, path: string | undefined = process.env.PATH): Record<string, string> {
+  const env: Record<string, string> = { HOME: home, PATH: path ?? "/usr/local/bin:/usr/bin:/bin" };
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && (name === "LANG" || name === "LANGUAGE" || name.startsWith("LC_"))) env[name] = value;
+  }
+  return env;
+}
+
+/** Runs code as a plain child process in its own process group, with the rlimits the OS allows. */
+export class ProcessLauncher implements Launcher {
+  readonly kind = "process" as const;
+  private readonly prlimit = findOnPath("prlimit");
+
+  constructor(private readonly limits: SandboxLimits) {}
+
+  describe(): SandboxIsolation {
+    const { memoryMb, cpuSeconds, maxFileMb } = this.limits;
+    return {
+      kind: "process",
+      memory: { scope: "process", by: `RLIMIT_AS ${memoryMb} MiB per process` },
+      processes: { scope: "none", by: "no per-run cap: RLIMIT_NPROC would count every process of the user" },
+      cpu: { scope: "process", by: `RLIMIT_CPU ${cpuSeconds} s per process` },
+      disk: { scope: "process", by: `RLIMIT_FSIZE ${maxFileMb} MiB per file, anywhere the user may write` },
+      syscalls: { scope: "none", by: "none: the code runs as the calling user" },
+      notes: ["the process backend is not isolation"],
+    };
+  }
+
+  async reserve(): Promise<Reservation> {
+    const [interpreters, workDir] = await Promise.all([resolveInterpreters(), WorkDir.create()]);
+    let released = false;
+    return {
+      workDir,
+      spawn: (language, warm) => this.spawn(interpreters, workDir, language, warm),
+      release: async () => {
+        if (released) return;
+        released = true;
+        await workDir.remove();
+      },
+    };
+  }
+
+  private spawn(interpreters: Interpreters, workDir: WorkDir, language: Language, warm: boolean): LaunchedProgram {
+    const interpreter = interpreters[language];
+    if (!interpreter) throw new InterpreterMissingError(language);
+    const argv = interpreterCommand({
+      language,
+      executable: interpreter.executable,
+      limits: this.limits,
+      warm,
+      supportDir: getSupportDir(),
+      prlimit: this.prlimit,
+    });
+    const [file = "", ...args] = argv;
+    const child = spawn(file, args, {
+      cwd: workDir.path,
+      env: scrubbedEnv(workDir.path),
+      // Its own process group, so one kill reaches every child it forks (unless it calls setsid).
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe", usesBootstrap(language, warm) ? "pipe" : "ignore"],
+    });
+    if (!warm) sendGo(child);
+    const killAll = (): void => killProcessGroup(child);
+    return { child, killAll };
+  }
+}

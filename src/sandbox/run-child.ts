@@ -1,0 +1,240 @@
+import type { ChildProcess } from "node:child_process";
+import { constants as osConstants } from "node:os";
+import { performance } from "node:perf_hooks";
+
+import { CappedOutput } from "./output.js";
+import { parseError } from "./parse-error.js";
+import type { Language, ParsedError, RunHooks, RunResult, RunStatus } from "./types.js";
+
+/** How long to wait for buffered output after the program exited before giving up on the pipes. */
+const DRAIN_GRACE_MS = 250;
+/** How often a run's whole-tree CPU time is compared with its budget. */
+const CPU_POLL_MS = 100;
+
+/** Kills a detached child's whole process group; one already gone is fine. */
+export function killProcessGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // The group is already gone.
+  }
+}
+
+export interface LaunchedProgram {
+  child: ChildProcess;
+  /** Kills the whole run (process group or namespace); must be safe to call many times. */
+  killAll(): void;
+  /**
+   * True when the child is a wrapper (bwrap, docker) that reports a program killed by signal N as
+   * exit code 128 + N, so the signal can be recovered for the status. A program that itself exits
+   * with 129-192 is then read as killed; no wrapper gives us a way to tell the two apart.
+   */
+  exitCodeEncodesSignal?: boolean;
+  /** Limits the backend holds for the whole process tree (a cgroup); absent where only rlimits hold. */
+  runLimits?: RunWideLimits;
+}
+
+/** What a backend that caps the whole run (not each process) can tell about it. */
+export interface RunWideLimits {
+  memoryMb: number;
+  cpuSeconds: number;
+  /** True once the kernel killed a process of the run for going over the memory limit. */
+  memoryExceeded(): boolean;
+  /** Starts the CPU budget now; a pre-warmed interpreter's loading is not the program's. */
+  startCpuBudget(): void;
+  /** CPU seconds the whole tree used since `startCpuBudget`; null where nothing accounts them. */
+  cpuSecondsUsed(): number | null;
+}
+
+export interface CollectOptions {
+  language: Language;
+  stdin: string | Buffer | undefined;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  hooks?: RunHooks;
+  /** `performance.now()` when `run()` was called, so the duration covers the whole run. */
+  startedAt: number;
+  /** Called once stdin is written and the output is being watched; a pre-warmed run starts here. */
+  release?: () => void;
+}
+
+type KillReason = "timeout" | "output_limit" | "cpu_budget";
+
+/**
+ * Watches a launched program to the end: feeds stdin, caps output, enforces the wall clock, and
+ * turns what happened into a `RunResult`. It resolves on the child's 'exit' rather than on the
+ * pipes closing, because a grandchild may keep the pipes open forever; after 'exit' the whole run
+ * is killed and whatever output was already buffered is taken.
+ */
+export function collectRun(program: LaunchedProgram, options: CollectOptions): Promise<RunResult> {
+  const { child } = program;
+  const stdout = new CappedOutput("stdout", options.maxOutputBytes, options.hooks?.onOutput);
+  const stderr = new CappedOutput("stderr", options.maxOutputBytes, options.hooks?.onOutput);
+  let killedFor: KillReason | null = null;
+
+  const killFor = (reason: KillReason): void => {
+    killedFor ??= reason;
+    program.killAll();
+  };
+
+  return new Promise<RunResult>((resolve) => {
+    let settled = false;
+    const timer = setTimeout(() => killFor("timeout"), options.timeoutMs);
+    const { runLimits } = program;
+    runLimits?.startCpuBudget();
+    // RLIMIT_CPU holds per process; this holds for the sum, so N processes cannot take N budgets.
+    const cpuWatch =
+      runLimits && runLimits.cpuSecondsUsed() !== null
+        ? setInterval(() => {
+            if ((runLimits.cpuSecondsUsed() ?? 0) > runLimits.cpuSeconds) killFor("cpu_budget");
+          }, CPU_POLL_MS)
+        : undefined;
+
+    const finish = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearInterval(cpuWatch);
+      program.killAll();
+      void waitForPipes(child).then(() => {
+        const stderrText = spawnError ? `${spawnError.message}\n` : stderr.finish();
+        const stdoutText = stdout.finish();
+        let effectiveSignal: string | null = signal;
+        let effectiveExitCode = exitCode;
+        if (program.exitCodeEncodesSignal && exitCode !== null && exitCode > 128) {
+          const name = signalName(exitCode - 128);
+          if (name) {
+            effectiveSignal = name;
+            effectiveExitCode = null;
+          }
+        }
+        const truncated = stdout.overflowed || stderr.overflowed;
+        const error = parseError(options.language, stderrText) ?? undefined;
+        const memoryExceeded = runLimits?.memoryExceeded() ?? false;
+        const status: RunStatus = spawnError
+          ? "unavailable"
+          : classifyRun({
+              exitCode: effectiveExitCode,
+              signal: effectiveSignal,
+              killedFor,
+              truncated,
+              error,
+              stderr: stderrText,
+              memoryExceeded,
+            });
+        resolve({
+          status,
+          exitCode: effectiveExitCode,
+          signal: effectiveSignal,
+          stdout: stdoutText,
+          stderr: stderrText + runLimitNote(runLimits, status, killedFor),
+          truncated,
+          durationMs: performance.now() - options.startedAt,
+          ...(error && status !== "ok" ? { error } : {}),
+        });
+      });
+    };
+
+    child.once("exit", (code, signal) => finish(code, signal));
+    child.once("error", (error) => finish(null, null, error));
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (!stdout.push(chunk)) killFor("output_limit");
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      if (!stderr.push(chunk)) killFor("output_limit");
+    });
+
+    // A program may exit without reading its input; the broken pipe is expected, not a failure.
+    child.stdin?.on("error", () => undefined);
+    if (options.stdin !== undefined && options.stdin.length > 0) child.stdin?.write(options.stdin);
+    child.stdin?.end();
+    options.release?.();
+  });
+}
+
+/** Waits for stdout and stderr to close, but never longer than the grace period. */
+function waitForPipes(child: ChildProcess): Promise<void> {
+  const streams = [child.stdout, child.stderr].filter((stream) => stream !== null && !stream.closed);
+  if (streams.length === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    let open = streams.length;
+    const done = (): void => {
+      clearTimeout(grace);
+      for (const stream of streams) stream?.destroy();
+      resolve();
+    };
+    const grace = setTimeout(done, DRAIN_GRACE_MS);
+    for (const stream of streams) {
+      stream?.once("close", () => {
+        open -= 1;
+        if (open === 0) done();
+      });
+    }
+  });
+}
+
+interface RunOutcome {
+  exitCode: number | null;
+  signal: string | null;
+  killedFor: KillReason | null;
+  truncated: boolean;
+  error: ParsedError | undefined;
+  stderr: string;
+  /** The run's memory cgroup OOM-killed one of its processes. */
+  memoryExceeded?: boolean;
+}
+
+/** Out of memory as Python, V8 or the C runtime report it. */
+const MEMORY_EXHAUSTED =
+  /\bMemoryError\b|JavaScript heap out of memory|Array buffer allocation failed|std::bad_alloc|Cannot allocate memory/;
+
+/** Why the run ended, most specific reason first: our own kills, then limits, then the exit code. */
+export function classifyRun(outcome: RunOutcome): RunStatus {
+  // The cause, even when the survivors then hung until the deadline or died of the kill.
+  if (outcome.memoryExceeded) return "memory_limit";
+  if (outcome.killedFor === "cpu_budget") return "timeout";
+  if (outcome.killedFor) return outcome.killedFor;
+  // The kernel sends SIGXCPU when RLIMIT_CPU runs out: the program used up its time.
+  if (outcome.signal === "SIGXCPU") return "timeout";
+  const failed = outcome.exitCode !== 0 || outcome.signal !== null;
+  if (failed && (outcome.error?.type === "MemoryError" || MEMORY_EXHAUSTED.test(outcome.stderr))) return "memory_limit";
+  if (outcome.signal) return "killed";
+  if (outcome.truncated) return "output_limit";
+  return outcome.exitCode === 0 ? "ok" : "error";
+}
+
+/**
+ * A line for stderr when a whole-run limit ended the run: a process killed by the kernel prints no
+ * traceback, and the fixer, which reads the stderr tail, must learn why the program died.
+ */
+function runLimitNote(runLimits: RunWideLimits | undefined, status: RunStatus, killedFor: KillReason | null): string {
+  if (!runLimits) return "";
+  if (status === "memory_limit" && runLimits.memoryExceeded()) {
+    return `\n[selfheal] the run's processes together used more than ${runLimits.memoryMb} MiB of memory, the limit for the whole run, and the kernel killed them\n`;
+  }
+  if (killedFor === "cpu_budget") {
+    return `\n[selfheal] the run's processes together used more than ${runLimits.cpuSeconds} CPU seconds, the limit for the whole run, and were killed\n`;
+  }
+  return "";
+}
+
+function signalName(signalNumber: number): NodeJS.Signals | null {
+  for (const [name, number] of Object.entries(osConstants.signals)) {
+    if (number === signalNumber) return name as NodeJS.Signals;
+  }
+  return null;
+}
+
+/** The result of a run that could not start: no interpreter, no container engine. */
+export function unavailableResult(message: string, startedAt: number): RunResult {
+  return {
+    status: "unavailable",
+    exitCode: null,
+    signal: null,
+    stdout: "",
+    stderr: `${message}\n`,
+    truncated: false,
+    durationMs: performance.now() - startedAt,
+  };
+}

@@ -1,0 +1,75 @@
+export {
+  LANGUAGES,
+  type Language,
+  type ParsedError,
+  type RunResult,
+  type RunStatus,
+  SANDBOX_KINDS,
+  type SandboxKind,
+} from "../core/run-result.js";
+
+import type { Language, RunResult, SandboxKind } from "../core/run-result.js";
+
+export interface SandboxLimits {
+  /** Wall-clock limit for one run; the whole process tree dies when it passes. */
+  timeoutMs: number;
+  memoryMb: number;
+  cpuSeconds: number;
+  maxProcesses: number;
+  maxFileMb: number;
+  /**
+   * Bytes the run may write to /work and /tmp together, on a tmpfs of its own where the backend
+   * can mount one (bwrap as root); elsewhere the size of the /tmp tmpfs.
+   */
+  maxDiskMb: number;
+  /** Cap per stream (stdout and stderr each); the rest is dropped and `truncated` is set. */
+  maxOutputBytes: number;
+}
+
+export interface RunRequest {
+  language: Language;
+  code: string;
+  stdin?: string;
+  /** Overrides the sandbox's `limits.timeoutMs` for this run. */
+  timeoutMs?: number;
+  /** Extra files written into the work dir before the run (name -> content). */
+  files?: Record<string, string>;
+}
+
+export type OutputStream = "stdout" | "stderr";
+
+export interface RunHooks {
+  /** Called with each complete line as the program prints it, for live display. */
+  onOutput?: (stream: OutputStream, line: string) => void;
+}
+
+/** How far one limit holds: for the whole run, for each process (or file) only, or not at all. */
+export interface Containment {
+  scope: "run" | "process" | "none";
+  /** The mechanism, in a few words: "cgroup v1: 256 MiB for the whole run, ...". */
+  by: string;
+}
+
+/** What a sandbox holds here, found when it was made; `selfheal doctor` prints it. */
+export interface SandboxIsolation {
+  kind: Exclude<SandboxKind, "auto">;
+  memory: Containment;
+  processes: Containment;
+  cpu: Containment;
+  /** Bytes and files written by the run. */
+  disk: Containment;
+  /** Which system calls the kernel refuses the program. */
+  syscalls: Containment;
+  /** Why a stronger mechanism is missing, one sentence each. */
+  notes: string[];
+}
+
+export interface Sandbox {
+  /** The backend actually chosen (never `auto`). */
+  readonly kind: Exclude<SandboxKind, "auto">;
+  run(request: RunRequest, hooks?: RunHooks): Promise<RunResult>;
+  /** Which limits hold for the whole run here, and by what. */
+  describe?(): SandboxIsolation;
+  /** Releases pre-warmed processes; safe to call more than once. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,22 @@
+// `selfheal/store`: where runs live. Its own entry because it loads the SQLite and PostgreSQL
+// drivers (better-sqlite3 is a native addon), which `import "selfheal"` must not pay for.
+import type { StoreLocation } from "./location.js";
+import { openPostgresStore } from "./postgres.js";
+import type { RunStore } from "./run-store.js";
+import { openSqliteStore } from "./sqlite.js";
+
+export { ThreadBusyError } from "../core/errors.js";
+export { forkCheckpoint } from "./fork.js";
+export {
+  DEFAULT_SQLITE_PATH,
+  describeLocation,
+  resolveStoreLocation,
+  type StoreLocation,
+  storeExists,
+} from "./location.js";
+export type { RunRecord, RunStore, ThreadLease } from "./run-store.js";
+
+/** Opens (and on first use creates) the run store; call `close()` when done. */
+export async function openRunStore(location: StoreLocation): Promise<RunStore> {
+  return location.kind === "sqlite" ? openSqliteStore(location) : openPostgresStore(location);
+}

@@ -1,0 +1,64 @@
+import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import { parseSettings, type Settings } from "../core/settings.js";
+import type { StoreLocation } from "./location.js";
+
+/** What the CLI remembers about a run beyond its checkpoints: LangGraph does not store `context`. */
+export interface RunRecord {
+  threadId: string;
+  task: string;
+  /** The settings the run was started (or forked) with; `resume` runs with them again. */
+  settings: Settings;
+  createdAt: string;
+  /** Set on a thread made by time travel: the run and checkpoint it was copied from. */
+  forkedFrom?: { threadId: string; checkpointId: string };
+}
+
+/** Held while a process runs a thread; released on `release()` or when the process dies. */
+export interface ThreadLease {
+  release(): Promise<void>;
+}
+
+export interface RunStore {
+  location: StoreLocation;
+  checkpointer: BaseCheckpointSaver;
+  saveRun(record: RunRecord): Promise<void>;
+  getRun(threadId: string): Promise<RunRecord | undefined>;
+  listRuns(): Promise<RunRecord[]>;
+  /** Claims the thread for this process; throws ThreadBusyError when a live process has it. */
+  lease(threadId: string): Promise<ThreadLease>;
+  close(): Promise<void>;
+}
+
+export interface RunRow {
+  thread_id: string;
+  task: string;
+  settings: string | Record<string, unknown>;
+  created_at: string | Date;
+  forked_from_thread: string | null;
+  forked_from_checkpoint: string | null;
+}
+
+export function recordFromRow(row: RunRow): RunRecord {
+  const settings = typeof row.settings === "string" ? JSON.parse(row.settings) : row.settings;
+  return {
+    threadId: row.thread_id,
+    task: row.task,
+    // Re-validated on the way out: a run stored by an older version gets today's defaults for new fields.
+    settings: parseSettings(settings),
+    createdAt: row.created_at instanceof Date ? row.created_at.toISOString() : row.created_at,
+    ...(row.forked_from_thread && row.forked_from_checkpoint
+      ? { forkedFrom: { threadId: row.forked_from_thread, checkpointId: row.forked_from_checkpoint } }
+      : {}),
+  };
+}
+
+export function rowValues(record: RunRecord): [string, string, string, string, string | null, string | null] {
+  return [
+    record.threadId,
+    record.task,
+    JSON.stringify(record.settings),
+    record.createdAt,
+    record.forkedFrom?.threadId ?? null,
+    record.forkedFrom?.checkpointId ?? null,
+  ];
+}

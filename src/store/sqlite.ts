@@ -1,0 +1,96 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import Database from "better-sqlite3";
+import { StoreConnectionError } from "../core/errors.js";
+import { sqliteLeases } from "./lease.js";
+import { isDirectory, type StoreLocation } from "./location.js";
+import { type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
+
+/**
+ * Creates the missing directories one level at a time. Node 20's `mkdirSync(..., { recursive: true })`
+ * never returns for a path under /proc, where mkdir answers ENOENT although the parent exists.
+ */
+function makeDirectories(directory: string): void {
+  const missing: string[] = [];
+  for (let current = directory; !existsSync(current); current = dirname(current)) {
+    missing.unshift(current);
+    if (dirname(current) === current) break;
+  }
+  for (const each of missing) mkdirSync(each);
+}
+
+function openSqliteFile(path: string): Database.Database {
+  const unusable = (problem: string, cause?: unknown) =>
+    new StoreConnectionError(
+      `cannot open the SQLite run store at ${path}: ${problem}; give --db a file path in a writable directory`,
+      { cause },
+    );
+  if (isDirectory(path)) throw unusable(`it is a directory (${join(path, "checkpoints.db")} would do)`);
+  try {
+    makeDirectories(dirname(path));
+  } catch (error) {
+    throw unusable(`cannot create the directory ${(error as NodeJS.ErrnoException).path ?? dirname(path)}`, error);
+  }
+  try {
+    // Several CLI processes may share the file: WAL lets readers run beside the one writer, and the
+    // busy timeout makes a writer wait for another instead of failing.
+    const db = new Database(path, { timeout: 10_000 });
+    db.pragma("journal_mode = WAL");
+    return db;
+  } catch (error) {
+    // SQLite says only "unable to open database file" for a read-only, virtual (/proc, /sys) or missing place.
+    const cantOpen = (error as { code?: string }).code === "SQLITE_CANTOPEN";
+    throw unusable(
+      cantOpen
+        ? "no database file can be created or opened there"
+        : error instanceof Error
+          ? error.message
+          : String(error),
+      error,
+    );
+  }
+}
+
+export function openSqliteStore(location: Extract<StoreLocation, { kind: "sqlite" }>): RunStore {
+  const db = openSqliteFile(location.path);
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS selfheal_runs (
+      thread_id TEXT PRIMARY KEY,
+      task TEXT NOT NULL,
+      settings TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      forked_from_thread TEXT,
+      forked_from_checkpoint TEXT
+    );
+    CREATE TABLE IF NOT EXISTS selfheal_leases (
+      thread_id TEXT PRIMARY KEY,
+      pid INTEGER NOT NULL,
+      host TEXT NOT NULL,
+      acquired_at TEXT NOT NULL
+    );`);
+  const checkpointer = new SqliteSaver(db);
+  const leases = sqliteLeases(db);
+
+  return {
+    location,
+    checkpointer,
+    async saveRun(record) {
+      db.prepare(
+        `INSERT OR REPLACE INTO selfheal_runs (thread_id, task, settings, created_at, forked_from_thread, forked_from_checkpoint)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+      ).run(...rowValues(record));
+    },
+    async getRun(threadId) {
+      const row = db.prepare("SELECT * FROM selfheal_runs WHERE thread_id = ?").get(threadId) as RunRow | undefined;
+      return row ? recordFromRow(row) : undefined;
+    },
+    async listRuns() {
+      return (db.prepare("SELECT * FROM selfheal_runs ORDER BY created_at DESC").all() as RunRow[]).map(recordFromRow);
+    },
+    lease: leases.lease,
+    async close() {
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,156 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_FIXED_CODE } from "../src/cli/demo-model.js";
+import { runCli, runInTerminal } from "./cli-helpers.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
+
+const fence = (code: string) => `\`\`\`python\n${code}\n\`\`\``;
+
+describe("selfheal demo", () => {
+  // Each test stores its runs in a directory of its own, as a newcomer's checkout would.
+  const freshDir = () => scratchDir("demo");
+
+  it("shows a real crash, a fix and a pass with no API key, and says the model is scripted", async () => {
+    const result = await runCli(["demo"], { cwd: freshDir() });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/SCRIPTED/);
+    expect(result.stderr).toContain("model scripted-demo (scripted, no API key)");
+    expect(result.stderr).toMatch(
+      /^✗ attempt 1 {2}ZeroDivisionError: division by zero {2}\(\d+ ms, \d+ tokens so far\)$/m,
+    );
+    expect(result.stderr).toMatch(/^✓ attempt 2 {2}passed {2}\(\d+ ms, \d+ tokens so far\)$/m);
+    expect(result.stderr).toMatch(/^✓ passed after 2 attempts {2}\d+ tokens/m);
+    // Off a terminal: plain lines, no spinner, no colour, and stdout is exactly the program.
+    expect(result.stderr).not.toMatch(/\x1b\[/);
+    expect(result.stdout).toBe(DEMO_FIXED_CODE);
+  });
+
+  it("colours its progress and spins on a terminal, and puts the final program under a heading", async () => {
+    const result = await runInTerminal(["demo", "--db", join(freshDir(), "runs.db")], []);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/\x1b\[32m✓\x1b\[39m \x1b\[1mattempt 2\x1b\[22m {2}passed/);
+    // ora's frames, redrawn in place, with the elapsed time of the running step.
+    expect(result.stdout).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]\x1b\[39m attempt \d: \w[\w ]*\x1b\[2m\(\d+\.\d s\)/);
+    expect(result.stdout).toContain("── final program (attempt 2, passed) ──");
+    expect(result.stdout.replaceAll("\r\n", "\n")).toContain(DEMO_FIXED_CODE);
+  });
+
+  it("prints a JSON result with --json", async () => {
+    const dir = freshDir();
+    const result = await runCli(["demo", "--json"], { cwd: dir });
+    expect(result.code).toBe(0);
+    const summary = JSON.parse(result.stdout);
+    expect(summary).toMatchObject({ status: "passed", attempt: 2 });
+    expect(summary.errors).toEqual([expect.objectContaining({ type: "ZeroDivisionError", count: 1 })]);
+    expect(summary.usage.byNode).toHaveProperty("generator");
+    expect(summary.usage.byNode).toHaveProperty("fixer");
+    expect(summary.code).toBe(DEMO_FIXED_CODE);
+
+    // Checkpointed in the embedded SQLite store: listed by `runs`, and forkable with no key.
+    const runs = await runCli(["runs", "--json"], { cwd: dir });
+    expect(JSON.parse(runs.stdout)).toEqual([
+      expect.objectContaining({ threadId: summary.threadId, status: "passed" }),
+    ]);
+    const history = JSON.parse((await runCli(["history", summary.threadId, "--json"], { cwd: dir })).stdout) as Array<{
+      node: string;
+      checkpointId: string;
+    }>;
+    const afterFirstRun = history.find((row) => row.node === "executor");
+    const fork = await runCli(["resume", summary.threadId, "--from", afterFirstRun!.checkpointId, "--json"], {
+      cwd: dir,
+    });
+    expect(fork.code).toBe(0);
+    expect(JSON.parse(fork.stdout)).toMatchObject({ status: "passed", attempt: 2, code: DEMO_FIXED_CODE });
+  });
+});
+
+describe("selfheal run: usage and configuration errors exit 2", () => {
+  it("explains how to configure a model when none is set", async () => {
+    const result = await runCli(["run", "print hello"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/OPENAI_API_KEY/);
+    expect(result.stderr).toMatch(/OPENAI_BASE_URL=http:\/\/localhost:11434\/v1/);
+  });
+
+  it("names the flag of an invalid setting, and the value given", async () => {
+    const attempts = await runCli(["run", "x", "--max-attempts", "0"], { env: { OPENAI_API_KEY: "k" } });
+    expect(attempts.code).toBe(2);
+    expect(attempts.stderr).toBe("selfheal: --max-attempts must be at least 1 (got 0)\n");
+    const budget = await runCli(["run", "x", "--token-budget", "-5"], { env: { OPENAI_API_KEY: "k" } });
+    expect(budget.code).toBe(2);
+    expect(budget.stderr).toMatch(/--token-budget must not be negative \(got -5\)/);
+  });
+
+  it("shows a bad argument and a pointer to the command's help, not the whole help", async () => {
+    const result = await runCli(["run", "x", "--max-attempts", "x"], { env: { OPENAI_API_KEY: "k" } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      "error: option '--max-attempts <n>' argument 'x' is invalid. expected a whole number\n(see `selfheal run --help`)\n",
+    );
+    const unknown = await runCli(["rnu"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^error: unknown command 'rnu'/);
+    expect(unknown.stderr).toContain("(see `selfheal --help`)");
+    expect(unknown.stderr).not.toContain("Commands:");
+  });
+
+  it("prints the package's version", async () => {
+    const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+    const result = await runCli(["--version"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`${manifest.version}\n`);
+  });
+
+  it("rejects an empty task and an unknown language", async () => {
+    const empty = await runCli(["run", "  "], { env: { OPENAI_API_KEY: "k" } });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/task must not be empty/);
+    const language = await runCli(["run", "x", "--language", "cobol"], { env: { OPENAI_API_KEY: "k" } });
+    expect(language.code).toBe(2);
+    expect(language.stderr).toMatch(/language/);
+  });
+});
+
+describe("selfheal run against an OpenAI-compatible server", () => {
+  let stub: OpenAIStub;
+  beforeAll(async () => {
+    stub = await startOpenAIStub((_request, index) =>
+      index === 0
+        ? {
+            content: fence("def inc(x):\n    return x + 2\n\nprint(inc(1))"),
+            usage: { prompt_tokens: 120, completion_tokens: 30 },
+          }
+        : {
+            content: fence("def inc(x):\n    return x + 1\n\nprint(inc(1))"),
+            usage: { prompt_tokens: 200, completion_tokens: 25 },
+          },
+    );
+  });
+  afterAll(() => stub.close());
+
+  it("fails on the tests, fixes the program, and records the server's token usage", async () => {
+    const dir = scratchDir("cli");
+    const testsFile = join(dir, "tests.py");
+    writeFileSync(testsFile, "assert inc(1) == 2\nassert inc(-1) == 0\n");
+    const out = join(dir, "result.json");
+    const result = await runCli(
+      ["run", "Write inc(x) that adds one.", "--tests", testsFile, "--json", "--out", out, "--model", "stub-model"],
+      {
+        env: { OPENAI_BASE_URL: stub.url },
+      },
+    );
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(`model stub-model at ${stub.url}`);
+    expect(result.stderr).toMatch(/^✗ attempt 1 {2}AssertionError/m);
+    expect(result.stderr).toMatch(/^✓ attempt 2 {2}passed/m);
+    expect(result.stderr).toContain(`wrote the JSON result to ${out}`);
+    const summary = JSON.parse(readFileSync(out, "utf8"));
+    expect(summary).toMatchObject({ status: "passed", attempt: 2 });
+    expect(summary.usage).toMatchObject({ inputTokens: 320, outputTokens: 55, totalTokens: 375, calls: 2 });
+    expect(stub.requests.map((request) => request.model)).toEqual(["stub-model", "stub-model"]);
+    expect(stub.requests[1]?.messages.at(-1)?.content).toContain("AssertionError");
+    expect(stub.requests[0]?.max_tokens).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,91 @@
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { scratchDir } from "./scratch.js";
+
+/**
+ * The layers of src/, lowest first. A file may import its own folder and the folders listed for
+ * it; benchmark and cli stand on the public entries only, as a user's code would.
+ */
+const SRC = resolve(import.meta.dirname, "../src");
+const ENTRIES = ["index.ts", "store/index.ts", "benchmark/index.ts"];
+const MAY_IMPORT: Record<string, string[]> = {
+  core: [],
+  sandbox: ["core"],
+  tools: ["core", "sandbox"],
+  nodes: ["core", "sandbox", "tools"],
+  graph: ["core", "sandbox", "tools", "nodes"],
+  store: ["core"],
+  // The public entry (src/index.ts) re-exports the layers below the benchmark and the CLI.
+  ".": ["core", "sandbox", "tools", "nodes", "graph"],
+  benchmark: ["entries"],
+  cli: ["entries"],
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? sourceFiles(path) : entry.name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+function layerOf(src: string, file: string): string {
+  const parts = relative(src, file).split("/");
+  return parts.length === 1 ? "." : parts[0]!;
+}
+
+function relativeImports(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)["'](\.{1,2}\/[^"']+)["']/g)].map(
+    (match) => match[1]!,
+  );
+  return specifiers.map((specifier) => resolve(dirname(file), specifier).replace(/\.js$/, ".ts"));
+}
+
+function backwardImports(src: string): string[] {
+  const problems: string[] = [];
+  for (const file of sourceFiles(src)) {
+    const from = layerOf(src, file);
+    const allowed = MAY_IMPORT[from];
+    for (const target of relativeImports(file)) {
+      const to = layerOf(src, target);
+      if (to === from) continue;
+      const isEntry = ENTRIES.includes(relative(src, target));
+      const ok = allowed?.includes(to) || (allowed?.includes("entries") && isEntry);
+      if (!ok)
+        problems.push(
+          `${relative(src, file)} -> ${relative(src, target)} (${from} may import ${allowed?.join(", ") || "nothing outside itself"})`,
+        );
+    }
+  }
+  return problems.sort();
+}
+
+describe("the layers of src/", () => {
+  it("has no import from a folder to one above it, and the benchmark and CLI use only the public entries", () => {
+    expect(backwardImports(SRC)).toEqual([]);
+  });
+
+  it("reports an import upwards and a CLI file that reaches past the public entries", () => {
+    const src = scratchDir("layers");
+    const write = (path: string, text: string) => {
+      mkdirSync(dirname(join(src, path)), { recursive: true });
+      writeFileSync(join(src, path), text);
+    };
+    write("core/state.ts", `import { critic } from "../nodes/critic.js";\nexport const state = critic;\n`);
+    write("nodes/critic.ts", `import { state } from "../core/state.js";\nexport const critic = 1;\n`);
+    write("cli/main.ts", `import { state } from "../core/state.js";\nimport { api } from "../index.js";\n`);
+    write("index.ts", `export { state } from "./core/state.js";\n`);
+    expect(backwardImports(src)).toEqual([
+      "cli/main.ts -> core/state.ts (cli may import entries)",
+      "core/state.ts -> nodes/critic.ts (core may import nothing outside itself)",
+    ]);
+  });
+
+  it("knows every folder of src/, so a new folder gets a place in the layers", () => {
+    const folders = readdirSync(SRC, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    expect(folders.filter((folder) => !(folder in MAY_IMPORT))).toEqual([]);
+  });
+});

@@ -1,0 +1,230 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { Client } from "@langchain/langgraph-sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseDevArgs, serverEnv } from "../scripts/dev.js";
+import type { AgentState } from "../src/index.js";
+import { cleanEnv, freePort, REPO, waitFor } from "./cli-helpers.js";
+import { fence } from "./helpers.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
+
+// The graph as LangGraph Studio sees it: the real `langgraph-cli dev` server loading langgraph.json,
+// started by `npm run dev`'s launcher (scripts/dev.ts) and driven over HTTP with the official SDK;
+// only the model behind it is a local stub.
+
+/** `npm run dev -- ...args`, without npm in between: its own process group, so a test can clean up after it. */
+function startDev(args: string[], env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ["--import", "tsx", "scripts/dev.ts", ...args], {
+    cwd: REPO,
+    detached: true,
+    env: cleanEnv(env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+/** The processes on this machine whose parent (field 4 of /proc/PID/stat) or process group (field 5) is `id`. */
+function processesUnder(id: number, field: "parent" | "group"): number[] {
+  const index = field === "parent" ? 1 : 2;
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[index]) === id;
+      } catch {
+        return false; // Gone while we looked.
+      }
+    })
+    .map(Number);
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null || child.signalCode !== null
+      ? resolve(child.exitCode)
+      : child.once("exit", (code) => resolve(code)),
+  );
+
+describe("the LangGraph server (what Studio talks to)", () => {
+  let stub: OpenAIStub;
+  let server: ChildProcess;
+  let port: number;
+  let log = "";
+  let client: Client;
+
+  beforeAll(async () => {
+    stub = await startOpenAIStub((_request, index) =>
+      index === 0
+        ? {
+            content: fence("scores = {'ann': 3}\nprint('bob scored', scores['bob'])"),
+            usage: { prompt_tokens: 110, completion_tokens: 20 },
+          }
+        : {
+            content: fence("scores = {'ann': 3}\nprint('bob scored', scores.get('bob', 0))"),
+            usage: { prompt_tokens: 160, completion_tokens: 22 },
+          },
+    );
+    port = await freePort();
+    server = startDev(["--no-reload", "--port", String(port), "--host", "127.0.0.1"], {
+      OPENAI_BASE_URL: stub.url,
+      SELFHEAL_MODEL: "studio-stub",
+      SELFHEAL_MODEL_RETRIES: "0",
+    });
+    server.stdout?.on("data", (chunk) => (log += chunk));
+    server.stderr?.on("data", (chunk) => (log += chunk));
+    await waitFor(() => /Server running at/.test(log) || server.exitCode !== null, "the dev server to start", 90_000);
+    if (server.exitCode !== null) throw new Error(`the dev server exited:\n${log}`);
+    client = new Client({ apiUrl: `http://127.0.0.1:${port}` });
+  }, 120_000);
+
+  afterAll(async () => {
+    // The last test stops the launcher; this is for a run that failed before it.
+    if (server?.pid && server.exitCode === null && server.signalCode === null) {
+      const groups = processesUnder(server.pid, "parent");
+      for (const pid of [server.pid, ...groups]) {
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
+      }
+    }
+    await stub?.close();
+  });
+
+  it("starts with no .env and no warning about it", () => {
+    expect(log).not.toMatch(/Env file/);
+    expect(log).toContain(`Server running at 127.0.0.1:${port}`);
+  });
+
+  it("serves the selfheal graph: schema, a streamed run with a real failure and fix, its state and history", async () => {
+    const assistants = await client.assistants.search({ graphId: "selfheal" });
+    const assistant = assistants[0];
+    expect(assistant?.graph_id).toBe("selfheal");
+    const schemas = await client.assistants.getSchemas(assistant!.assistant_id);
+    expect(Object.keys(schemas.input_schema?.properties ?? {})).toContain("task");
+
+    const thread = await client.threads.create();
+    const nodes: string[] = [];
+    const output: string[] = [];
+    for await (const part of client.runs.stream(thread.thread_id, assistant!.assistant_id, {
+      input: { task: "Print bob's score; he may be missing from the table." },
+      streamMode: ["updates", "custom"],
+    })) {
+      if (part.event === "updates") nodes.push(...Object.keys(part.data as Record<string, unknown>));
+      if (part.event === "custom") output.push((part.data as { line: string }).line);
+      if (part.event === "error") throw new Error(`run failed: ${JSON.stringify(part.data)}`);
+    }
+    // Four steps an attempt: approval is off, so the gate is skipped, and the critic ends the run itself.
+    expect(nodes).toEqual(["generator", "executor", "critic", "fixer", "executor", "critic"]);
+    // The live output events: the real traceback of attempt 1, then the fixed program's line.
+    expect(output).toContain("KeyError: 'bob'");
+    expect(output).toContain("bob scored 0");
+
+    const state = await client.threads.getState<AgentState>(thread.thread_id);
+    expect(state.values).toMatchObject({ status: "passed", attempt: 2 });
+    expect(state.values.errors).toEqual([expect.objectContaining({ type: "KeyError", count: 1 })]);
+    expect(state.values.usage).toMatchObject({ inputTokens: 270, outputTokens: 42, calls: 2 });
+
+    const history = await client.threads.getHistory<AgentState>(thread.thread_id, { limit: 50 });
+    // Newest first: the end of the run, back to the input; Studio forks from any of these.
+    expect(history[0]?.values.status).toBe("passed");
+    expect(history.at(-1)?.next).toEqual(["__start__"]);
+    const afterFailure = history.find((snapshot) => snapshot.next.includes("fixer"));
+    expect(afterFailure?.values).toMatchObject({ attempt: 1, status: "running", critique: { passed: false } });
+    expect(stub.requests).toHaveLength(2);
+  }, 120_000);
+
+  it("pauses a run for approval when the context asks for it, and resumes it with a command", async () => {
+    const [assistant] = await client.assistants.search({ graphId: "selfheal" });
+    const thread = await client.threads.create();
+    const context = { approval: true };
+    let paused: unknown;
+    for await (const part of client.runs.stream(thread.thread_id, assistant!.assistant_id, {
+      input: { task: "Print bob's score." },
+      context,
+      streamMode: ["updates"],
+    })) {
+      if (part.event === "updates" && "__interrupt__" in (part.data as Record<string, unknown>)) paused = part.data;
+    }
+    expect(paused).toMatchObject({
+      __interrupt__: [{ value: { kind: "approval", attempt: 1, code: expect.stringContaining("scores") } }],
+    });
+    const waiting = await client.threads.getState<AgentState>(thread.thread_id);
+    expect(waiting.next).toEqual(["approval"]);
+
+    // An edit runs the person's program instead of the model's.
+    for await (const part of client.runs.stream(thread.thread_id, assistant!.assistant_id, {
+      command: { resume: { action: "edit", code: "print('edited in studio')" } },
+      context,
+      streamMode: ["updates"],
+    })) {
+      if (part.event === "error") throw new Error(`run failed: ${JSON.stringify(part.data)}`);
+    }
+    const final = await client.threads.getState<AgentState>(thread.thread_id);
+    expect(final.values).toMatchObject({ status: "passed", attempt: 1, lastRun: { stdout: "edited in studio\n" } });
+  }, 60_000);
+
+  // Last in this block: it stops the server the tests above use.
+  it("stops the server and every worker it started when the launcher gets SIGTERM", async () => {
+    // The launcher's child that leads its own group: langgraph-cli (esbuild, for tsx, is a child too).
+    const group = processesUnder(server.pid!, "parent").find((pid) => processesUnder(pid, "group").includes(pid));
+    expect(group).toBeDefined();
+    expect(processesUnder(group!, "group").length).toBeGreaterThan(1);
+    server.kill("SIGTERM");
+    expect(await exited(server)).not.toBeNull();
+    await waitFor(() => processesUnder(group!, "group").length === 0, "the server's process group to be gone", 15_000);
+  }, 30_000);
+});
+
+describe("npm run dev", () => {
+  let holder: Server;
+  let taken: number;
+  beforeAll(async () => {
+    holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    taken = (holder.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+
+  it("says in one line that the port is taken and exits 1 at once, starting no server", async () => {
+    const started = Date.now();
+    const dev = startDev(["--port", String(taken), "--host", "127.0.0.1"]);
+    let stdout = "";
+    let stderr = "";
+    dev.stdout?.on("data", (chunk) => (stdout += chunk));
+    dev.stderr?.on("data", (chunk) => (stderr += chunk));
+    expect(await exited(dev)).toBe(1);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(stderr).toBe(
+      `selfheal dev: port ${taken} on 127.0.0.1 is already in use (another dev server?); pick another with \`npm run dev -- --port ${taken + 1}\`\n`,
+    );
+    expect(stdout).toBe("");
+  });
+
+  it("gives the server the variables of a .env beside langgraph.json, under those already set, and works without one", () => {
+    const root = scratchDir("dev-env");
+    expect(serverEnv(root, { PATH: "/bin" })).toEqual({ PATH: "/bin", LANGGRAPH_CLI_NO_ANALYTICS: "1" });
+    writeFileSync(join(root, ".env"), "OPENAI_API_KEY=from-file\nSELFHEAL_MODEL=file-model\n");
+    expect(serverEnv(root, { SELFHEAL_MODEL: "set-model" })).toEqual({
+      OPENAI_API_KEY: "from-file",
+      SELFHEAL_MODEL: "set-model",
+      LANGGRAPH_CLI_NO_ANALYTICS: "1",
+    });
+  });
+
+  it("reads --port and --host as langgraphjs dev spells them, and passes the rest on", () => {
+    expect(parseDevArgs([])).toEqual({ port: 2024, host: "localhost", rest: [] });
+    expect(parseDevArgs(["--port", "3000", "--no-reload", "-h", "0.0.0.0"])).toEqual({
+      port: 3000,
+      host: "0.0.0.0",
+      rest: ["--no-reload"],
+    });
+    expect(parseDevArgs(["--port=3001", "--host=127.0.0.1"])).toMatchObject({ port: 3001, host: "127.0.0.1" });
+    expect(parseDevArgs(["-p", "0"])).toEqual({ error: '--port must be a number from 1 to 65535, not "0"' });
+    expect(parseDevArgs(["--port"])).toEqual({ error: "--port needs a value" });
+  });
+});
