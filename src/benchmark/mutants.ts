@@ -160,6 +160,232 @@ function quoted(text: string): string {
   return JSON.stringify(text);
 }
 
+/** One token of the solution, with what a mutator needs to look around it and record a mutant. */
+interface MutationSite {
+  solution: string;
+  tokens: PythonToken[];
+  index: number;
+  token: PythonToken;
+  previous: PythonToken | undefined;
+  next: PythonToken | undefined;
+  add(operator: MutationOperator, description: string, edits: Edit[]): void;
+}
+
+type Mutator = (site: MutationSite) => void;
+
+const replaceToken = (token: PythonToken, replacement: string): Edit[] => [
+  { start: token.start, end: token.end, replacement },
+];
+const insertAt = (at: number, replacement: string): Edit => ({ start: at, end: at, replacement });
+
+const comparisonSwap: Mutator = ({ token, add }) => {
+  const comparison = COMPARISON_SWAPS[token.text];
+  if (comparison !== undefined) {
+    add("comparison", `${quoted(token.text)} -> ${quoted(comparison)}`, replaceToken(token, comparison));
+  }
+};
+
+const arithmeticSwap: Mutator = ({ token, previous, add }) => {
+  const arithmetic = ARITHMETIC_SWAPS[token.text];
+  // Unary minus (`-1`, `x = -y`) is a sign, not an operation a programmer could swap.
+  if (arithmetic !== undefined && (token.text.endsWith("=") || endsOperand(previous))) {
+    add("arithmetic", `${quoted(token.text)} -> ${quoted(arithmetic)}`, replaceToken(token, arithmetic));
+  }
+};
+
+const indexOffByOne: Mutator = ({ solution, tokens, index, token, previous, add }) => {
+  if (token.text !== "[" || !endsOperand(previous)) return;
+  const close = matchingBracket(tokens, index);
+  const isSlice = tokens
+    .slice(index + 1, close)
+    .some((inner) => inner.kind === "op" && inner.text === ":" && inner.depth === token.depth + 1);
+  if (close > index + 1 && !isSlice) {
+    const inside = solution.slice(tokens[index + 1]!.start, tokens[close - 1]!.end);
+    add("index", `[${inside}] -> [${inside} + 1]`, [insertAt(tokens[close]!.start, " + 1")]);
+  }
+};
+
+/** A comprehension filter or a conditional expression: `x if c else y`, `[a for a in b if c]`. */
+const negatedInlineCondition: Mutator = ({ solution, tokens, index, token, add }) => {
+  if (token.text !== "if" || token.statementStart) return;
+  // The condition runs to the next `else`, `for`, `if` or comma at its own depth, or to the
+  // bracket that encloses it.
+  let end = index + 1;
+  while (end < tokens.length) {
+    const candidate = tokens[end]!;
+    if (candidate.depth < token.depth || candidate.statementStart) break;
+    if (candidate.depth === token.depth && CONDITION_ENDERS.has(candidate.text)) break;
+    end += 1;
+  }
+  if (end > index + 1) {
+    const condition = solution.slice(tokens[index + 1]!.start, tokens[end - 1]!.end);
+    add("negated-condition", `if ${condition} -> if not (${condition})`, [
+      insertAt(tokens[index + 1]!.start, "not ("),
+      insertAt(tokens[end - 1]!.end, ")"),
+    ]);
+  }
+};
+
+const membershipFlip: Mutator = ({ tokens, index, token, previous, add }) => {
+  if (token.text !== "in" || !isMembershipTest(tokens, index)) return;
+  if (previous?.text === "not") {
+    add("membership", "not in -> in", [{ start: previous.start, end: token.start, replacement: "" }]);
+  } else {
+    add("membership", "in -> not in", [insertAt(token.start, "not ")]);
+  }
+};
+
+const identityFlip: Mutator = ({ token, next, add }) => {
+  if (token.text !== "is") return;
+  if (next?.text === "not") add("membership", "is not -> is", [{ start: token.end, end: next.end, replacement: "" }]);
+  else add("membership", "is -> is not", [insertAt(token.end, " not")]);
+};
+
+const lengthMinusOne: Mutator = ({ tokens, index, token, previous, next, add }) => {
+  if (token.text !== "len" || next?.text !== "(" || previous?.text === "." || previous?.text === "def") return;
+  const close = matchingBracket(tokens, index + 1);
+  if (close > index + 2) add("length", "len(...) -> len(...) - 1", [insertAt(tokens[close]!.end, " - 1")]);
+};
+
+const reversedSort: Mutator = ({ tokens, index, token, next, add }) => {
+  if ((token.text !== "sorted" && token.text !== "sort") || next?.text !== "(") return;
+  const close = matchingBracket(tokens, index + 1);
+  const hasReverse = tokens.slice(index + 2, close).some((inner) => inner.text === "reverse");
+  if (close > index && !hasReverse) {
+    const separator = close === index + 2 ? "" : ", ";
+    add("sort-order", `${token.text}() -> ${token.text}(reverse=True)`, [
+      insertAt(tokens[close]!.start, `${separator}reverse=True`),
+    ]);
+  }
+};
+
+/** `f(x)` -> `(x)`: a forgotten step, such as a missing sort, abs or second pass. */
+const droppedCall: Mutator = ({ solution, tokens, index, token, previous, next, add }) => {
+  if (next?.text !== "(" || PYTHON_KEYWORDS.has(token.text) || previous?.text === "def" || previous?.text === ".") {
+    return;
+  }
+  const close = matchingBracket(tokens, index + 1);
+  const single =
+    close > index + 2 &&
+    topLevelCommas(tokens, index + 1, close).length === 0 &&
+    !tokens
+      .slice(index + 2, close)
+      .some((inner) => inner.depth === token.depth + 1 && (inner.text === "=" || inner.text === "for"));
+  if (single) {
+    const argument = solution.slice(tokens[index + 2]!.start, tokens[close - 1]!.end);
+    add("dropped-call", `${token.text}(${argument}) -> (${argument})`, [
+      { start: token.start, end: token.end, replacement: "" },
+    ]);
+  }
+};
+
+const negatedStatementCondition: Mutator = ({ solution, tokens, index, token, add }) => {
+  if (!token.statementStart || (token.text !== "if" && token.text !== "elif" && token.text !== "while")) return;
+  const colon = tokens.findIndex(
+    (candidate, at) =>
+      at > index && candidate.kind === "op" && candidate.text === ":" && candidate.depth === token.depth,
+  );
+  if (colon > index + 1) {
+    const condition = solution.slice(tokens[index + 1]!.start, tokens[colon - 1]!.end);
+    add("negated-condition", `${token.text} ${condition}: -> ${token.text} not (${condition}):`, [
+      insertAt(tokens[index + 1]!.start, "not ("),
+      insertAt(tokens[colon - 1]!.end, ")"),
+    ]);
+  }
+};
+
+const booleanOperatorSwap: Mutator = ({ token, add }) => {
+  if (token.text !== "and" && token.text !== "or") return;
+  const swapped = token.text === "and" ? "or" : "and";
+  add("boolean-operator", `${token.text} -> ${swapped}`, replaceToken(token, swapped));
+};
+
+const rangeBound: Mutator = ({ solution, tokens, index, token, next, add }) => {
+  if (token.text !== "range" || next?.text !== "(") return;
+  const close = matchingBracket(tokens, index + 1);
+  if (close <= index + 2) return;
+  const commas = topLevelCommas(tokens, index + 1, close);
+  const stopEnd = commas.length === 0 ? tokens[close - 1]!.end : tokens[commas[1] ?? close]!.start;
+  const trimmedStopEnd = solution.slice(0, stopEnd).trimEnd().length;
+  add("range-bound", "range stop + 1", [insertAt(trimmedStopEnd, " + 1")]);
+  if (commas.length === 0) {
+    add("range-bound", "range stop - 1", [insertAt(trimmedStopEnd, " - 1")]);
+  } else {
+    const startEnd = solution.slice(0, tokens[commas[0]!]!.start).trimEnd().length;
+    add("range-bound", "range start + 1", [insertAt(startEnd, " + 1")]);
+  }
+};
+
+const builtinSwap: Mutator = ({ token, next, add }) => {
+  const builtin = BUILTIN_SWAPS[token.text];
+  if (builtin !== undefined && next?.text === "(") {
+    add("swapped-builtin", `${token.text}() -> ${builtin}()`, replaceToken(token, builtin));
+  }
+};
+
+const booleanConstantFlip: Mutator = ({ token, previous, add }) => {
+  if (token.text !== "True" && token.text !== "False") return;
+  const swapped = token.text === "True" ? "False" : "True";
+  add(
+    previous?.text === "return" ? "return-constant" : "constant",
+    `${token.text} -> ${swapped}`,
+    replaceToken(token, swapped),
+  );
+};
+
+const returnNoneAsZero: Mutator = ({ token, previous, add }) => {
+  if (token.text === "None" && previous?.text === "return") {
+    add("return-constant", "return None -> return 0", replaceToken(token, "0"));
+  }
+};
+
+const numberBump: Mutator = ({ token, previous, add }) => {
+  if (!/^(?:\d+|\d+\.\d*)$/.test(token.text)) return;
+  const bumped = token.text.includes(".") ? (Number(token.text) + 1).toFixed(1) : String(Number(token.text) + 1);
+  add(
+    previous?.text === "return" ? "return-constant" : "constant",
+    `${token.text} -> ${bumped}`,
+    replaceToken(token, bumped),
+  );
+};
+
+const stringChange: Mutator = ({ token, previous, add }) => {
+  if (!/^['"]/.test(token.text) || token.text.startsWith(token.text[0]!.repeat(3))) return;
+  const quote = token.text[0]!;
+  const body = token.text.slice(1, -1);
+  const replacement = body === "" ? `${quote} ${quote}` : `${quote}${body}x${quote}`;
+  const operator = previous?.text === "return" ? "return-constant" : "string-constant";
+  add(operator, `${token.text} -> ${replacement}`, replaceToken(token, replacement));
+};
+
+/** Which mutators look at which kind of token, in the order their mutants are listed. */
+const MUTATORS_BY_KIND: Partial<Record<PythonToken["kind"], Mutator[]>> = {
+  op: [comparisonSwap, arithmeticSwap, indexOffByOne],
+  name: [
+    negatedInlineCondition,
+    membershipFlip,
+    identityFlip,
+    lengthMinusOne,
+    reversedSort,
+    droppedCall,
+    negatedStatementCondition,
+    booleanOperatorSwap,
+    rangeBound,
+    builtinSwap,
+    booleanConstantFlip,
+    returnNoneAsZero,
+  ],
+  number: [numberBump],
+  string: [stringChange],
+};
+
+interface FoundMutation {
+  operator: MutationOperator;
+  line: number;
+  description: string;
+  edits: Edit[];
+}
+
 /**
  * Every single-edit mutant of `solution`, in source order per operator. Pure text work: it does
  * not know yet whether a mutant compiles or changes behaviour; `findEffectiveMutants` runs them.
@@ -172,182 +398,27 @@ export function generateMutantCandidates(solution: string): MutantCandidate[] {
     // A solution our tokenizer cannot read gets no mutants; the verify report names the task.
     return [];
   }
-  const found: Array<{ operator: MutationOperator; line: number; description: string; edits: Edit[] }> = [];
-  const add = (operator: MutationOperator, token: PythonToken, description: string, edits: Edit[]): void => {
-    found.push({ operator, line: token.line, description: `line ${token.line}: ${description}`, edits });
-  };
-  const replaceToken = (token: PythonToken, replacement: string): Edit[] => [
-    { start: token.start, end: token.end, replacement },
-  ];
-
+  const found: FoundMutation[] = [];
   tokens.forEach((token, index) => {
-    const previous = tokens[index - 1];
-    const next = tokens[index + 1];
-
-    if (token.kind === "op") {
-      const comparison = COMPARISON_SWAPS[token.text];
-      if (comparison !== undefined) {
-        add("comparison", token, `${quoted(token.text)} -> ${quoted(comparison)}`, replaceToken(token, comparison));
-      }
-      const arithmetic = ARITHMETIC_SWAPS[token.text];
-      // Unary minus (`-1`, `x = -y`) is a sign, not an operation a programmer could swap.
-      if (arithmetic !== undefined && (token.text.endsWith("=") || endsOperand(previous))) {
-        add("arithmetic", token, `${quoted(token.text)} -> ${quoted(arithmetic)}`, replaceToken(token, arithmetic));
-      }
-      if (token.text === "[" && endsOperand(previous)) {
-        const close = matchingBracket(tokens, index);
-        const isSlice = tokens
-          .slice(index + 1, close)
-          .some((inner) => inner.kind === "op" && inner.text === ":" && inner.depth === token.depth + 1);
-        if (close > index + 1 && !isSlice) {
-          const inside = solution.slice(tokens[index + 1]!.start, tokens[close - 1]!.end);
-          add("index", token, `[${inside}] -> [${inside} + 1]`, [
-            { start: tokens[close]!.start, end: tokens[close]!.start, replacement: " + 1" },
-          ]);
-        }
-      }
-      return;
-    }
-
-    if (token.kind === "name") {
-      if (token.text === "if" && !token.statementStart) {
-        // A comprehension filter or a conditional expression: the condition runs to the next
-        // `else`, `for`, `if` or comma at its own depth, or to the bracket that encloses it.
-        let end = index + 1;
-        while (end < tokens.length) {
-          const candidate = tokens[end]!;
-          if (candidate.depth < token.depth || candidate.statementStart) break;
-          if (candidate.depth === token.depth && CONDITION_ENDERS.has(candidate.text)) break;
-          end += 1;
-        }
-        if (end > index + 1) {
-          const condition = solution.slice(tokens[index + 1]!.start, tokens[end - 1]!.end);
-          add("negated-condition", token, `if ${condition} -> if not (${condition})`, [
-            { start: tokens[index + 1]!.start, end: tokens[index + 1]!.start, replacement: "not (" },
-            { start: tokens[end - 1]!.end, end: tokens[end - 1]!.end, replacement: ")" },
-          ]);
-        }
-      }
-      if (token.text === "in" && isMembershipTest(tokens, index)) {
-        if (previous?.text === "not") {
-          add("membership", token, "not in -> in", [{ start: previous.start, end: token.start, replacement: "" }]);
-        } else {
-          add("membership", token, "in -> not in", [{ start: token.start, end: token.start, replacement: "not " }]);
-        }
-      }
-      if (token.text === "is") {
-        if (next?.text === "not") {
-          add("membership", token, "is not -> is", [{ start: token.end, end: next.end, replacement: "" }]);
-        } else {
-          add("membership", token, "is -> is not", [{ start: token.end, end: token.end, replacement: " not" }]);
-        }
-      }
-      if (token.text === "len" && next?.text === "(" && previous?.text !== "." && previous?.text !== "def") {
-        const close = matchingBracket(tokens, index + 1);
-        if (close > index + 2) {
-          add("length", token, "len(...) -> len(...) - 1", [
-            { start: tokens[close]!.end, end: tokens[close]!.end, replacement: " - 1" },
-          ]);
-        }
-      }
-      if ((token.text === "sorted" || token.text === "sort") && next?.text === "(") {
-        const close = matchingBracket(tokens, index + 1);
-        const hasReverse = tokens.slice(index + 2, close).some((inner) => inner.text === "reverse");
-        if (close > index && !hasReverse) {
-          const separator = close === index + 2 ? "" : ", ";
-          add("sort-order", token, `${token.text}() -> ${token.text}(reverse=True)`, [
-            { start: tokens[close]!.start, end: tokens[close]!.start, replacement: `${separator}reverse=True` },
-          ]);
-        }
-      }
-      if (
-        next?.text === "(" &&
-        !PYTHON_KEYWORDS.has(token.text) &&
-        previous?.text !== "def" &&
-        previous?.text !== "."
-      ) {
-        // `f(x)` -> `(x)`: a forgotten step, such as a missing sort, abs or second pass.
-        const close = matchingBracket(tokens, index + 1);
-        const single =
-          close > index + 2 &&
-          topLevelCommas(tokens, index + 1, close).length === 0 &&
-          !tokens
-            .slice(index + 2, close)
-            .some((inner) => inner.depth === token.depth + 1 && (inner.text === "=" || inner.text === "for"));
-        if (single) {
-          const argument = solution.slice(tokens[index + 2]!.start, tokens[close - 1]!.end);
-          add("dropped-call", token, `${token.text}(${argument}) -> (${argument})`, [
-            { start: token.start, end: token.end, replacement: "" },
-          ]);
-        }
-      }
-      if (token.statementStart && (token.text === "if" || token.text === "elif" || token.text === "while")) {
-        const colon = tokens.findIndex(
-          (candidate, at) =>
-            at > index && candidate.kind === "op" && candidate.text === ":" && candidate.depth === token.depth,
-        );
-        if (colon > index + 1) {
-          const condition = solution.slice(tokens[index + 1]!.start, tokens[colon - 1]!.end);
-          add("negated-condition", token, `${token.text} ${condition}: -> ${token.text} not (${condition}):`, [
-            { start: tokens[index + 1]!.start, end: tokens[index + 1]!.start, replacement: "not (" },
-            { start: tokens[colon - 1]!.end, end: tokens[colon - 1]!.end, replacement: ")" },
-          ]);
-        }
-      }
-      if (token.text === "and" || token.text === "or") {
-        const swapped = token.text === "and" ? "or" : "and";
-        add("boolean-operator", token, `${token.text} -> ${swapped}`, replaceToken(token, swapped));
-      }
-      if (token.text === "range" && next?.text === "(") {
-        const close = matchingBracket(tokens, index + 1);
-        if (close > index + 2) {
-          const commas = topLevelCommas(tokens, index + 1, close);
-          const stopEnd = commas.length === 0 ? tokens[close - 1]!.end : tokens[commas[1] ?? close]!.start;
-          const trimmedStopEnd = solution.slice(0, stopEnd).trimEnd().length;
-          add("range-bound", token, "range stop + 1", [
-            { start: trimmedStopEnd, end: trimmedStopEnd, replacement: " + 1" },
-          ]);
-          if (commas.length === 0) {
-            add("range-bound", token, "range stop - 1", [
-              { start: trimmedStopEnd, end: trimmedStopEnd, replacement: " - 1" },
-            ]);
-          } else {
-            const startEnd = solution.slice(0, tokens[commas[0]!]!.start).trimEnd().length;
-            add("range-bound", token, "range start + 1", [{ start: startEnd, end: startEnd, replacement: " + 1" }]);
-          }
-        }
-      }
-      const builtin = BUILTIN_SWAPS[token.text];
-      if (builtin !== undefined && next?.text === "(") {
-        add("swapped-builtin", token, `${token.text}() -> ${builtin}()`, replaceToken(token, builtin));
-      }
-      if (token.text === "True" || token.text === "False") {
-        const swapped = token.text === "True" ? "False" : "True";
-        const operator = previous?.text === "return" ? "return-constant" : "constant";
-        add(operator, token, `${token.text} -> ${swapped}`, replaceToken(token, swapped));
-      }
-      if (token.text === "None" && previous?.text === "return") {
-        add("return-constant", token, "return None -> return 0", replaceToken(token, "0"));
-      }
-      return;
-    }
-
-    if (token.kind === "number" && /^(?:\d+|\d+\.\d*)$/.test(token.text)) {
-      const bumped = token.text.includes(".") ? (Number(token.text) + 1).toFixed(1) : String(Number(token.text) + 1);
-      const operator = previous?.text === "return" ? "return-constant" : "constant";
-      add(operator, token, `${token.text} -> ${bumped}`, replaceToken(token, bumped));
-      return;
-    }
-
-    if (token.kind === "string" && /^['"]/.test(token.text) && !token.text.startsWith(token.text[0]!.repeat(3))) {
-      const quote = token.text[0]!;
-      const body = token.text.slice(1, -1);
-      const replacement = body === "" ? `${quote} ${quote}` : `${quote}${body}x${quote}`;
-      const operator = previous?.text === "return" ? "return-constant" : "string-constant";
-      add(operator, token, `${token.text} -> ${replacement}`, replaceToken(token, replacement));
-    }
+    const add = (operator: MutationOperator, description: string, edits: Edit[]): void => {
+      found.push({ operator, line: token.line, description: `line ${token.line}: ${description}`, edits });
+    };
+    const site: MutationSite = {
+      solution,
+      tokens,
+      index,
+      token,
+      previous: tokens[index - 1],
+      next: tokens[index + 1],
+      add,
+    };
+    for (const mutate of MUTATORS_BY_KIND[token.kind] ?? []) mutate(site);
   });
+  return distinctCandidates(solution, found);
+}
 
+/** Applies each mutation, drops the ones that give a program already seen, and names the rest. */
+function distinctCandidates(solution: string, found: FoundMutation[]): MutantCandidate[] {
   const counters = new Map<string, number>();
   const seenSolutions = new Set<string>([solution]);
   const candidates: MutantCandidate[] = [];
