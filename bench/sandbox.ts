@@ -159,7 +159,17 @@ async function main(): Promise<void> {
   const warm = rows.find((row) => row.name === "bwrap, pre-warmed");
   if (bare && cold)
     console.log(`\nbwrap cold p50 / bare spawn p50 = ${(cold.p50 / bare.p50).toFixed(2)} (target <= 1.3)`);
-  if (warm) console.log(`bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)`);
+  if (warm)
+    console.log(
+      `bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)${bare ? `, ${(warm.p50 / bare.p50).toFixed(3)} x bare spawn` : ""}`,
+    );
+  if (bwrap.usable) {
+    const isolation = createSandbox({ kind: "bwrap", prewarm: false }).describe();
+    const held = (["memory", "processes", "cpu", "disk", "syscalls"] as const).map(
+      (name) => `${name} ${isolation[name].scope}`,
+    );
+    console.log(`bwrap limits here: ${held.join(", ")}`);
+  }
 }
 
 await main();

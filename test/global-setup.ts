@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -35,6 +35,10 @@ function sandboxDirOwnersAlive(dir: string): boolean {
 export default function setup(): () => Promise<void> {
   const systemTemp = tmpdir();
   const runTemp = mkdtempSync(join(systemTemp, "selfheal-test-run-"));
+  // It stands in for /tmp, so it is as open as /tmp: mkdtemp's 0700 would hide the sandbox's
+  // support and work dirs from the unprivileged uid a bwrap run drops to as root, the bwrap probe
+  // would fail, and `auto` would quietly run every test on the process backend.
+  chmodSync(runTemp, 0o1777);
   process.env.TMPDIR = runTemp;
   // tsx (which runs the CLI from src/) keeps its compile cache in <tmpdir>/tsx-<euid>. It is a
   // cache, not a leftover; linking the system one in keeps every CLI start warm.

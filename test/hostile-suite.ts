@@ -6,8 +6,10 @@ import { join } from "node:path";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
+import { judgeRun } from "../src/nodes/critic.js";
+import { describeFailure } from "../src/nodes/fixer.prompt.js";
 import type { ManagedSandbox } from "../src/sandbox/index.js";
-import type { RunRequest, RunResult } from "../src/sandbox/types.js";
+import type { RunRequest, RunResult, SandboxIsolation } from "../src/sandbox/types.js";
 
 /**
  * The hostile-code suite: one test per thing generated code may do to the machine running it.
@@ -37,7 +39,12 @@ export type HostileCase =
   | "JS infinite loop"
   | "JS write outside the work dir"
   | "JS API key in the environment"
-  | "JS connect to a host listener";
+  | "JS connect to a host listener"
+  | "memory spread over forked processes"
+  | "CPU spread over forked processes"
+  | "disk fill in many small files"
+  | "inode fill in /tmp"
+  | "denied system calls";
 
 export interface HostileSuiteOptions {
   /** Builds the sandbox under test; it is closed after the suite. */
@@ -46,6 +53,9 @@ export interface HostileSuiteOptions {
   uncontained?: Partial<Record<HostileCase, string>>;
   /** The process cap the sandbox was created with, for the fork bomb. */
   maxProcesses: number;
+  /** The sandbox's memoryMb and cpuSeconds, which the whole-run cases overrun together but not alone. */
+  memoryMb: number;
+  cpuSeconds: number;
 }
 
 /** Short wall clock for cases that only end when the sandbox kills them. */
@@ -53,6 +63,54 @@ const KILL_AFTER_MS = 1_500;
 /** The fork bomb stops by itself after this many children, so a broken sandbox cannot hurt the host. */
 const FORK_BOMB_CEILING = 200;
 const FAKE_API_KEY = `sk-selfheal-test-${randomBytes(8).toString("hex")}`;
+/** The disk cases stop by themselves here: 200 MiB and 20 000 files, far over any run's bound. */
+const DISK_FILL_CEILING_MIB = 200;
+const INODE_FILL_CEILING = 20_000;
+
+/**
+ * Calls a system call the sandbox must refuse with harmless arguments (a no-op `unshare(0)`, a
+ * zeroed io_uring setup, PTRACE_TRACEME) and prints what each returned, as `{name: "EPERM"}` or
+ * `{name: "ok"}`. The arguments stay harmless even as root without a filter (the process backend):
+ * kexec_load gets one segment at NULL (EFAULT) rather than none, which would unload a crash kernel.
+ */
+const SYSCALL_PROBE = `
+import ctypes, errno, json, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+numbers = {
+    "x86_64": dict(ptrace=101, process_vm_readv=310, mount=165, umount2=166, pivot_root=155, unshare=272, setns=308,
+                   keyctl=250, add_key=248, bpf=321, perf_event_open=298, userfaultfd=323, kexec_load=246,
+                   init_module=175, delete_module=176, reboot=169, swapon=167, io_uring_setup=425, clone3=435),
+    "aarch64": dict(ptrace=117, process_vm_readv=270, mount=40, umount2=39, pivot_root=41, unshare=97, setns=268,
+                    keyctl=219, add_key=217, bpf=280, perf_event_open=241, userfaultfd=282, kexec_load=104,
+                    init_module=105, delete_module=106, reboot=142, swapon=224, io_uring_setup=425, clone3=435),
+}.get(platform.machine(), {})
+buffer = ctypes.create_string_buffer(256)
+args = dict(ptrace=(0, 0, 0, 0), process_vm_readv=(os.getpid(), 0, 0, 0, 0, 0), mount=(0, 0, 0, 0, 0), umount2=(0, 0),
+            pivot_root=(0, 0), unshare=(0,), setns=(-1, 0), keyctl=(0, -3, 0), add_key=(0, 0, 0, 0, 0), bpf=(0, 0, 0),
+            perf_event_open=(0, 0, -1, -1, 0), userfaultfd=(0,), kexec_load=(0, 1, 0, 0), init_module=(0, 0, 0),
+            delete_module=(0, 0), reboot=(0, 0, 0, 0), swapon=(0, 0), io_uring_setup=(1, buffer), clone3=(0, 0))
+results = {}
+for name, number in numbers.items():
+    ctypes.set_errno(0)
+    returned = libc.syscall(number, *args[name])
+    results[name] = errno.errorcode.get(ctypes.get_errno(), "ok") if returned == -1 else "ok"
+    if returned > 2 and name in ("io_uring_setup", "userfaultfd", "perf_event_open"):
+        os.close(returned)
+print(json.dumps(results))
+`;
+
+/** What the whole-run cases need of a sandbox, read from its `describe()`: where it says no, they are gaps. */
+export function isolationGaps(isolation: SandboxIsolation): Partial<Record<HostileCase, string>> {
+  const gaps: Partial<Record<HostileCase, string>> = {};
+  if (isolation.memory.scope !== "run") gaps["memory spread over forked processes"] = isolation.memory.by;
+  if (isolation.cpu.scope !== "run") gaps["CPU spread over forked processes"] = isolation.cpu.by;
+  if (isolation.disk.scope !== "run") {
+    gaps["disk fill in many small files"] = isolation.disk.by;
+    gaps["inode fill in /tmp"] = isolation.disk.by;
+  }
+  if (isolation.syscalls.scope !== "run") gaps["denied system calls"] = isolation.syscalls.by;
+  return gaps;
+}
 
 export function describeHostileSuite(title: string, options: HostileSuiteOptions): void {
   describe(title, () => {
@@ -140,6 +198,111 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       expect(forks).toBeGreaterThan(0);
       expect(forks).toBeLessThan(options.maxProcesses);
       expect(await waitUntilGone(marker)).toEqual([]);
+    });
+
+    hostileIt("memory spread over forked processes", async () => {
+      // Each child holds a third of the limit, so each one alone passes any per-process limit.
+      const share = Math.ceil(options.memoryMb / 3);
+      const code = [
+        "import os, time",
+        "children = []",
+        "for _ in range(4):",
+        "    pid = os.fork()",
+        "    if pid == 0:",
+        `        held = b"\\x01" * (${share} * 1024 * 1024)`,
+        "        time.sleep(3)",
+        "        os._exit(0)",
+        "    children.append(pid)",
+        "for pid in children:",
+        "    os.waitpid(pid, 0)",
+        `print('held', len(children) * ${share}, 'MiB')`,
+      ].join("\n");
+      const result = await run({ language: "python", code, timeoutMs: 15_000 });
+      expect(result.status).toBe("memory_limit");
+      // What the fixer reads: the verdict and the sandbox's own line about the whole-run limit.
+      const execution = { ...result, ran: true, failedInTests: false, progress: null };
+      expect(judgeRun(execution, false).critique.summary).toBe("Killed at the memory limit.");
+      expect(describeFailure(execution)).toContain(`together used more than ${options.memoryMb} MiB`);
+    });
+
+    hostileIt("CPU spread over forked processes", async () => {
+      // Three children each burn 3/4 of the CPU budget: within RLIMIT_CPU each, over it together.
+      const share = (options.cpuSeconds * 0.75).toFixed(2);
+      const code = [
+        "import os, time",
+        "children = []",
+        "for _ in range(3):",
+        "    pid = os.fork()",
+        "    if pid == 0:",
+        `        end = time.process_time() + ${share}`,
+        "        while time.process_time() < end:",
+        "            pass",
+        "        os._exit(0)",
+        "    children.append(pid)",
+        "for pid in children:",
+        "    os.waitpid(pid, 0)",
+        "print('burnt them all')",
+      ].join("\n");
+      const result = await run({ language: "python", code, timeoutMs: 30_000 });
+      expect(result.status).toBe("timeout");
+      expect(result.stdout).not.toContain("burnt them all");
+      expect(result.stderr).toContain(`together used more than ${options.cpuSeconds} CPU seconds`);
+    });
+
+    hostileIt("disk fill in many small files", async () => {
+      const code = [
+        "import errno",
+        "block = b'x' * (1024 * 1024)",
+        "written = 0",
+        "failure = 'none'",
+        `for index in range(${DISK_FILL_CEILING_MIB}):`,
+        "    try:",
+        "        with open(f'fill-{index}.bin', 'wb') as handle:",
+        "            handle.write(block)",
+        "        written += 1",
+        "    except OSError as error:",
+        "        failure = errno.errorcode.get(error.errno, str(error.errno))",
+        "        break",
+        "print(written, failure)",
+      ].join("\n");
+      const result = await run({ language: "python", code, timeoutMs: 20_000 });
+      const [written, failure] = result.stdout.trim().split(" ");
+      expect(failure).toBe("ENOSPC");
+      expect(Number(written)).toBeLessThan(DISK_FILL_CEILING_MIB / 2);
+    });
+
+    hostileIt("inode fill in /tmp", async () => {
+      // It removes its files itself: where /tmp is the host's (the process backend), they would stay.
+      const code = [
+        "import errno, os, shutil, tempfile",
+        "made = 0",
+        "failure = 'none'",
+        "directory = tempfile.mkdtemp(prefix='selfheal-inode-fill-', dir='/tmp')",
+        `for index in range(${INODE_FILL_CEILING}):`,
+        "    try:",
+        "        os.close(os.open(f'{directory}/{index}', os.O_CREAT | os.O_WRONLY, 0o600))",
+        "        made += 1",
+        "    except OSError as error:",
+        "        failure = errno.errorcode.get(error.errno, str(error.errno))",
+        "        break",
+        "shutil.rmtree(directory, ignore_errors=True)",
+        "print(made, failure)",
+      ].join("\n");
+      const result = await run({ language: "python", code, timeoutMs: 20_000 });
+      const [made, failure] = result.stdout.trim().split(" ");
+      expect(failure).toBe("ENOSPC");
+      expect(Number(made)).toBeLessThan(INODE_FILL_CEILING / 2);
+    });
+
+    hostileIt("denied system calls", async () => {
+      const result = await run({ language: "python", code: SYSCALL_PROBE, timeoutMs: 10_000 });
+      expect(result.status).toBe("ok");
+      const results = JSON.parse(result.stdout) as Record<string, string>;
+      expect(Object.keys(results).length).toBeGreaterThan(0);
+      const expected = Object.fromEntries(
+        Object.keys(results).map((name) => [name, name === "io_uring_setup" || name === "clone3" ? "ENOSYS" : "EPERM"]),
+      );
+      expect(results).toEqual(expected);
     });
 
     hostileIt("output flood", async () => {
@@ -411,4 +574,9 @@ export const PROCESS_BACKEND_GAPS: Partial<Record<HostileCase, string>> = {
   "double-forked daemon": "a new session leaves the process group the timeout kills",
   "JS write outside the work dir": PLAIN_PROCESS,
   "JS connect to a host listener": PLAIN_PROCESS,
+  "memory spread over forked processes": "RLIMIT_AS holds per process only",
+  "CPU spread over forked processes": "RLIMIT_CPU holds per process only",
+  "disk fill in many small files": "RLIMIT_FSIZE holds per file only, in a host dir",
+  "inode fill in /tmp": "the code writes the host's /tmp",
+  "denied system calls": "no seccomp filter",
 };

@@ -96,3 +96,30 @@ describe("the bwrap command line", () => {
     expect(innerBwrap(asRoot)).toContain("--unshare-user");
   });
 });
+
+describe("the bwrap command line with whole-run limits", () => {
+  const join = ["/bin/sh", "-c", 'echo $$ > "$1" && shift 1 && exec "$@"', "sh", "/sys/fs/cgroup/x/cgroup.procs"];
+  const argv = buildBwrapArgv({
+    ...base,
+    hostUid: 1_500_000_123,
+    seccomp: true,
+    tmpDir: "/tmp/selfheal-run-abc/tmp",
+    cgroupJoin: join,
+  });
+
+  it("joins the run's cgroup first, while still root, so every later process is inside", () => {
+    expect(argv.slice(0, join.length)).toEqual(join);
+    expect(argv.indexOf(host.setpriv)).toBeGreaterThan(join.length - 1);
+  });
+
+  it("hands the seccomp filter to the bwrap that runs the program", () => {
+    const inner = innerBwrap(argv);
+    expect(inner[inner.indexOf("--seccomp") + 1]).toBe("4");
+  });
+
+  it("binds the run's own tmpfs at /tmp instead of an unbounded-inode one", () => {
+    expect(mountTargets(argv)).toContainEqual({ flag: "--bind", source: "/tmp/selfheal-run-abc/tmp", target: "/tmp" });
+    const tmpfsTargets = argv.flatMap((argument, index) => (argument === "--tmpfs" ? [argv[index + 1]] : []));
+    expect(tmpfsTargets).not.toContain("/tmp");
+  });
+});

@@ -9,6 +9,7 @@ import { createSandbox, DEFAULT_LIMITS, type ManagedSandbox, probeBwrap } from "
 import { InterpreterMissingError, resolveInterpreters } from "../src/sandbox/interpreters.js";
 import { resolveLimits } from "../src/sandbox/limits.js";
 import { type Launcher, LocalSandbox } from "../src/sandbox/local-sandbox.js";
+import { ProcessLauncher } from "../src/sandbox/process-backend.js";
 import type { OutputStream, RunRequest } from "../src/sandbox/types.js";
 import { WorkDir } from "../src/sandbox/work-dir.js";
 import { REPO } from "./cli-helpers.js";
@@ -24,6 +25,7 @@ describe("createSandbox", () => {
       cpuSeconds: 10,
       maxProcesses: 64,
       maxFileMb: 16,
+      maxDiskMb: 64,
       maxOutputBytes: 65_536,
     });
   });
@@ -49,6 +51,7 @@ describe("createSandbox", () => {
   it("reports a run as unavailable when the interpreter is missing", async () => {
     const noPython: Launcher = {
       kind: "process",
+      describe: () => new ProcessLauncher(resolveLimits()).describe(),
       async reserve() {
         const workDir = await WorkDir.create();
         return {

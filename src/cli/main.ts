@@ -4,6 +4,7 @@ import { z } from "zod";
 import { formatIssues, SelfhealError } from "../index.js";
 import { registerBenchCommand } from "./commands/bench.js";
 import { registerDemoCommand } from "./commands/demo.js";
+import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerHistoryCommand } from "./commands/history.js";
 import { registerResumeCommand } from "./commands/resume.js";
 import { registerRunCommand } from "./commands/run.js";
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
   registerRunsCommand(program);
   registerDemoCommand(program);
   registerBenchCommand(program);
+  registerDoctorCommand(program);
   pointToHelp(program, "selfheal");
   return program;
 }

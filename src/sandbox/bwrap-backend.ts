@@ -1,14 +1,28 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readlinkSync,
+  realpathSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 
 import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
+import { type CgroupSupport, detectCgroups, RunCgroup } from "./cgroups.js";
 import { interpreterCommand } from "./command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
+import { MAX_DISK_FILES } from "./limits.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
-import { killProcessGroup, type LaunchedProgram } from "./run-child.js";
-import type { Language, SandboxLimits } from "./types.js";
-import { WorkDir } from "./work-dir.js";
+import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "./run-child.js";
+import { type SeccompFilter, seccompFilter } from "./seccomp.js";
+import type { Containment, Language, SandboxIsolation, SandboxLimits } from "./types.js";
+import { type RunDisk, WorkDir } from "./work-dir.js";
 
 const MIB = 1024 * 1024;
 
@@ -17,6 +31,8 @@ export const SANDBOX_WORK_DIR = "/work";
 export const SANDBOX_SUPPORT_DIR = "/.selfheal";
 /** The uid and gid the program sees inside its user namespace. */
 const SANDBOX_UID = 1000;
+/** The fd bwrap reads the seccomp BPF from (0-2 are the pipes, 3 the pre-warm control pipe). */
+const SECCOMP_FD = 4;
 
 /**
  * When selfheal runs as root, the code must not: RLIMIT_NPROC is ignored for the real root user
@@ -36,6 +52,12 @@ export interface BwrapHost {
   prlimit: string;
   /** Present when we run as root and must drop to an unprivileged uid before bwrap. */
   setpriv: string | null;
+  /** The system-call filter every program starts under, or why there is none. */
+  seccomp: SeccompFilter;
+  /** mount(8) and umount(8) when we may mount a tmpfs per run (root), or why not. */
+  tmpfs: { mount: string; umount: string } | { reason: string };
+  /** A POSIX shell, which puts each run into its cgroups before exec'ing the rest. */
+  shell: string | null;
 }
 
 export type BwrapProbe = { usable: true; host: BwrapHost } | { usable: false; reason: string };
@@ -72,7 +94,14 @@ function runProbe(searchPath: string): BwrapProbe {
   if (isRoot && !setpriv) {
     return { usable: false, reason: "running as root needs setpriv (util-linux) to run code as an unprivileged user" };
   }
-  const host: BwrapHost = { bwrap, prlimit, setpriv };
+  const host: BwrapHost = {
+    bwrap,
+    prlimit,
+    setpriv,
+    seccomp: seccompFilter(),
+    tmpfs: probeTmpfs(isRoot, searchPath),
+    shell: findOnPath("sh", searchPath),
+  };
   const trueCommand = findOnPath("true", searchPath) ?? "/bin/true";
   const probeDir = join(getSupportDir(), "probe-work");
   mkdirSync(probeDir, { recursive: true });
@@ -83,9 +112,20 @@ function runProbe(searchPath: string): BwrapProbe {
     supportDir: getSupportDir(),
     prefixes: [],
     command: [trueCommand],
+    seccomp: host.seccomp.usable,
   });
   const [file = "", ...args] = argv;
-  const probe = spawnSync(file, args, { timeout: 10_000, stdio: ["ignore", "ignore", "pipe"], env: {} });
+  const filterFd = host.seccomp.usable ? openSync(host.seccomp.path, "r") : null;
+  let probe: ReturnType<typeof spawnSync>;
+  try {
+    probe = spawnSync(file, args, {
+      timeout: 10_000,
+      stdio: ["ignore", "ignore", "pipe", "ignore", filterFd ?? "ignore"],
+      env: {},
+    });
+  } finally {
+    if (filterFd !== null) closeSync(filterFd);
+  }
   if (probe.status === 0) return { usable: true, host };
   const detail = probe.error?.message ?? probe.stderr?.toString().trim() ?? `exit ${probe.status}`;
   return {
@@ -95,7 +135,7 @@ function runProbe(searchPath: string): BwrapProbe {
 }
 
 export interface BwrapArgvInput {
-  host: BwrapHost;
+  host: Pick<BwrapHost, "bwrap" | "setpriv">;
   /** Unprivileged host uid to run as (root only); null to keep our own. */
   hostUid: number | null;
   /** Host path of the run's work dir, bound writable at /work. */
@@ -107,6 +147,12 @@ export interface BwrapArgvInput {
   command: string[];
   env?: Record<string, string>;
   tmpfsBytes?: number;
+  /** Host dir to bind at /tmp (on the run's tmpfs); without it /tmp is a tmpfs bounded in bytes only. */
+  tmpDir?: string | null;
+  /** Read the seccomp BPF from fd 4. */
+  seccomp?: boolean;
+  /** A command prefix that joins the run's cgroups; runs first, as the caller (root). */
+  cgroupJoin?: string[];
 }
 
 /**
@@ -118,7 +164,7 @@ export interface BwrapArgvInput {
 export function buildBwrapArgv(input: BwrapArgvInput): string[] {
   const { host } = input;
   const prefixes = input.prefixes.filter((prefix) => !isUnder(prefix, "/usr"));
-  const argv: string[] = [];
+  const argv: string[] = [...(input.cgroupJoin ?? [])];
 
   // Dropping to an unprivileged uid happens before bwrap, so bwrap itself cannot reach what that
   // uid cannot: an interpreter under /root (pyenv) would be invisible. A first bwrap, still root
@@ -168,6 +214,8 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
     "--new-session",
     "--cap-drop",
     "ALL",
+    // bwrap loads the filter last, just before exec'ing the program: its own mounts are not filtered.
+    ...(input.seccomp ? ["--seccomp", String(SECCOMP_FD)] : []),
     "--ro-bind",
     "/usr",
     "/usr",
@@ -193,10 +241,7 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
     tmpfsSize,
     "--tmpfs",
     "/dev/shm",
-    "--size",
-    tmpfsSize,
-    "--tmpfs",
-    "/tmp",
+    ...(input.tmpDir ? ["--bind", input.tmpDir, "/tmp"] : ["--size", tmpfsSize, "--tmpfs", "/tmp"]),
     "--ro-bind",
     input.supportDir,
     SANDBOX_SUPPORT_DIR,
@@ -255,45 +300,182 @@ function minimalEtc(supportDir: string): string[] {
   return args;
 }
 
+/**
+ * Whether a tmpfs per run can be mounted here: only root may, and a container may forbid even
+ * that, so one is mounted and unmounted to find out.
+ */
+function probeTmpfs(isRoot: boolean, searchPath: string): BwrapHost["tmpfs"] {
+  if (!isRoot) return { reason: "only root can mount a tmpfs per run" };
+  const mount = findOnPath("mount", searchPath);
+  const umount = findOnPath("umount", searchPath);
+  if (!mount || !umount) return { reason: "mount(8) and umount(8) (util-linux) are needed to mount a tmpfs per run" };
+  const point = join(getSupportDir(), "probe-tmpfs");
+  mkdirSync(point, { recursive: true });
+  const mounted = spawnSync(mount, ["-t", "tmpfs", "-o", "size=1m,nr_inodes=16", "selfheal-probe", point], {
+    stdio: ["ignore", "ignore", "pipe"],
+    timeout: 10_000,
+  });
+  if (mounted.status !== 0)
+    return { reason: `cannot mount a tmpfs here: ${mounted.stderr?.toString().trim() || `exit ${mounted.status}`}` };
+  spawnSync(umount, [point], { stdio: "ignore", timeout: 10_000 });
+  rmdirSync(point);
+  return { mount, umount };
+}
+
+let warnedWeakerLimits = false;
+
+/** Printed once per process when a bwrap run's limits hold per process or per file only. */
+function warnWeakerLimitsOnce(isolation: SandboxIsolation): void {
+  const weak = (["memory", "processes", "cpu", "disk", "syscalls"] as const).filter(
+    (name) => isolation[name].scope !== "run",
+  );
+  if (warnedWeakerLimits || weak.length === 0) return;
+  warnedWeakerLimits = true;
+  process.emitWarning(
+    `selfheal's bwrap sandbox holds ${weak.join(", ")} per process (or not at all), not for the whole run: ${isolation.notes.join("; ")}. ` +
+      "`selfheal doctor` shows what holds.",
+    { type: "SelfhealSandboxWarning", code: "SELFHEAL_SANDBOX_LIMITS" },
+  );
+}
+
 /** Runs each program in its own bubblewrap sandbox; see `buildBwrapArgv` for what it can see. */
 export class BwrapLauncher implements Launcher {
   readonly kind = "bwrap" as const;
   private readonly isRoot = process.getuid?.() === 0;
+  private readonly cgroups: CgroupSupport;
+  private readonly disk: RunDisk | null;
+  /** The next run's resources, prepared ahead of need (see `scheduleSpare`). */
+  private spare: Promise<RunResources | null> | null = null;
+  private spareTimer: NodeJS.Immediate | null = null;
+  private closed = false;
 
   constructor(
     private readonly limits: SandboxLimits,
     private readonly host: BwrapHost,
-  ) {}
+    options: { cgroups?: CgroupSupport } = {},
+  ) {
+    this.cgroups = host.shell
+      ? (options.cgroups ?? detectCgroups())
+      : { version: null, reason: "no sh(1) to join the run's cgroup" };
+    this.disk = "mount" in host.tmpfs ? { ...host.tmpfs, bytes: limits.maxDiskMb * MIB, inodes: MAX_DISK_FILES } : null;
+    warnWeakerLimitsOnce(this.describe());
+  }
+
+  /** What holds each limit here, found when the launcher was made. */
+  describe(): SandboxIsolation {
+    const notes: string[] = [];
+    const { memoryMb, maxProcesses, cpuSeconds, maxDiskMb, maxFileMb } = this.limits;
+    let memory: Containment;
+    let processes: Containment;
+    let cpu: Containment;
+    if (this.cgroups.version !== null) {
+      const by = `cgroup v${this.cgroups.version}`;
+      memory = {
+        scope: "run",
+        by: `${by}: ${memoryMb} MiB for the whole run, swap included; OOM-killed as \`memory_limit\``,
+      };
+      processes = {
+        scope: "run",
+        by: `${by}: pids.max ${maxProcesses}, plus RLIMIT_NPROC in the run's own user namespace`,
+      };
+      const accounted = this.cgroups.version === 2 || this.cgroups.cpuacct !== null;
+      cpu = accounted
+        ? { scope: "run", by: `${by}: ${cpuSeconds} CPU seconds for the whole run, then killed as \`timeout\`` }
+        : { scope: "process", by: `RLIMIT_CPU ${cpuSeconds} s per process (no cpuacct hierarchy)` };
+    } else {
+      notes.push(`no cgroup: ${this.cgroups.reason}`);
+      memory = { scope: "process", by: `RLIMIT_AS ${memoryMb} MiB per process` };
+      processes = {
+        scope: "run",
+        by: `RLIMIT_NPROC ${maxProcesses} in the run's own user namespace${this.isRoot ? " and host uid" : ""}`,
+      };
+      cpu = { scope: "process", by: `RLIMIT_CPU ${cpuSeconds} s per process` };
+    }
+    let disk: Containment;
+    if (this.disk) {
+      disk = {
+        scope: "run",
+        by: `a tmpfs of ${maxDiskMb} MiB and ${MAX_DISK_FILES} inodes for /work and /tmp together`,
+      };
+    } else {
+      notes.push(`no tmpfs work dir: ${"reason" in this.host.tmpfs ? this.host.tmpfs.reason : "unknown"}`);
+      disk = {
+        scope: "process",
+        by: `RLIMIT_FSIZE ${maxFileMb} MiB per file in a host work dir; /tmp a tmpfs of ${maxDiskMb} MiB`,
+      };
+    }
+    let syscalls: Containment;
+    if (this.host.seccomp.usable) {
+      syscalls = { scope: "run", by: `a seccomp deny-list built with libseccomp for ${this.host.seccomp.arch}` };
+    } else {
+      notes.push(`no seccomp filter: ${this.host.seccomp.reason}`);
+      syscalls = { scope: "none", by: "no seccomp filter; namespaces and dropped capabilities only" };
+    }
+    return { kind: "bwrap", memory, processes, cpu, disk, syscalls, notes };
+  }
 
   async reserve(): Promise<Reservation> {
+    const spare = this.spare;
+    this.spare = null;
+    const resources = (await spare) ?? (await this.prepare());
+    this.scheduleSpare();
+    const { hostUid, group, workDir } = resources;
+    const interpreters = await resolveInterpreters();
+    return {
+      workDir,
+      spawn: (language, warm) => this.spawn(interpreters, workDir, hostUid, group, language, warm),
+      release: () => releaseResources(resources),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.spareTimer) clearImmediate(this.spareTimer);
+    this.spareTimer = null;
+    const spare = await this.spare;
+    this.spare = null;
+    if (spare) await releaseResources(spare);
+    await WorkDir.releaseIdleMounts();
+  }
+
+  /** A uid, a cgroup and a mounted work dir for one run; all given back if any of them fails. */
+  private async prepare(): Promise<RunResources> {
     const hostUid = this.isRoot ? hostUids.acquire() : null;
-    let released = false;
+    let group: RunCgroup | null = null;
     try {
+      group = this.cgroups.version === null ? null : RunCgroup.create(this.cgroups, this.limits);
       const owner = hostUid === null ? null : { uid: hostUid, gid: hostUid };
-      const [interpreters, workDir] = await Promise.all([resolveInterpreters(), WorkDir.create(owner)]);
-      return {
-        workDir,
-        spawn: (language, warm) => this.spawn(interpreters, workDir, hostUid, language, warm),
-        release: async () => {
-          if (released) return;
-          released = true;
-          try {
-            await workDir.remove();
-          } finally {
-            if (hostUid !== null) hostUids.release(hostUid);
-          }
-        },
-      };
+      const workDir = await WorkDir.create(owner, this.disk);
+      return { hostUid, group, workDir, released: false };
     } catch (error) {
       if (hostUid !== null) hostUids.release(hostUid);
+      await group?.remove();
       throw error;
     }
+  }
+
+  /**
+   * Prepares the next run's resources ahead of need: a memory cgroup made just before a run costs
+   * it ~9 ms and a tmpfs mount a process start, made 300 ms ahead they cost it nothing. A
+   * pre-warmed interpreter already gets its resources at pre-warm time; this is for cold runs.
+   */
+  private scheduleSpare(): void {
+    if (this.spare || this.spareTimer || this.closed || (this.cgroups.version === null && !this.disk)) return;
+    this.spareTimer = setImmediate(() => {
+      this.spareTimer = null;
+      if (this.closed || this.spare) return;
+      // A failure here is the next run's to report, when it prepares its own.
+      this.spare = this.prepare().catch(() => null);
+    });
+    // A spare must not keep a CLI alive.
+    this.spareTimer.unref?.();
   }
 
   private spawn(
     interpreters: Interpreters,
     workDir: WorkDir,
     hostUid: number | null,
+    group: RunCgroup | null,
     language: Language,
     warm: boolean,
   ): LaunchedProgram {
@@ -316,20 +498,68 @@ export class BwrapLauncher implements Launcher {
       supportDir: getSupportDir(),
       prefixes: interpreter.prefixes,
       command,
-      tmpfsBytes: 4 * this.limits.maxFileMb * MIB,
+      tmpfsBytes: this.limits.maxDiskMb * MIB,
+      tmpDir: workDir.tmpPath,
+      seccomp: this.host.seccomp.usable,
+      ...(group && this.host.shell ? { cgroupJoin: group.joinCommand(this.host.shell) } : {}),
     });
     const [file = "", ...args] = argv;
-    const child = spawn(file, args, {
-      env: {},
-      // bwrap, its pid-namespace init and the program share this group; killing the group kills
-      // the init, and the kernel then kills everything left in the namespace, setsid'd or not.
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe", usesBootstrap(language, warm) ? "pipe" : "ignore"],
-    });
+    const filterFd = this.host.seccomp.usable ? openSync(this.host.seccomp.path, "r") : null;
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(file, args, {
+        env: {},
+        // bwrap, its pid-namespace init and the program share this group; killing the group kills
+        // the init, and the kernel then kills everything left in the namespace, setsid'd or not.
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe", usesBootstrap(language, warm) ? "pipe" : "ignore", filterFd ?? "ignore"],
+      });
+    } finally {
+      // The child has its own copy; bwrap reads it and closes it before the program starts.
+      if (filterFd !== null) closeSync(filterFd);
+    }
     if (!warm) sendGo(child);
-    const killAll = (): void => killProcessGroup(child);
-    return { child, killAll, exitCodeEncodesSignal: true };
+    const killAll = (): void => {
+      killProcessGroup(child);
+      group?.killAll();
+    };
+    return {
+      child,
+      killAll,
+      exitCodeEncodesSignal: true,
+      ...(group ? { runLimits: runWideLimits(group, this.limits) } : {}),
+    };
   }
+}
+
+/** What one run holds until it is released. */
+interface RunResources {
+  hostUid: number | null;
+  group: RunCgroup | null;
+  workDir: WorkDir;
+  released: boolean;
+}
+
+async function releaseResources(resources: RunResources): Promise<void> {
+  if (resources.released) return;
+  resources.released = true;
+  try {
+    await resources.workDir.remove();
+  } finally {
+    if (resources.hostUid !== null) hostUids.release(resources.hostUid);
+    // After a timeout too: the group's last processes may still be dying, which remove() waits out.
+    await resources.group?.remove();
+  }
+}
+
+function runWideLimits(group: RunCgroup, limits: SandboxLimits): RunWideLimits {
+  return {
+    memoryMb: limits.memoryMb,
+    cpuSeconds: limits.cpuSeconds,
+    memoryExceeded: () => group.memoryExceeded(),
+    startCpuBudget: () => group.startCpuBudget(),
+    cpuSecondsUsed: () => group.cpuSecondsUsed(),
+  };
 }
 
 /** Hands out a distinct unprivileged host uid to each run in flight. */

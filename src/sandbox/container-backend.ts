@@ -4,7 +4,7 @@ import { performance } from "node:perf_hooks";
 
 import { CODE_FILE_NAME } from "./parse-error.js";
 import { collectRun, killProcessGroup, unavailableResult } from "./run-child.js";
-import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxLimits } from "./types.js";
+import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "./types.js";
 import { safeRelativePath } from "./work-dir.js";
 
 const MIB = 1024 * 1024;
@@ -154,6 +154,20 @@ export class ContainerSandbox implements Sandbox {
       return { ...result, status: "unavailable", error: undefined };
     }
     return result;
+  }
+
+  /** What the flags of `buildContainerCommand` ask the engine for; this process measures none of it. */
+  describe(): SandboxIsolation {
+    const { memoryMb, maxProcesses, cpuSeconds, maxFileMb } = this.limits;
+    return {
+      kind: "container",
+      memory: { scope: "run", by: `${this.engine} --memory ${memoryMb}m (the engine's cgroup)` },
+      processes: { scope: "run", by: `${this.engine} --pids-limit ${maxProcesses}` },
+      cpu: { scope: "process", by: `--ulimit cpu=${cpuSeconds} per process` },
+      disk: { scope: "run", by: `tmpfs /work and /tmp of ${4 * maxFileMb} MiB each` },
+      syscalls: { scope: "run", by: `the engine's default seccomp profile` },
+      notes: ["as the engine promises for these flags; not probed"],
+    };
   }
 
   /** Containers start per run; there is nothing to warm. (Pulling the images is up to the operator.) */

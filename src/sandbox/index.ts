@@ -4,7 +4,7 @@ import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from ".
 import { resolveLimits } from "./limits.js";
 import { LocalSandbox, type PrewarmMode } from "./local-sandbox.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process-backend.js";
-import type { Language, Sandbox, SandboxKind, SandboxLimits } from "./types.js";
+import type { Language, Sandbox, SandboxIsolation, SandboxKind, SandboxLimits } from "./types.js";
 
 export { probeBwrap } from "./bwrap-backend.js";
 export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container-backend.js";
@@ -32,6 +32,7 @@ export interface ManagedSandbox extends Sandbox {
   /** Starts interpreters for these languages now and resolves once they wait for code. */
   prewarm(languages?: readonly Language[]): Promise<void>;
   close(): Promise<void>;
+  describe(): SandboxIsolation;
 }
 
 /**

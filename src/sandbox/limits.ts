@@ -7,11 +7,15 @@ export const DEFAULT_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   cpuSeconds: 10,
   maxProcesses: 64,
   maxFileMb: 16,
+  maxDiskMb: 64,
   maxOutputBytes: 65_536,
 });
 
 /** Open files per process; not in `SandboxLimits` because no caller has needed to tune it. */
 export const MAX_OPEN_FILES = 256;
+
+/** Files and directories a run's tmpfs may hold (its inodes); a run that needs more is unusual. */
+export const MAX_DISK_FILES = 4096;
 
 /** Fills in defaults and rejects values that would silently disable a limit. */
 export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLimits {

@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
 import { InterpreterMissingError } from "./interpreters.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
 import { collectRun, type LaunchedProgram, unavailableResult } from "./run-child.js";
-import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxLimits } from "./types.js";
+import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "./types.js";
 import type { WorkDir } from "./work-dir.js";
 
 /** What one run holds from its backend: a work dir (and, for bwrap, a uid) until released. */
@@ -24,6 +24,9 @@ export interface Reservation {
 export interface Launcher {
   readonly kind: "process" | "bwrap";
   reserve(): Promise<Reservation>;
+  describe(): SandboxIsolation;
+  /** Gives back what the launcher keeps ahead of need (a spare cgroup). */
+  close?(): Promise<void>;
 }
 
 /** When to keep an interpreter started ahead of need. */
@@ -56,6 +59,10 @@ export class LocalSandbox implements Sandbox {
     private readonly prewarmMode: PrewarmMode,
   ) {
     this.kind = launcher.kind;
+  }
+
+  describe(): SandboxIsolation {
+    return this.launcher.describe();
   }
 
   async run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
@@ -137,7 +144,11 @@ export class LocalSandbox implements Sandbox {
   }
 
   private releaseLater(reservation: Reservation): void {
-    const pending = reservation.release().catch(() => undefined);
+    // On the next turn of the loop: an unmount spawns umount(8), which blocks for a few ms, and the
+    // caller should have its result first.
+    const pending = new Promise((resolve) => setImmediate(resolve))
+      .then(() => reservation.release())
+      .catch(() => undefined);
     this.pendingReleases.add(pending);
     void pending.finally(() => this.pendingReleases.delete(pending));
   }
@@ -161,6 +172,7 @@ export class LocalSandbox implements Sandbox {
         }),
       );
       await Promise.all(this.pendingReleases);
+      await this.launcher.close?.();
     } finally {
       clearInterval(keepAlive);
     }

@@ -5,7 +5,7 @@ import { interpreterCommand } from "./command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram } from "./run-child.js";
-import type { Language, SandboxLimits } from "./types.js";
+import type { Language, SandboxIsolation, SandboxLimits } from "./types.js";
 import { WorkDir } from "./work-dir.js";
 
 let warnedNotIsolated = false;
@@ -36,6 +36,19 @@ export class ProcessLauncher implements Launcher {
   private readonly prlimit = findOnPath("prlimit");
 
   constructor(private readonly limits: SandboxLimits) {}
+
+  describe(): SandboxIsolation {
+    const { memoryMb, cpuSeconds, maxFileMb } = this.limits;
+    return {
+      kind: "process",
+      memory: { scope: "process", by: `RLIMIT_AS ${memoryMb} MiB per process` },
+      processes: { scope: "none", by: "no per-run cap: RLIMIT_NPROC would count every process of the user" },
+      cpu: { scope: "process", by: `RLIMIT_CPU ${cpuSeconds} s per process` },
+      disk: { scope: "process", by: `RLIMIT_FSIZE ${maxFileMb} MiB per file, anywhere the user may write` },
+      syscalls: { scope: "none", by: "none: the code runs as the calling user" },
+      notes: ["the process backend is not isolation"],
+    };
+  }
 
   async reserve(): Promise<Reservation> {
     const [interpreters, workDir] = await Promise.all([resolveInterpreters(), WorkDir.create()]);

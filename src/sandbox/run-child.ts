@@ -8,8 +8,9 @@ import type { Language, ParsedError, RunHooks, RunResult, RunStatus } from "./ty
 
 /** How long to wait for buffered output after the program exited before giving up on the pipes. */
 const DRAIN_GRACE_MS = 250;
+/** How often a run's whole-tree CPU time is compared with its budget. */
+const CPU_POLL_MS = 100;
 
-/** A started program: the child we watch and how to kill everything it may have spawned. */
 /** Kills a detached child's whole process group; one already gone is fine. */
 export function killProcessGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
@@ -30,6 +31,20 @@ export interface LaunchedProgram {
    * with 129-192 is then read as killed; no wrapper gives us a way to tell the two apart.
    */
   exitCodeEncodesSignal?: boolean;
+  /** Limits the backend holds for the whole process tree (a cgroup); absent where only rlimits hold. */
+  runLimits?: RunWideLimits;
+}
+
+/** What a backend that caps the whole run (not each process) can tell about it. */
+export interface RunWideLimits {
+  memoryMb: number;
+  cpuSeconds: number;
+  /** True once the kernel killed a process of the run for going over the memory limit. */
+  memoryExceeded(): boolean;
+  /** Starts the CPU budget now; a pre-warmed interpreter's loading is not the program's. */
+  startCpuBudget(): void;
+  /** CPU seconds the whole tree used since `startCpuBudget`; null where nothing accounts them. */
+  cpuSecondsUsed(): number | null;
 }
 
 export interface CollectOptions {
@@ -44,7 +59,7 @@ export interface CollectOptions {
   release?: () => void;
 }
 
-type KillReason = "timeout" | "output_limit";
+type KillReason = "timeout" | "output_limit" | "cpu_budget";
 
 /**
  * Watches a launched program to the end: feeds stdin, caps output, enforces the wall clock, and
@@ -66,11 +81,21 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
   return new Promise<RunResult>((resolve) => {
     let settled = false;
     const timer = setTimeout(() => killFor("timeout"), options.timeoutMs);
+    const { runLimits } = program;
+    runLimits?.startCpuBudget();
+    // RLIMIT_CPU holds per process; this holds for the sum, so N processes cannot take N budgets.
+    const cpuWatch =
+      runLimits && runLimits.cpuSecondsUsed() !== null
+        ? setInterval(() => {
+            if ((runLimits.cpuSecondsUsed() ?? 0) > runLimits.cpuSeconds) killFor("cpu_budget");
+          }, CPU_POLL_MS)
+        : undefined;
 
     const finish = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: Error): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearInterval(cpuWatch);
       program.killAll();
       void waitForPipes(child).then(() => {
         const stderrText = spawnError ? `${spawnError.message}\n` : stderr.finish();
@@ -86,6 +111,7 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
         }
         const truncated = stdout.overflowed || stderr.overflowed;
         const error = parseError(options.language, stderrText) ?? undefined;
+        const memoryExceeded = runLimits?.memoryExceeded() ?? false;
         const status: RunStatus = spawnError
           ? "unavailable"
           : classifyRun({
@@ -95,13 +121,14 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
               truncated,
               error,
               stderr: stderrText,
+              memoryExceeded,
             });
         resolve({
           status,
           exitCode: effectiveExitCode,
           signal: effectiveSignal,
           stdout: stdoutText,
-          stderr: stderrText,
+          stderr: stderrText + runLimitNote(runLimits, status, killedFor),
           truncated,
           durationMs: performance.now() - options.startedAt,
           ...(error && status !== "ok" ? { error } : {}),
@@ -154,6 +181,8 @@ interface RunOutcome {
   truncated: boolean;
   error: ParsedError | undefined;
   stderr: string;
+  /** The run's memory cgroup OOM-killed one of its processes. */
+  memoryExceeded?: boolean;
 }
 
 /** Out of memory as Python, V8 or the C runtime report it. */
@@ -162,6 +191,9 @@ const MEMORY_EXHAUSTED =
 
 /** Why the run ended, most specific reason first: our own kills, then limits, then the exit code. */
 export function classifyRun(outcome: RunOutcome): RunStatus {
+  // The cause, even when the survivors then hung until the deadline or died of the kill.
+  if (outcome.memoryExceeded) return "memory_limit";
+  if (outcome.killedFor === "cpu_budget") return "timeout";
   if (outcome.killedFor) return outcome.killedFor;
   // The kernel sends SIGXCPU when RLIMIT_CPU runs out: the program used up its time.
   if (outcome.signal === "SIGXCPU") return "timeout";
@@ -170,6 +202,21 @@ export function classifyRun(outcome: RunOutcome): RunStatus {
   if (outcome.signal) return "killed";
   if (outcome.truncated) return "output_limit";
   return outcome.exitCode === 0 ? "ok" : "error";
+}
+
+/**
+ * A line for stderr when a whole-run limit ended the run: a process killed by the kernel prints no
+ * traceback, and the fixer, which reads the stderr tail, must learn why the program died.
+ */
+function runLimitNote(runLimits: RunWideLimits | undefined, status: RunStatus, killedFor: KillReason | null): string {
+  if (!runLimits) return "";
+  if (status === "memory_limit" && runLimits.memoryExceeded()) {
+    return `\n[selfheal] the run's processes together used more than ${runLimits.memoryMb} MiB of memory, the limit for the whole run, and the kernel killed them\n`;
+  }
+  if (killedFor === "cpu_budget") {
+    return `\n[selfheal] the run's processes together used more than ${runLimits.cpuSeconds} CPU seconds, the limit for the whole run, and were killed\n`;
+  }
+  return "";
 }
 
 function signalName(signalNumber: number): NodeJS.Signals | null {

@@ -1,4 +1,5 @@
-import { readdirSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { processIsAlive } from "../core/process.js";
@@ -30,14 +31,31 @@ export function removeDeadProcessDirs(): void {
   } catch {
     return;
   }
+  let mounted: Set<string> | undefined;
   for (const entry of entries) {
     const pid = tempDirOwner(entry);
     if (!pid || pid === process.pid || processIsAlive(pid)) continue;
+    // A run's tmpfs (work-dir.ts) is unmounted first: rm would empty it and then fail on the mount.
+    mounted ??= mountPoints();
+    if (mounted.has(join(tmpdir(), entry))) spawnSync("umount", ["-l", join(tmpdir(), entry)], { stdio: "ignore" });
     try {
       rmSync(join(tmpdir(), entry), { recursive: true, force: true });
     } catch {
       // Someone else's, or already gone: not ours to worry about.
     }
+  }
+}
+
+function mountPoints(): Set<string> {
+  try {
+    // Octal escapes (\040 for a space) cannot occur in our own names, so they need no decoding.
+    return new Set(
+      readFileSync("/proc/self/mounts", "utf8")
+        .split("\n")
+        .map((line) => line.split(" ")[1] ?? ""),
+    );
+  } catch {
+    return new Set();
   }
 }
 

@@ -17,6 +17,11 @@ export interface SandboxLimits {
   cpuSeconds: number;
   maxProcesses: number;
   maxFileMb: number;
+  /**
+   * Bytes the run may write to /work and /tmp together, on a tmpfs of its own where the backend
+   * can mount one (bwrap as root); elsewhere the size of the /tmp tmpfs.
+   */
+  maxDiskMb: number;
   /** Cap per stream (stdout and stderr each); the rest is dropped and `truncated` is set. */
   maxOutputBytes: number;
 }
@@ -38,10 +43,33 @@ export interface RunHooks {
   onOutput?: (stream: OutputStream, line: string) => void;
 }
 
+/** How far one limit holds: for the whole run, for each process (or file) only, or not at all. */
+export interface Containment {
+  scope: "run" | "process" | "none";
+  /** The mechanism, in a few words: "cgroup v1: 256 MiB for the whole run, ...". */
+  by: string;
+}
+
+/** What a sandbox holds here, found when it was made; `selfheal doctor` prints it. */
+export interface SandboxIsolation {
+  kind: Exclude<SandboxKind, "auto">;
+  memory: Containment;
+  processes: Containment;
+  cpu: Containment;
+  /** Bytes and files written by the run. */
+  disk: Containment;
+  /** Which system calls the kernel refuses the program. */
+  syscalls: Containment;
+  /** Why a stronger mechanism is missing, one sentence each. */
+  notes: string[];
+}
+
 export interface Sandbox {
   /** The backend actually chosen (never `auto`). */
   readonly kind: Exclude<SandboxKind, "auto">;
   run(request: RunRequest, hooks?: RunHooks): Promise<RunResult>;
+  /** Which limits hold for the whole run here, and by what. */
+  describe?(): SandboxIsolation;
   /** Releases pre-warmed processes; safe to call more than once. */
   close?(): Promise<void>;
 }

@@ -1,0 +1,18 @@
+import { describe, expect, it } from "vitest";
+
+import { runCli } from "./cli-helpers.js";
+
+describe("selfheal doctor", () => {
+  it("says which limits of the chosen sandbox hold for the whole run and by what", async () => {
+    const result = await runCli(["doctor", "--sandbox", "process"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^sandbox: process$/m);
+    expect(result.stdout).toMatch(/^ {2}memory +per process +RLIMIT_AS/m);
+    expect(result.stdout).toMatch(/^ {2}syscalls +none /m);
+  });
+
+  it("prints the same as JSON", async () => {
+    const result = await runCli(["doctor", "--sandbox", "process", "--json"]);
+    expect(JSON.parse(result.stdout)).toMatchObject({ kind: "process", processes: { scope: "none" } });
+  });
+});
