@@ -162,13 +162,25 @@ export interface BwrapArgvInput {
  * a minimal /etc, fresh /proc, /dev and /tmp, the work dir at /work, and nothing else of the host.
  */
 export function buildBwrapArgv(input: BwrapArgvInput): string[] {
-  const { host } = input;
   const prefixes = input.prefixes.filter((prefix) => !isUnder(prefix, "/usr"));
-  const argv: string[] = [...(input.cgroupJoin ?? [])];
+  const argv: string[] = [...(input.cgroupJoin ?? []), ...reexposeHiddenPrefixes(input, prefixes)];
+  if (input.hostUid !== null && input.host.setpriv) {
+    argv.push(input.host.setpriv, `--reuid=${input.hostUid}`, `--regid=${input.hostUid}`, "--clear-groups", "--");
+  }
+  argv.push(...isolationFlags(input), ...sandboxFileSystem(input, prefixes), "--clearenv");
+  for (const [name, value] of Object.entries(input.env ?? sandboxEnv(prefixes))) argv.push("--setenv", name, value);
+  argv.push("--", ...input.command);
+  return argv;
+}
 
-  // Dropping to an unprivileged uid happens before bwrap, so bwrap itself cannot reach what that
-  // uid cannot: an interpreter under /root (pyenv) would be invisible. A first bwrap, still root
-  // and sharing every namespace but the mount one, re-exposes just those prefixes.
+/**
+ * Dropping to an unprivileged uid happens before bwrap, so bwrap itself cannot reach what that
+ * uid cannot: an interpreter under /root (pyenv) would be invisible. A first bwrap, still root
+ * and sharing every namespace but the mount one, re-exposes just those prefixes.
+ */
+function reexposeHiddenPrefixes(input: BwrapArgvInput, prefixes: string[]): string[] {
+  const { host } = input;
+  const argv: string[] = [];
   const hidden = input.hostUid === null ? [] : prefixes.filter((prefix) => hiddenAncestor(prefix) !== null);
   if (hidden.length > 0) {
     argv.push(host.bwrap, "--dev-bind", "/", "/", "--die-with-parent");
@@ -190,13 +202,13 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
     }
     argv.push("--");
   }
+  return argv;
+}
 
-  if (input.hostUid !== null && host.setpriv) {
-    argv.push(host.setpriv, `--reuid=${input.hostUid}`, `--regid=${input.hostUid}`, "--clear-groups", "--");
-  }
-
-  argv.push(
-    host.bwrap,
+/** The namespaces, identity and capabilities of the sandboxed process, and its seccomp filter. */
+function isolationFlags(input: BwrapArgvInput): string[] {
+  return [
+    input.host.bwrap,
     "--unshare-user",
     "--unshare-pid",
     "--unshare-net",
@@ -216,10 +228,12 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
     "ALL",
     // bwrap loads the filter last, just before exec'ing the program: its own mounts are not filtered.
     ...(input.seccomp ? ["--seccomp", String(SECCOMP_FD)] : []),
-    "--ro-bind",
-    "/usr",
-    "/usr",
-  );
+  ];
+}
+
+/** What the program sees: /usr and the interpreters read-only, a minimal /etc, sized tmpfs, its work dir. */
+function sandboxFileSystem(input: BwrapArgvInput, prefixes: string[]): string[] {
+  const argv: string[] = ["--ro-bind", "/usr", "/usr"];
   for (const directory of SYSTEM_DIRS) {
     const entry = lstatOrNull(directory);
     if (entry?.isSymbolicLink()) argv.push("--symlink", readlinkSync(directory), directory);
@@ -256,10 +270,7 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
     "/",
     "--chdir",
     SANDBOX_WORK_DIR,
-    "--clearenv",
   );
-  for (const [name, value] of Object.entries(input.env ?? sandboxEnv(prefixes))) argv.push("--setenv", name, value);
-  argv.push("--", ...input.command);
   return argv;
 }
 

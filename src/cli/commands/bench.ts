@@ -4,6 +4,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import {
   BENCH_SANDBOX_LIMITS,
   type BenchmarkReport,
+  type BenchmarkTask,
   DatasetError,
   FEEDBACK_LABELS,
   FEEDBACK_MODES,
@@ -26,7 +27,9 @@ import {
   hasModelConfig,
   MissingModelConfigError,
   parseSettings,
+  type Sandbox,
   type SandboxKind,
+  type Settings,
 } from "../../index.js";
 import { positiveInteger, sandboxOption, settingDefaults } from "../options.js";
 
@@ -92,6 +95,77 @@ async function writeJson(path: string | undefined, value: unknown): Promise<void
   process.stderr.write(`selfheal bench: wrote ${path}\n`);
 }
 
+/** `--verify-dataset`: the judge's own check, no model; exits 1 when the judge cannot be trusted. */
+async function verifyCommand(
+  flags: BenchFlags,
+  tasks: BenchmarkTask[],
+  sandbox: Sandbox,
+  datasetName: string,
+): Promise<number> {
+  const progress = new BenchProgress(tasks.length, "verify");
+  const report = await verifyDataset({
+    tasks,
+    sandbox,
+    concurrency: flags.concurrency,
+    onProgress: ({ done, total, task }) => {
+      const caught = task.mutants.filter((mutant) => !mutant.verdict.passed).length;
+      const reference = task.canonical.passed ? "reference passes" : `REFERENCE FAILS (${task.canonical.status})`;
+      progress.step(done, total, `${task.taskId}: ${reference}, ${caught}/${task.mutants.length} mutants caught`);
+    },
+  });
+  progress.stop();
+  process.stdout.write(`${formatVerifyReport(report)}\n`);
+  await writeJson(flags.json, { dataset: datasetName, ...report });
+  const trusted =
+    report.falseFails.length === 0 && report.falsePasses.length === 0 && report.visibleFalseFails.length === 0;
+  return trusted ? 0 : 1;
+}
+
+/** A benchmark run: the table on stdout, and the JSON and HTML reports when asked for. */
+async function benchCommand(
+  flags: BenchFlags,
+  tasks: BenchmarkTask[],
+  sandbox: Sandbox,
+  settings: Settings,
+  datasetName: string,
+): Promise<void> {
+  let simulated: SimulatedBenchmarkModel | undefined;
+  if (flags.simulated) {
+    process.stderr.write(`selfheal bench: ${SIMULATED_MODEL_LABEL}\n`);
+    simulated = await SimulatedBenchmarkModel.forTasks(tasks, sandbox, { concurrency: flags.concurrency });
+  }
+  if (flags.feedback === "oracle") process.stderr.write(`selfheal bench: ${FEEDBACK_LABELS.oracle}\n`);
+  const progress = new BenchProgress(tasks.length, "bench");
+  const report: BenchmarkReport = await runBenchmark({
+    tasks,
+    sandbox,
+    ...(simulated ? { models: { model: simulated } } : {}),
+    concurrency: flags.concurrency,
+    settings,
+    feedback: flags.feedback,
+    samples: flags.samples,
+    dataset: datasetName,
+    modelLabel: simulated
+      ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
+      : { name: settings.model, simulated: false },
+    onProgress: ({ done, total, outcome }) => {
+      const tokens = outcome.inputTokens + outcome.outputTokens;
+      progress.step(
+        done,
+        total,
+        `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), hidden tests: ${outcome.solved ? "solved" : "not solved"}, ${tokens} tokens`,
+      );
+    },
+  });
+  progress.stop();
+  process.stdout.write(`${formatBenchmarkTable(report)}\n`);
+  await writeJson(flags.json, report);
+  if (flags.html !== undefined) {
+    await writeFile(flags.html, renderHtmlReport(report));
+    process.stderr.write(`selfheal bench: wrote ${flags.html}\n`);
+  }
+}
+
 async function runBenchCommand(flags: BenchFlags): Promise<number> {
   const tasks = await loadDataset({
     dataset: flags.dataset,
@@ -113,61 +187,8 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
-    if (flags.verifyDataset) {
-      const progress = new BenchProgress(tasks.length, "verify");
-      const report = await verifyDataset({
-        tasks,
-        sandbox,
-        concurrency: flags.concurrency,
-        onProgress: ({ done, total, task }) => {
-          const caught = task.mutants.filter((mutant) => !mutant.verdict.passed).length;
-          const reference = task.canonical.passed ? "reference passes" : `REFERENCE FAILS (${task.canonical.status})`;
-          progress.step(done, total, `${task.taskId}: ${reference}, ${caught}/${task.mutants.length} mutants caught`);
-        },
-      });
-      progress.stop();
-      process.stdout.write(`${formatVerifyReport(report)}\n`);
-      await writeJson(flags.json, { dataset: datasetName, ...report });
-      const trusted =
-        report.falseFails.length === 0 && report.falsePasses.length === 0 && report.visibleFalseFails.length === 0;
-      return trusted ? 0 : 1;
-    }
-
-    let simulated: SimulatedBenchmarkModel | undefined;
-    if (flags.simulated) {
-      process.stderr.write(`selfheal bench: ${SIMULATED_MODEL_LABEL}\n`);
-      simulated = await SimulatedBenchmarkModel.forTasks(tasks, sandbox, { concurrency: flags.concurrency });
-    }
-    if (flags.feedback === "oracle") process.stderr.write(`selfheal bench: ${FEEDBACK_LABELS.oracle}\n`);
-    const progress = new BenchProgress(tasks.length, "bench");
-    const report: BenchmarkReport = await runBenchmark({
-      tasks,
-      sandbox,
-      ...(simulated ? { models: { model: simulated } } : {}),
-      concurrency: flags.concurrency,
-      settings,
-      feedback: flags.feedback,
-      samples: flags.samples,
-      dataset: datasetName,
-      modelLabel: simulated
-        ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
-        : { name: settings.model, simulated: false },
-      onProgress: ({ done, total, outcome }) => {
-        const tokens = outcome.inputTokens + outcome.outputTokens;
-        progress.step(
-          done,
-          total,
-          `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), hidden tests: ${outcome.solved ? "solved" : "not solved"}, ${tokens} tokens`,
-        );
-      },
-    });
-    progress.stop();
-    process.stdout.write(`${formatBenchmarkTable(report)}\n`);
-    await writeJson(flags.json, report);
-    if (flags.html !== undefined) {
-      await writeFile(flags.html, renderHtmlReport(report));
-      process.stderr.write(`selfheal bench: wrote ${flags.html}\n`);
-    }
+    if (flags.verifyDataset) return await verifyCommand(flags, tasks, sandbox, datasetName);
+    await benchCommand(flags, tasks, sandbox, settings, datasetName);
     return 0;
   } finally {
     // The sandbox's idle interpreters are unreferenced, so while close() waits for them to exit
