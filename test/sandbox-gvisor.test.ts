@@ -54,7 +54,7 @@ describe("the gVisor spec", () => {
   });
 });
 
-describe.skipIf(missing !== null)("the gVisor sandbox", () => {
+describe.skipIf(missing !== null)(`the gVisor sandbox${missing ? ` (skipped: ${missing})` : ""}`, () => {
   const sandbox = createSandbox({ kind: "gvisor", limits: { timeoutMs: 5_000 } });
   const secretDir = mkdtempSync(join(tmpdir(), "selfheal-gvisor-secret-"));
   const secretFile = join(secretDir, "secret.txt");

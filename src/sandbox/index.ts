@@ -103,7 +103,7 @@ export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "conta
     if (problem !== null) {
       const sentence = /[.?!]$/.test(problem) ? problem : `${problem}.`;
       throw new SandboxUnavailableError(
-        `the container sandbox cannot use ${engine}: ${sentence} Install or start ${engine} (or point ${engine === "docker" ? "DOCKER_HOST" : "CONTAINER_HOST"} at a running engine), or choose another sandbox (auto, bwrap, process)`,
+        `the container sandbox cannot use ${engine}: ${sentence} Install or start ${engine} (or point ${engine === "docker" ? "DOCKER_HOST" : "CONTAINER_HOST"} at a running engine), or choose another sandbox (auto, bwrap, process, gvisor)`,
       );
     }
   }
