@@ -4,7 +4,8 @@ import { join } from "node:path";
 
 import { afterAll, describe, expect, it } from "vitest";
 
-import { buildGvisorSpec, createSandbox, DEFAULT_LIMITS, probeGvisor } from "../src/sandbox/index.js";
+import { SandboxUnavailableError } from "../src/core/errors.js";
+import { buildGvisorSpec, checkSandbox, createSandbox, DEFAULT_LIMITS, probeGvisor } from "../src/sandbox/index.js";
 
 const missing = probeGvisor();
 if (missing !== null) console.warn(`skipping the gVisor runs: ${missing}`);
@@ -18,6 +19,18 @@ interface SpecMount {
 describe("the gVisor probe", () => {
   it("says how to install runsc when it is not on PATH", () => {
     expect(probeGvisor("/nonexistent")).toContain("apt-get install runsc");
+  });
+
+  it("makes checkSandbox refuse the gvisor kind before a run when runsc is not on PATH", async () => {
+    const path = process.env.PATH;
+    process.env.PATH = "/nonexistent";
+    try {
+      const check = checkSandbox({ kind: "gvisor" });
+      await expect(check).rejects.toBeInstanceOf(SandboxUnavailableError);
+      await expect(check).rejects.toThrow("apt-get install runsc");
+    } finally {
+      process.env.PATH = path;
+    }
   });
 });
 

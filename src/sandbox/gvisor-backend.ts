@@ -143,7 +143,9 @@ export class GvisorSandbox implements Sandbox {
     const interpreter = (await resolveInterpreters())[request.language];
     if (!interpreter) return unavailableResult(new InterpreterMissingError(request.language).message, startedAt);
 
-    const workDir = await WorkDir.create({ uid: SANDBOX_UID, gid: SANDBOX_UID }, this.disk);
+    // Only root may hand the work dir to the sandbox's uid; runs as another user are untested here.
+    const owner = process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_UID } : null;
+    const workDir = await WorkDir.create(owner, this.disk);
     const bundle = await mkdtemp(tempDirPrefix("run"));
     const stateDir = join(bundle, "state");
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
