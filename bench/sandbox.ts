@@ -1,6 +1,7 @@
 /**
- * Sandbox latency and throughput, side by side: a bare interpreter spawn, the process backend, and
- * bwrap cold and pre-warmed, each running `print(1)`. Prints a table; asserts nothing.
+ * Sandbox latency and throughput, side by side: a bare interpreter spawn, the process backend,
+ * bwrap cold and pre-warmed, and gVisor where runsc is installed, each running `print(1)`. Prints a
+ * table; asserts nothing.
  *
  *   npm run bench:sandbox [-- --runs 100 --throughput-runs 40]
  */
@@ -9,7 +10,7 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { createSandbox, type ManagedSandbox, probeBwrap } from "../src/sandbox/index.js";
+import { createSandbox, type ManagedSandbox, probeBwrap, probeGvisor } from "../src/sandbox/index.js";
 import { resolveInterpreters } from "../src/sandbox/interpreters.js";
 import type { RunRequest } from "../src/sandbox/types.js";
 
@@ -119,6 +120,13 @@ async function main(): Promise<void> {
     );
   } else {
     console.log(`bwrap skipped: ${bwrap.reason}`);
+  }
+  // A gVisor sandbox starts per run, so there is only a cold figure.
+  const gvisorMissing = probeGvisor();
+  if (gvisorMissing === null) {
+    contenders.push(sandboxContender("gvisor (runsc, ptrace), cold", createSandbox({ kind: "gvisor" }), false));
+  } else {
+    console.log(`gvisor skipped: ${gvisorMissing}`);
   }
 
   const load = (): string =>

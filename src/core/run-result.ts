@@ -11,7 +11,7 @@ export const LanguageSchema = z.enum(LANGUAGES);
 export type Language = z.infer<typeof LanguageSchema>;
 
 /** Which backend to use; `auto` picks bwrap when it works here, else the plain process. */
-export const SANDBOX_KINDS = ["auto", "bwrap", "process", "container"] as const;
+export const SANDBOX_KINDS = ["auto", "bwrap", "process", "container", "gvisor"] as const;
 export const SandboxKindSchema = z.enum(SANDBOX_KINDS);
 export type SandboxKind = z.infer<typeof SandboxKindSchema>;
 

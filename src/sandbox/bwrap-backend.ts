@@ -30,7 +30,7 @@ const MIB = 1024 * 1024;
 export const SANDBOX_WORK_DIR = "/work";
 export const SANDBOX_SUPPORT_DIR = "/.selfheal";
 /** The uid and gid the program sees inside its user namespace. */
-const SANDBOX_UID = 1000;
+export const SANDBOX_UID = 1000;
 /** The fd bwrap reads the seccomp BPF from (0-2 are the pipes, 3 the pre-warm control pipe). */
 const SECCOMP_FD = 4;
 
@@ -285,8 +285,16 @@ export function sandboxEnv(prefixes: string[]): Record<string, string> {
   return env;
 }
 
-/** bwrap arguments for /etc: generated account and host files, plus the loader cache and timezone. */
-function minimalEtc(supportDir: string): string[] {
+/** The files a sandbox's /etc holds: generated accounts and hosts, plus the host's loader cache and timezone. */
+export interface SandboxEtcFile {
+  /** Path on the host. */
+  source: string;
+  /** Path inside the sandbox. */
+  target: string;
+}
+
+/** Writes the generated /etc files once into the support dir and lists what a sandbox binds at /etc. */
+export function sandboxEtcFiles(supportDir: string): SandboxEtcFile[] {
   const etc = join(supportDir, "etc");
   if (!existsSync(join(etc, "passwd"))) {
     mkdirSync(etc, { recursive: true, mode: 0o755 });
@@ -300,14 +308,22 @@ function minimalEtc(supportDir: string): string[] {
     writeFileSync(join(etc, "hosts"), "127.0.0.1 localhost sandbox\n::1 localhost\n", { mode: 0o644 });
     writeFileSync(join(etc, "nsswitch.conf"), "passwd: files\ngroup: files\nhosts: files\n", { mode: 0o644 });
   }
-  const args = ["--dir", "/etc"];
-  for (const name of ["passwd", "group", "hosts", "nsswitch.conf"])
-    args.push("--ro-bind", join(etc, name), `/etc/${name}`);
+  const files = ["passwd", "group", "hosts", "nsswitch.conf"].map((name) => ({
+    source: join(etc, name),
+    target: `/etc/${name}`,
+  }));
   for (const file of ["/etc/ld.so.cache", "/etc/ld.so.conf"]) {
-    if (existsSync(file)) args.push("--ro-bind", file, file);
+    if (existsSync(file)) files.push({ source: file, target: file });
   }
   const localtime = resolveOrNull("/etc/localtime");
-  if (localtime) args.push("--ro-bind", localtime, "/etc/localtime");
+  if (localtime) files.push({ source: localtime, target: "/etc/localtime" });
+  return files;
+}
+
+/** bwrap arguments for /etc: only what the C library, Python and Node read at start. */
+function minimalEtc(supportDir: string): string[] {
+  const args = ["--dir", "/etc"];
+  for (const { source, target } of sandboxEtcFiles(supportDir)) args.push("--ro-bind", source, target);
   return args;
 }
 

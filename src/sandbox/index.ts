@@ -1,6 +1,7 @@
 import { SandboxUnavailableError } from "../core/errors.js";
 import { type BwrapHost, BwrapLauncher, probeBwrap } from "./bwrap-backend.js";
 import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from "./container-backend.js";
+import { GvisorSandbox, probeGvisor } from "./gvisor-backend.js";
 import { resolveLimits } from "./limits.js";
 import { LocalSandbox, type PrewarmMode } from "./local-sandbox.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process-backend.js";
@@ -8,6 +9,7 @@ import type { Language, Sandbox, SandboxIsolation, SandboxKind, SandboxLimits } 
 
 export { probeBwrap } from "./bwrap-backend.js";
 export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container-backend.js";
+export { buildGvisorSpec, probeGvisor } from "./gvisor-backend.js";
 export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
 export { CODE_FILE_NAME, parseError } from "./parse-error.js";
 export * from "./types.js";
@@ -60,6 +62,8 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
     sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
   } else if (kind === "container") {
     return new ContainerSandbox(limits, options.container);
+  } else if (kind === "gvisor") {
+    return new GvisorSandbox(limits);
   } else {
     throw new Error(`unknown sandbox kind ${JSON.stringify(kind)}`);
   }
@@ -85,13 +89,21 @@ function requireBwrap(): BwrapHost {
 export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "container"> = {}): Promise<void> {
   const kind = options.kind ?? "auto";
   if (kind === "bwrap") requireBwrap();
+  if (kind === "gvisor") {
+    const problem = probeGvisor();
+    if (problem !== null) {
+      throw new SandboxUnavailableError(
+        `the gvisor sandbox is not available: ${problem}; or choose another sandbox (auto, bwrap, process, container)`,
+      );
+    }
+  }
   if (kind === "container") {
     const engine = options.container?.command ?? "docker";
     const problem = await probeContainerEngine(engine);
     if (problem !== null) {
       const sentence = /[.?!]$/.test(problem) ? problem : `${problem}.`;
       throw new SandboxUnavailableError(
-        `the container sandbox cannot use ${engine}: ${sentence} Install or start ${engine} (or point ${engine === "docker" ? "DOCKER_HOST" : "CONTAINER_HOST"} at a running engine), or choose another sandbox (auto, bwrap, process)`,
+        `the container sandbox cannot use ${engine}: ${sentence} Install or start ${engine} (or point ${engine === "docker" ? "DOCKER_HOST" : "CONTAINER_HOST"} at a running engine), or choose another sandbox (auto, bwrap, process, gvisor)`,
       );
     }
   }

@@ -257,7 +257,8 @@ export class LocalSandbox implements Sandbox {
   }
 }
 
-async function writeProgramFiles(workDir: WorkDir, request: RunRequest): Promise<void> {
+/** Writes the request's extra files and its code into the work dir; every backend with a host work dir uses it. */
+export async function writeProgramFiles(workDir: WorkDir, request: RunRequest): Promise<void> {
   for (const [name, content] of Object.entries(request.files ?? {})) {
     await workDir.writeFile(name, content);
   }
