@@ -17,14 +17,12 @@ import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
 import { type CgroupSupport, detectCgroups, RunCgroup } from "./cgroups.js";
 import { interpreterCommand } from "./command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
-import { MAX_DISK_FILES } from "./limits.js";
+import { MAX_DISK_FILES, MIB } from "./limits.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "./run-child.js";
 import { type SeccompFilter, seccompFilter } from "./seccomp.js";
 import type { Containment, Language, SandboxIsolation, SandboxLimits } from "./types.js";
 import { type RunDisk, WorkDir } from "./work-dir.js";
-
-const MIB = 1024 * 1024;
 
 /** Where the work dir and the support files appear inside the sandbox. */
 export const SANDBOX_WORK_DIR = "/work";
@@ -44,7 +42,8 @@ const SECCOMP_FD = 4;
 const HOST_UID_BASE = 1_500_000_000;
 const HOST_UID_RANGE = 1_000_000;
 
-const SYSTEM_DIRS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/** The top-level system directories: symlinks into /usr on a merged-/usr host, real directories otherwise. */
+export const SYSTEM_DIRS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
 /** What bwrap needs from the host, found once per process. */
 export interface BwrapHost {
@@ -627,7 +626,7 @@ function isUnder(path: string, directory: string): boolean {
   return path === directory || path.startsWith(directory.endsWith("/") ? directory : `${directory}/`);
 }
 
-function lstatOrNull(path: string): ReturnType<typeof lstatSync> | null {
+export function lstatOrNull(path: string): ReturnType<typeof lstatSync> | null {
   try {
     return lstatSync(path);
   } catch {

@@ -13,9 +13,9 @@ import { rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
 import { processIsAlive } from "../core/process.js";
+import { MIB } from "./limits.js";
 import type { SandboxLimits } from "./types.js";
 
-const MIB = 1024 * 1024;
 /** `statfs(2)` f_type of a cgroup2 file system; a tmpfs there means v1 or hybrid. */
 export const CGROUP2_SUPER_MAGIC = 0x63677270;
 const RUN_CGROUP_NAME = /^selfheal-(\d+)-/;

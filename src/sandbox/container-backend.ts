@@ -1,13 +1,12 @@
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-
+import { MIB } from "./limits.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
 import { collectRun, killProcessGroup, unavailableResult } from "./run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "./types.js";
 import { safeRelativePath } from "./work-dir.js";
 
-const MIB = 1024 * 1024;
 /** How long we give the engine to answer before calling it unreachable. */
 const ENGINE_CHECK_TIMEOUT_MS = 5_000;
 /** `docker run` and `podman run` exit with 125 when the engine itself failed, not the program. */

@@ -1,15 +1,22 @@
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, readlinkSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readlinkSync, symlinkSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 
 import { getSupportDir } from "./bootstrap.js";
-import { SANDBOX_UID, SANDBOX_WORK_DIR, sandboxEnv, sandboxEtcFiles } from "./bwrap-backend.js";
+import {
+  lstatOrNull,
+  SANDBOX_UID,
+  SANDBOX_WORK_DIR,
+  SYSTEM_DIRS,
+  sandboxEnv,
+  sandboxEtcFiles,
+} from "./bwrap-backend.js";
 import { resourceLimits } from "./command.js";
 import { findOnPath, InterpreterMissingError, resolveInterpreters } from "./interpreters.js";
-import { MAX_DISK_FILES } from "./limits.js";
+import { MAX_DISK_FILES, MIB } from "./limits.js";
 import { writeProgramFiles } from "./local-sandbox.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
 import { collectRun, killProcessGroup, unavailableResult } from "./run-child.js";
@@ -17,11 +24,8 @@ import { tempDirPrefix } from "./temp-dirs.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "./types.js";
 import { type RunDisk, WorkDir } from "./work-dir.js";
 
-const MIB = 1024 * 1024;
 /** How long runsc may take to tear a sandbox down before we stop waiting for it. */
 const RUNSC_CLEANUP_TIMEOUT_MS = 10_000;
-/** The merged-/usr symlinks a Debian-like root needs; real directories are not copied. */
-const SYSTEM_LINKS = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
 /**
  * `--platform=ptrace` because it needs no /dev/kvm and Debian's 2022 runsc has no systrap;
@@ -89,7 +93,7 @@ export function buildGvisorSpec(input: GvisorSpecInput): Record<string, unknown>
       { destination: "/dev/shm", type: "tmpfs", source: "shm", options: ["nosuid", "nodev", tmpfsSize] },
       readOnly("/usr", "/usr"),
       // A host without merged /usr has real /lib and /bin; the skeleton root holds only symlinks.
-      ...SYSTEM_LINKS.filter((path) => lstatOrNull(path)?.isDirectory()).map((path) => readOnly(path, path)),
+      ...SYSTEM_DIRS.filter((path) => lstatOrNull(path)?.isDirectory()).map((path) => readOnly(path, path)),
       ...prefixes.map((prefix) => readOnly(prefix, prefix)),
       ...input.etc.map(({ source, target }) => readOnly(source, target)),
       input.tmpDir
@@ -230,7 +234,7 @@ function skeletonRoot(): string {
   const root = join(getSupportDir(), "gvisor-root");
   if (existsSync(join(root, "usr"))) return root;
   mkdirSync(root, { recursive: true, mode: 0o755 });
-  for (const link of SYSTEM_LINKS) {
+  for (const link of SYSTEM_DIRS) {
     const entry = lstatOrNull(link);
     if (entry?.isSymbolicLink()) symlinkSync(readlinkSync(link), join(root, link.slice(1)));
   }
@@ -238,12 +242,4 @@ function skeletonRoot(): string {
     mkdirSync(join(root, directory), { recursive: true, mode: 0o755 });
   }
   return root;
-}
-
-function lstatOrNull(path: string): ReturnType<typeof lstatSync> | null {
-  try {
-    return lstatSync(path);
-  } catch {
-    return null;
-  }
 }

@@ -1,5 +1,7 @@
 import type { SandboxLimits } from "./types.js";
 
+export const MIB = 1024 * 1024;
+
 /** Limits used when the caller does not set them; generous for a test program, small for a host. */
 export const DEFAULT_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   timeoutMs: 10_000,
