@@ -1,4 +1,5 @@
 import { SandboxUnavailableError } from "../core/errors.js";
+import { SANDBOX_KINDS } from "../core/run-result.js";
 import { type BwrapHost, BwrapLauncher, probeBwrap } from "./bwrap-backend.js";
 import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from "./container-backend.js";
 import { GvisorSandbox, probeGvisor } from "./gvisor-backend.js";
@@ -71,13 +72,16 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   return sandbox;
 }
 
+/** The end of a "cannot run here" message: the kinds to try instead, from the one list of kinds. */
+function otherSandboxes(kind: SandboxKind): string {
+  return `or choose another sandbox (${SANDBOX_KINDS.filter((other) => other !== kind).join(", ")})`;
+}
+
 /** The bwrap host, or the error that says why bwrap cannot run here and what to do. */
 function requireBwrap(): BwrapHost {
   const probe = probeBwrap();
   if (probe.usable) return probe.host;
-  throw new SandboxUnavailableError(
-    `the bwrap sandbox is not available: ${probe.reason}; or choose another sandbox (auto, process, container)`,
-  );
+  throw new SandboxUnavailableError(`the bwrap sandbox is not available: ${probe.reason}; ${otherSandboxes("bwrap")}`);
 }
 
 /**
@@ -92,9 +96,7 @@ export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "conta
   if (kind === "gvisor") {
     const problem = probeGvisor();
     if (problem !== null) {
-      throw new SandboxUnavailableError(
-        `the gvisor sandbox is not available: ${problem}; or choose another sandbox (auto, bwrap, process, container)`,
-      );
+      throw new SandboxUnavailableError(`the gvisor sandbox is not available: ${problem}; ${otherSandboxes("gvisor")}`);
     }
   }
   if (kind === "container") {
@@ -103,7 +105,7 @@ export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "conta
     if (problem !== null) {
       const sentence = /[.?!]$/.test(problem) ? problem : `${problem}.`;
       throw new SandboxUnavailableError(
-        `the container sandbox cannot use ${engine}: ${sentence} Install or start ${engine} (or point ${engine === "docker" ? "DOCKER_HOST" : "CONTAINER_HOST"} at a running engine), or choose another sandbox (auto, bwrap, process, gvisor)`,
+        `the container sandbox cannot use ${engine}: ${sentence} Install or start ${engine} (or point ${engine === "docker" ? "DOCKER_HOST" : "CONTAINER_HOST"} at a running engine), ${otherSandboxes("container")}`,
       );
     }
   }
