@@ -1,9 +1,8 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AgentUpdate, ExtraStep } from "../../src/index.js";
-import { planModelCall } from "../../src/tools/budget.js";
+import { planPromptCall } from "../../src/tools/budget.js";
 import { extractCode } from "../../src/tools/extract-code.js";
 import { callModel } from "../../src/tools/models.js";
-import { countMessageTokens } from "../../src/tools/tokens.js";
 import { ANALYZER_SOURCE } from "./analyze.js";
 import { buildTestWriterPrompt } from "./prompt.js";
 
@@ -38,8 +37,7 @@ export function testWriter(options: TestWriterOptions = {}): ExtraStep {
         { source: SOURCE, attempt: state.attempt + 1, message, data },
       ];
 
-      const plan = planModelCall({
-        promptTokens: await countMessageTokens(messages),
+      const plan = await planPromptCall(messages, {
         usedTokens: state.usage.totalTokens,
         tokenBudget: settings.tokenBudget,
         maxOutputTokens: Math.min(settings.maxOutputTokens, 1024),
@@ -49,6 +47,7 @@ export function testWriter(options: TestWriterOptions = {}): ExtraStep {
         outputCap: plan.outputCap,
         timeoutMs: settings.modelTimeoutMs,
         signal: config.signal,
+        promptTokens: plan.promptTokens,
       });
       const written = extractCode(reply.text, "python");
       if (written.code === null) return { usage: [reply.usage], notes: note(`wrote no tests: ${written.problem}`) };

@@ -37,6 +37,7 @@ export async function writeProgram(args: {
       outputCap: plan.outputCap,
       timeoutMs: settings.modelTimeoutMs,
       signal: args.signal,
+      promptTokens: plan.promptTokens,
     });
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;

@@ -156,12 +156,15 @@ function stoppedAtOutputCap(reply: AIMessage): boolean {
   return metadata.finish_reason === "length" || metadata.stop_reason === "max_tokens";
 }
 
-/** Invokes the model and reports its token use: the provider's numbers, else our own count. */
+/**
+ * Invokes the model and reports its token use: the provider's numbers, else our own count, which
+ * reuses `promptTokens` when the budget plan already counted the prompt.
+ */
 export async function callModel(
   model: BaseChatModel,
   messages: BaseMessage[],
   node: string,
-  limits: CallLimits,
+  limits: CallLimits & { promptTokens?: number },
 ): Promise<ModelReply> {
   const reply = (await invokeWithinLimits(model, limits, (limited, signal) =>
     limited.invoke(messages, { signal }),
@@ -179,7 +182,11 @@ export async function callModel(
   }
   return {
     text,
-    usage: { node, inputTokens: await countMessageTokens(messages), outputTokens: await countTokens(text) },
+    usage: {
+      node,
+      inputTokens: limits.promptTokens ?? (await countMessageTokens(messages)),
+      outputTokens: await countTokens(text),
+    },
     estimated: true,
     truncated,
   };
