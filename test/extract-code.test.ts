@@ -90,4 +90,33 @@ describe("extractCode", () => {
     );
     expect(extractCode("```\nconsole.log(2)\n```", "javascript").code).toBe("console.log(2)\n");
   });
+
+  it("strips the list-item indentation of a fence nested under a numbered item", () => {
+    const reply = "1. The answer:\n\n   ```python\n   def f():\n       return 1\n   ```\n";
+    expect(extractCode(reply, "python").code).toBe("def f():\n    return 1\n");
+  });
+
+  it("takes the last block that defines the task's function among worked examples", () => {
+    const reply =
+      "1. Similar problem:\n   ```python\n   def add_all(xs):\n       return sum(xs) + 0 + 0 + 0 + 0\n   ```\n" +
+      "2. Another:\n   ```python\n   def has_close(xs):\n       return False  # a long worked example\n   ```\n" +
+      "Now the task.\n\n```python\ndef target(x):\n    return x\n```\n";
+    const result = extractCode(reply, "python", ["target"]);
+    expect(result.code).toBe("def target(x):\n    return x\n");
+    expect(result.choice).toMatch(/block 3 of 3.*defines `target`/);
+  });
+
+  it("keeps the answer given first over a test block after it", () => {
+    const reply =
+      "```python\ndef target(x):\n    return x\n```\nTests:\n```python\nassert target(1) == 1\nassert target(2) == 2\nprint('ok')\n```";
+    expect(extractCode(reply, "python", ["target"]).code).toBe("def target(x):\n    return x\n");
+    expect(extractCode(reply, "python").code).toBe("def target(x):\n    return x\n");
+  });
+
+  it("merges an imports-only block with the function after it", () => {
+    const reply = "```python\nimport math\n```\nThen:\n```python\ndef target(x):\n    return math.sqrt(x)\n```";
+    const result = extractCode(reply, "python", ["target"]);
+    expect(result.code).toBe("import math\n\ndef target(x):\n    return math.sqrt(x)\n");
+    expect(result.choice).toMatch(/imports-only/);
+  });
 });

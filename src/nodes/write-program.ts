@@ -53,7 +53,7 @@ export async function writeProgram(args: {
         code: null,
         problem: `The reply was cut off at the output cap of ${plan.outputCap} tokens before the program was complete. Reply with a shorter, complete program in one fenced block.`,
       }
-    : extractCode(reply.text, state.language);
+    : extractCode(reply.text, state.language, namesInTask(state.task));
   if (extraction.code === null) {
     return {
       usage: [reply.usage],
@@ -61,5 +61,21 @@ export async function writeProgram(args: {
       objections: [{ attempt: state.attempt + 1, source: node, type: "NoCodeError", message: extraction.problem }],
     };
   }
-  return { usage: [reply.usage], code: extraction.code, draft: { author: node, tokens, hasCode: true } };
+  return {
+    usage: [reply.usage],
+    code: extraction.code,
+    draft: { author: node, tokens, hasCode: true },
+    ...(extraction.choice ? { notes: [{ source: node, attempt: state.attempt + 1, message: extraction.choice }] } : {}),
+  };
+}
+
+/**
+ * The function and class names a task defines or quotes (`def name(`, `function name(`,
+ * \`name\`): the block that defines them is the answer among a reply's worked examples.
+ */
+export function namesInTask(task: string): string[] {
+  const names = new Set<string>();
+  for (const match of task.matchAll(/\b(?:def|class|function)\s+([A-Za-z_$][\w$]*)/g)) names.add(match[1] as string);
+  for (const match of task.matchAll(/`([A-Za-z_$][\w$]*)`/g)) names.add(match[1] as string);
+  return [...names];
 }
