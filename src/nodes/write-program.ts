@@ -69,13 +69,20 @@ export async function writeProgram(args: {
   };
 }
 
+/** `def name(`, `class Name`, `function name(`, \`name\` and `name(` in a task's text. */
+const TASK_NAME_PATTERNS = [
+  /\b(?:def|class|function)\s+([A-Za-z_$][\w$]*)/g,
+  /`([A-Za-z_$][\w$]*)(?:\([^`]*\))?`/g,
+  /(?<![\w$.])([A-Za-z_$][\w$]*)\(/g,
+];
+
 /**
- * The function and class names a task defines or quotes (`def name(`, `function name(`,
- * \`name\`): the block that defines them is the answer among a reply's worked examples.
+ * The function and class names a task defines or mentions: among a reply's worked examples, the
+ * block that defines them is the answer. A name no block defines costs nothing, so a stray call
+ * in the prose (`print(`) does no harm.
  */
 export function namesInTask(task: string): string[] {
   const names = new Set<string>();
-  for (const match of task.matchAll(/\b(?:def|class|function)\s+([A-Za-z_$][\w$]*)/g)) names.add(match[1] as string);
-  for (const match of task.matchAll(/`([A-Za-z_$][\w$]*)`/g)) names.add(match[1] as string);
+  for (const pattern of TASK_NAME_PATTERNS) for (const match of task.matchAll(pattern)) names.add(match[1] as string);
   return [...names];
 }
