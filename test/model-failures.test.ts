@@ -52,22 +52,95 @@ class SilentChatModel extends BaseChatModel {
 const task = { task: "Print ok." };
 
 describe("a model server that hangs", () => {
-  it("ends a run with a built model as model_error naming the base URL, after the timeout on every try", async () => {
-    const stub = await stubAnswering({ hang: true });
+  /**
+   * A run with the model built from the environment (one retry) against a stub giving this
+   * answer, at a 0.3 s model timeout; `waitedMs` counts from the first request, not the start:
+   * loading the tokenizer for the budget check comes first.
+   */
+  async function runBuilt(answer: StubAnswer) {
+    const stub = await stubAnswering(answer);
     clearModelEnv();
     vi.stubEnv("OPENAI_BASE_URL", stub.url);
     vi.stubEnv("SELFHEAL_MODEL_RETRIES", "1");
     const result = await createAgent({ sandbox }).invoke(task, { context: { modelTimeoutMs: 300 } });
-    // From the first request, not the start: loading the tokenizer for the budget check comes first.
-    const waited = Date.now() - stub.receivedAt[0]!;
+    return { result, stub, waitedMs: Date.now() - stub.receivedAt[0]! };
+  }
 
+  it("ends a run with a built model as model_error naming the base URL, after the timeout on every try", async () => {
+    const { result, stub, waitedMs } = await runBuilt({ hang: true });
     expect(result.status).toBe("model_error");
     expect(result.reason).toContain(`The generator model call failed: the server at ${stub.url} timed out after 0.3 s`);
     expect(stub.requests).toHaveLength(2);
     // Two tries of 300 ms and one backoff of at most 0.5 s, with room for a loaded machine.
-    expect(waited).toBeGreaterThanOrEqual(600);
-    expect(waited).toBeLessThan(3000);
+    expect(waitedMs).toBeGreaterThanOrEqual(600);
+    expect(waitedMs).toBeLessThan(3000);
   });
+
+  it("ends a run as model_error when the server sends headers and then stalls the body", async () => {
+    const { result, stub, waitedMs } = await runBuilt({ stallAfterHeaders: true });
+    expect(result.status).toBe("model_error");
+    expect(result.reason).toContain(`the server at ${stub.url} timed out after 0.3 s`);
+    expect(waitedMs).toBeLessThan(4000);
+  }, 15_000);
+
+  const injectedModel = (url: string, fields: { streaming?: boolean } = {}) =>
+    new ChatOpenAI({
+      model: "stub-model",
+      apiKey: "not-needed",
+      maxRetries: 0,
+      configuration: { baseURL: url, maxRetries: 0 },
+      ...fields,
+    });
+
+  /** A run with an injected ChatOpenAI against a stub giving this answer, at a 0.3 s model timeout. */
+  async function runInjected(answer: StubAnswer) {
+    const stub = await stubAnswering(answer);
+    const started = Date.now();
+    const result = await createAgent({ model: injectedModel(stub.url), sandbox }).invoke(task, {
+      context: { modelTimeoutMs: 300 },
+    });
+    return { result, elapsedMs: Date.now() - started, requests: stub.requests.length };
+  }
+
+  it("bounds an injected ChatOpenAI whose server stalls the body after the headers", async () => {
+    const { result, elapsedMs } = await runInjected({ stallAfterHeaders: true });
+    expect(result.status).toBe("model_error");
+    expect(result.reason).toContain("timed out after 0.3 s");
+    expect(elapsedMs).toBeLessThan(4000);
+  }, 15_000);
+
+  it("does not cut a reply that keeps arriving, however long it takes in all", async () => {
+    // About 8 pieces 100 ms apart: 0.8 s in all, over twice the 0.3 s limit, never idle that long.
+    const { result, elapsedMs, requests } = await runInjected({
+      trickle: { content: fence("print('ok')"), everyMs: 100 },
+    });
+    expect(result.status).toBe("passed");
+    expect(result.code).toBe("print('ok')\n");
+    expect(elapsedMs).toBeGreaterThan(600);
+    expect(requests).toBe(1);
+  }, 15_000);
+
+  it("bounds a reply that stops arriving midway", async () => {
+    const { result, elapsedMs } = await runInjected({ trickle: { content: fence("print('ok')"), everyMs: 1_000 } });
+    expect(result.status).toBe("model_error");
+    expect(result.reason).toContain("timed out after 0.3 s");
+    expect(elapsedMs).toBeLessThan(4000);
+  }, 15_000);
+
+  it("finishes with a ChatOpenAI made with streaming: true on a machine with no internet", async () => {
+    // LangChain's streaming invoke estimates tokens with ranks it downloads from tiktoken.pages.dev:
+    // offline that download never answers, and the call never ends.
+    const stub = await stubAnswering({
+      content: fence("print('ok')"),
+      usage: { prompt_tokens: 9, completion_tokens: 4 },
+    });
+    const result = await createAgent({ model: injectedModel(stub.url, { streaming: true }), sandbox }).invoke(task, {
+      context: { modelTimeoutMs: 2_000 },
+    });
+
+    expect(result.status).toBe("passed");
+    expect(result.usage.byNode.generator).toMatchObject({ calls: 1, inputTokens: 9, outputTokens: 4 });
+  }, 15_000);
 
   it("takes the default timeout from SELFHEAL_MODEL_TIMEOUT_MS", async () => {
     const stub = await stubAnswering({ hang: true });

@@ -23,7 +23,11 @@ export type StubAnswer =
     }
   | { status: number; message?: string }
   | { raw: { status?: number; contentType: string; body: string } }
-  | { hang: true };
+  | { hang: true }
+  /** Sends the status line, headers and the start of a body, then nothing more. */
+  | { stallAfterHeaders: true }
+  /** A reply sent slowly: a few bytes of the body (or one event of the stream) every `everyMs`. */
+  | { trickle: { content: string; everyMs: number } };
 
 export interface OpenAIStub {
   /** Base URL to use as OPENAI_BASE_URL, ending in /v1. */
@@ -62,6 +66,46 @@ export async function startOpenAIStub(
     const reply = answer(body, index);
     // The request stays open until the client gives up; close() ends it.
     if ("hang" in reply) return;
+    if ("trickle" in reply) {
+      // A slow server: the JSON completion (or its server-sent events) a few bytes at a time.
+      const head = { id: `chatcmpl-stub-${index}`, created: Math.floor(Date.now() / 1000), model: body.model };
+      const { content, everyMs } = reply.trickle;
+      const pieces = body.stream
+        ? [
+            ...(content.match(/[\s\S]{1,8}/g) ?? []).map((piece) => ({
+              index: 0,
+              delta: { content: piece },
+              finish_reason: null,
+            })),
+            { index: 0, delta: {}, finish_reason: "stop" },
+          ].map(
+            (choice) => `data: ${JSON.stringify({ ...head, object: "chat.completion.chunk", choices: [choice] })}\n\n`,
+          )
+        : (JSON.stringify({
+            ...head,
+            object: "chat.completion",
+            choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }).match(/[\s\S]{1,40}/g) ?? []);
+      if (body.stream) pieces.push("data: [DONE]\n\n");
+      res.writeHead(200, { "content-type": body.stream ? "text/event-stream" : "application/json" });
+      // The first piece at once, so the headers go out now and only the body is slow.
+      res.write(pieces.shift());
+      const timer = setInterval(() => {
+        const piece = pieces.shift();
+        if (piece === undefined) {
+          clearInterval(timer);
+          res.end();
+        } else res.write(piece);
+      }, everyMs);
+      res.once("close", () => clearInterval(timer));
+      return;
+    }
+    if ("stallAfterHeaders" in reply) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"id": "chatcmpl-stalled", "choices": [');
+      return;
+    }
     if ("raw" in reply) {
       res.writeHead(reply.raw.status ?? 200, { "content-type": reply.raw.contentType });
       res.end(reply.raw.body);

@@ -107,6 +107,37 @@ export function inspectingFetch(baseFetch: typeof fetch = fetch): typeof fetch {
   };
 }
 
+/**
+ * A fetch whose response body fails with a TimeoutError when no byte arrives for `idleMs`. The
+ * openai SDK's `timeout` stops waiting for the headers only: a server that sends them and then
+ * stalls (a proxy holding the body, a stream that stops mid-reply) would hold the run forever.
+ * An idle bound, not a total one, so a long reply that keeps streaming is never cut.
+ */
+export function idleBoundedFetch(idleMs: number, baseFetch: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await baseFetch(input, init);
+    if (response.body === null) return response;
+    let timer: NodeJS.Timeout | undefined;
+    const body = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        start(controller) {
+          const stall = () =>
+            controller.error(new DOMException(`no data from the server for ${seconds(idleMs)}`, "TimeoutError"));
+          timer = setTimeout(stall, idleMs);
+        },
+        transform(chunk, controller) {
+          timer?.refresh();
+          controller.enqueue(chunk);
+        },
+        flush() {
+          clearTimeout(timer);
+        },
+      }),
+    );
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
 /** The error and its causes, outermost first: the openai SDK and LangChain wrap what went wrong. */
 function causeChain(error: unknown): unknown[] {
   const chain: unknown[] = [];

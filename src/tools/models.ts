@@ -4,7 +4,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { InvalidSettingsError, MissingModelConfigError } from "../core/errors.js";
 import { modelTimeoutFromEnv } from "../core/settings.js";
 import type { ModelCallUsage } from "../core/state.js";
-import { inspectingFetch } from "./model-errors.js";
+import { idleBoundedFetch, inspectingFetch } from "./model-errors.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 
 export type ModelRole = "generator" | "fixer" | "strongFixer" | "critic";
@@ -49,13 +49,14 @@ export function createChatModel(
   env: NodeJS.ProcessEnv = process.env,
 ): BaseChatModel {
   if (!hasModelConfig(env)) throw new MissingModelConfigError();
+  const timeout = options.timeoutMs ?? modelTimeoutFromEnv(env);
   return new ChatOpenAI({
     model: name,
     temperature: options.temperature,
     maxTokens: options.maxTokens,
     // Per HTTP request, enforced by the openai SDK, which retries a timed-out request like a
     // refused one: a hung server costs timeout x (retries + 1) plus the backoff, not forever.
-    timeout: options.timeoutMs ?? modelTimeoutFromEnv(env),
+    timeout,
     // Local OpenAI-compatible servers ignore the key, but the client refuses to start without one.
     apiKey: env.OPENAI_API_KEY ?? "not-needed",
     // Retries belong to the openai SDK, not LangChain's caller: the SDK retries 408, 409, 429,
@@ -65,15 +66,21 @@ export function createChatModel(
     configuration: {
       ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
       maxRetries: modelRetriesFromEnv(env),
-      // An HTML page or a body without choices becomes an error that names the URL.
-      fetch: inspectingFetch(),
+      // An HTML page or a body without choices becomes an error that names the URL; a body that
+      // stalls after the headers times out like a request that never answered.
+      fetch: inspectingFetch(idleBoundedFetch(timeout)),
     },
     maxRetries: 0,
   });
 }
 
 /** A LangChain chat model that takes its output cap as the `maxTokens` constructor field. */
-type CappableModel = BaseChatModel & { maxTokens?: number; timeout?: number; defaultOptions?: unknown };
+type CappableModel = BaseChatModel & {
+  maxTokens?: number;
+  timeout?: number;
+  streaming?: boolean;
+  defaultOptions?: unknown;
+};
 
 /** What bounds one model call: the reply's length, how long a request may wait, the run's signal. */
 export interface CallLimits {
@@ -92,6 +99,10 @@ export interface CallLimits {
  * budget check before the call still holds, only the provider-side cap is missing.
  * A model whose class has a `timeout` field (ChatOpenAI's, per HTTP request) that the caller left
  * unset gets the run's timeout there, so its client's retries keep working; a caller's own wins.
+ * `streaming: true` is turned off for our calls: ChatOpenAI's streaming invoke then estimates the
+ * tokens with ranks it downloads from tiktoken.pages.dev, which offline never answers. Tokens
+ * still stream where someone listens for them (Studio, `streamMode: "messages"`): LangChain
+ * streams any model whose run has a token handler.
  */
 export function withRequestLimits(
   model: BaseChatModel,
@@ -101,11 +112,28 @@ export function withRequestLimits(
   const Model = model.constructor as new (fields: Record<string, unknown>) => CappableModel;
   const timeout =
     "timeout" in model && (model as CappableModel).timeout === undefined ? { timeout: limits.timeoutMs } : {};
-  const capped = new Model({ ...model.lc_kwargs, maxTokens: limits.outputCap, ...timeout });
+  const capped = new Model({
+    ...model.lc_kwargs,
+    maxTokens: limits.outputCap,
+    ...timeout,
+    ...idleBoundedConfiguration(model, (model as CappableModel).timeout ?? limits.timeoutMs),
+    ...((model as CappableModel).streaming ? { streaming: false } : {}),
+  });
   // ChatOpenAI keeps what withConfig / bindTools bound here, outside its constructor fields.
   const bound = (model as CappableModel).defaultOptions;
   if (bound !== undefined) capped.defaultOptions = bound;
   return capped;
+}
+
+/**
+ * An OpenAI-client model (ChatOpenAI, Azure) gets its fetch wrapped so that a body that stalls
+ * after the headers times out too: its own `timeout` covers the headers only. A fetch the caller
+ * configured is kept, inside the wrapper.
+ */
+function idleBoundedConfiguration(model: BaseChatModel, idleMs: number): { configuration?: Record<string, unknown> } {
+  if (!("clientConfig" in model)) return {};
+  const configuration = (model.lc_kwargs.configuration ?? {}) as { fetch?: typeof fetch };
+  return { configuration: { ...configuration, fetch: idleBoundedFetch(idleMs, configuration.fetch) } };
 }
 
 /** True when the model's own client stops a request that takes too long. */
