@@ -5,7 +5,23 @@ import { LANGUAGES, RunResultSchema } from "./run-result.js";
 export const RUN_STATUSES = ["running", "passed", "failed", "stuck", "budget_exhausted", "model_error"] as const;
 export type RunStatusValue = (typeof RUN_STATUSES)[number];
 
+/** One line a program printed, as it was streamed while the program ran. */
+export const OutputLineSchema = z.object({
+  stream: z.enum(["stdout", "stderr"]),
+  line: z.string(),
+});
+export type OutputLine = z.infer<typeof OutputLineSchema>;
+
+/**
+ * How much of the live output an attempt keeps: the last lines, each cut short. A program that
+ * prints a million lines must not grow every checkpoint (and the run report) by as much.
+ */
+export const LIVE_TAIL_LINES = 40;
+export const LIVE_LINE_CHARS = 400;
+
 export const ExecutionSchema = RunResultSchema.extend({
+  /** The last LIVE_TAIL_LINES lines as streamed, stdout and stderr in the order they came. */
+  liveTail: z.array(OutputLineSchema).optional(),
   /** False when an objection kept the program from running at all. */
   ran: z.boolean().default(true),
   /** True when the failure was raised inside the acceptance tests rather than the program. */
@@ -69,6 +85,8 @@ export const HistoryEntrySchema = z.object({
   fingerprint: z.string().optional(),
   /** Tokens spent on this attempt: writing the program and judging it. */
   tokens: z.number().int(),
+  /** The end of what the program printed while it ran (see ExecutionSchema.liveTail). */
+  liveTail: z.array(OutputLineSchema).optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 

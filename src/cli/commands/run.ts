@@ -30,6 +30,12 @@ import {
   withThreadLease,
 } from "../session.js";
 import { checkOutputFile, streamRun } from "../stream-run.js";
+import { writeRunReport } from "./report.js";
+
+/** `--report FILE`, for the commands that start a run. */
+export function addReportOption(command: Command): Command {
+  return command.option("--report <file>", "write a self-contained HTML report of the run to FILE when it stops");
+}
 
 function validateInput(input: unknown): RunInput {
   const result = RunInputSchema.safeParse(input);
@@ -44,6 +50,8 @@ export interface RunFlags extends SettingFlags, StoreFlags {
   thread?: string;
   json?: boolean;
   out?: string;
+  /** Where to write the run's HTML report once it stops. */
+  report?: string;
 }
 
 /** The demo's scripted model and banner; a real run builds its model from the environment. */
@@ -68,6 +76,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
+  if (flags.report) checkOutputFile(flags.report, "--report");
   await checkSandbox({ kind: settings.sandbox });
 
   return withStore(flags, async (store) => {
@@ -85,7 +94,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       const ctrlC = abortOnCtrlC();
       try {
-        return await streamRun(
+        const exitCode = await streamRun(
           createAgent({ model: scripted?.model, checkpointer: store.checkpointer }),
           input,
           settings,
@@ -98,6 +107,10 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
             signal: ctrlC.signal,
           },
         );
+        // Written however the run stopped (passed, failed, paused or Ctrl-C): that is when one reads it.
+        if (flags.report && (await writeRunReport(store, threadId, flags.report)))
+          process.stderr.write(`selfheal: wrote the run report to ${flags.report}\n`);
+        return exitCode;
       } finally {
         ctrlC.dispose();
       }
@@ -120,7 +133,7 @@ export function registerRunCommand(program: Command): void {
       .option("--approve", "pause before each execution for a person to approve, reject or edit the program")
       .option("--thread <id>", "thread id for this run (default: a new random id)"),
   );
-  addStoreOptions(command).action(async (task: string, flags: RunFlags) => {
+  addStoreOptions(addReportOption(command)).action(async (task: string, flags: RunFlags) => {
     process.exitCode = await startRun(task, flags);
   });
 }
