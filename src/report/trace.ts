@@ -106,6 +106,11 @@ function verdictSteps(steps: readonly RunStep[]): RunStep[] {
   return found;
 }
 
+/** A program the generator wrote after the critic asked for a fresh rewrite, told apart from the first draft. */
+function authorOf(entry: HistoryEntry, before: RunStep | undefined): string {
+  return entry.node === "generator" && before?.values.decision?.next === "generator" ? "rewrite" : entry.node;
+}
+
 function attemptTrace(
   entry: HistoryEntry,
   step: RunStep,
@@ -121,7 +126,7 @@ function attemptTrace(
   const failed = entry.outcome !== "passed";
   return {
     attempt: entry.attempt,
-    author: entry.node,
+    author: authorOf(entry, before),
     outcome: entry.outcome,
     ...(failed ? { errorType: entry.outcome } : {}),
     ...(entry.fingerprint ? { fingerprint: entry.fingerprint } : {}),
