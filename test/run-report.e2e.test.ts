@@ -3,8 +3,9 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeRunReport } from "../src/cli/commands/report.js";
+import { traceThread, writeRunReport } from "../src/cli/commands/report.js";
 import { createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
+import { htmlPage, REPORT_LIMITS, renderRunReport } from "../src/report/index.js";
 import { openRunStore, type RunStore } from "../src/store/index.js";
 import { fence } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
@@ -199,4 +200,66 @@ describe.skipIf(!haveChromium)(`a run's HTML report in headless Chromium (skippe
     if (process.env.SELFHEAL_WRITE_DOCS_SCREENSHOT)
       writeFileSync(process.env.SELFHEAL_WRITE_DOCS_SCREENSHOT, readFileSync(path));
   });
+});
+
+describe.skipIf(!haveChromium)("inline report data in headless Chromium", () => {
+  it("keeps `</script>` and `<!--` in the inline JSON inside its element, and reads them back intact", async () => {
+    const hostileText = "</script><script>window.__fromData = 1</script><!-- <script>";
+    const path = join(dir, "data.html");
+    writeFileSync(
+      path,
+      htmlPage({
+        title: "data",
+        body: "<p>data</p>",
+        data: { hostileText },
+        scripts: [
+          'document.body.setAttribute("data-read", JSON.parse(document.getElementById("report-data").textContent).hostileText);',
+        ],
+      }),
+    );
+    const dataPage = await browser!.newPage();
+    await dataPage.goto(pathToFileURL(path).href, { waitUntil: "load" });
+    expect(await dataPage.evaluate(() => typeof (window as unknown as Record<string, unknown>).__fromData)).toBe(
+      "undefined",
+    );
+    expect(await dataPage.$eval("body", (body) => body.getAttribute("data-read"))).toBe(hostileText);
+    await dataPage.close();
+  });
+});
+
+describe("a run of many attempts with big programs and big output", () => {
+  const ATTEMPTS = 30;
+  // 40 KB of program and a flood of output at every attempt, a different error each time.
+  const filler = Array.from({ length: 800 }, (_, line) => `# filler line ${line} ${"x".repeat(40)}`).join("\n");
+  const bigProgram = (attempt: number) =>
+    fence(
+      `${filler}\nimport sys\nfor i in range(3000):\n    print("out", i, "y" * 60)\n    print("err", i, file=sys.stderr)\nraise ValueError("failure number ${attempt}")`,
+    );
+
+  it("still gives a report of bounded size: every attempt in the timeline, the middle ones' details left out", async () => {
+    const thread = "report-big";
+    const agent = createAgent({
+      model: new ScriptedChatModel(Array.from({ length: ATTEMPTS }, (_, index) => bigProgram(index + 1))),
+      sandbox,
+      checkpointer: store.checkpointer,
+    });
+    await agent.invoke(
+      { task: "Fail thirty times, loudly." },
+      {
+        context: parseSettings({ maxAttempts: ATTEMPTS, repeatLimit: ATTEMPTS, tokenBudget: 100_000_000 }),
+        configurable: { thread_id: thread },
+        recursionLimit: 1_000,
+      },
+    );
+    const trace = (await traceThread(store, thread))!;
+    expect(trace.attempts).toHaveLength(ATTEMPTS);
+    const html = renderRunReport(trace);
+    expect(html.match(/<tr class="attempt-row/g)).toHaveLength(ATTEMPTS);
+    const detailed = REPORT_LIMITS.detailedFirst + REPORT_LIMITS.detailedLast;
+    expect(html.match(/<section class="attempt"/g)).toHaveLength(detailed);
+    expect(html).toContain(`The details of ${ATTEMPTS - detailed} attempts in the middle are left out`);
+    // Chart.js is about 200 KB of it; each detailed attempt is capped (program, outputs, live lines).
+    expect(html.length).toBeLessThan(1_000_000);
+    expect(html).toMatch(/characters cut/);
+  }, 300_000);
 });
