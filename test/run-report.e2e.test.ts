@@ -197,8 +197,6 @@ describe.skipIf(!haveChromium)(`a run's HTML report in headless Chromium (skippe
     const stats = await pixelStats(Buffer.from(shot).toString("base64"));
     expect(stats.colours.size).toBeGreaterThan(50);
     expect(stats.inked).toBeGreaterThan(100_000);
-    if (process.env.SELFHEAL_WRITE_DOCS_SCREENSHOT)
-      writeFileSync(process.env.SELFHEAL_WRITE_DOCS_SCREENSHOT, readFileSync(path));
   });
 });
 

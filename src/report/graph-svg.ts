@@ -78,6 +78,6 @@ export function renderGraphPath(trace: Pick<RunTrace, "path" | "status" | "graph
     );
   }
   const marker = (id: string, colour: string) =>
-    `<marker id="${id}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="${colour}"/></marker>`;
+    `<marker id="${id}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="${colour}"/></marker>`;
   return `<svg id="graph-path" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="13"><defs>${marker("arrow", "#c6cdd5")}${marker("arrow-taken", "#1f6feb")}</defs>${parts.join("")}</svg>`;
 }
