@@ -55,12 +55,12 @@ describe("the self-correcting loop", () => {
     expect(result.critique?.summary).toMatch(/acceptance tests passed/);
   });
 
-  it("keeps the last lines the program streamed, each cut short, in the attempt's history entry", async () => {
+  it("keeps the last lines the program streamed, each cut short, in the attempt's execution result", async () => {
     const model = scriptedModel(
       fence(`import sys\nfor i in range(100):\n    print(f"line {i}")\nprint("e" * 5000, file=sys.stderr)`),
     );
     const result = await createAgent({ model, sandbox }).invoke({ task: "Print 100 lines." });
-    const tail = result.history[0]?.liveTail ?? [];
+    const tail = result.lastRun?.liveTail ?? [];
     expect(tail).toHaveLength(LIVE_TAIL_LINES);
     // Two pipes: which of the last two lines comes first is up to the scheduler.
     const printed = tail.filter((line) => line.stream === "stdout").map((line) => line.line);

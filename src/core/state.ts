@@ -14,7 +14,10 @@ export type OutputLine = z.infer<typeof OutputLineSchema>;
 
 /**
  * How much of the live output an attempt keeps: the last lines, each cut short. A program that
- * prints a million lines must not grow every checkpoint (and the run report) by as much.
+ * prints a million lines must not grow every checkpoint (and the run report) by as much. The tail
+ * lives in `lastRun`, which each attempt replaces, not in `history`: every checkpoint stores the
+ * whole history again, so a tail per entry would grow the store with the square of the attempts.
+ * Each attempt's tail is in the checkpoints of that attempt, where the run report reads it.
  */
 export const LIVE_TAIL_LINES = 40;
 export const LIVE_LINE_CHARS = 400;
@@ -85,8 +88,6 @@ export const HistoryEntrySchema = z.object({
   fingerprint: z.string().optional(),
   /** Tokens spent on this attempt: writing the program and judging it. */
   tokens: z.number().int(),
-  /** The end of what the program printed while it ran (see ExecutionSchema.liveTail). */
-  liveTail: z.array(OutputLineSchema).optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 

@@ -237,7 +237,6 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
       outcome: failure ? failure.type : "passed",
       fingerprint,
       tokens: (state.draft?.tokens ?? 0) + reviewTokens,
-      ...(run.liveTail?.length ? { liveTail: run.liveTail } : {}),
     };
     const observed: ErrorObservation[] =
       failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [];

@@ -140,7 +140,7 @@ function attemptTrace(
     tokens: entry.tokens,
     tokensByNode: tokensBetween(before?.values.usage, values.usage),
     ...(started !== undefined && ended !== undefined ? { wallMs: ended - started } : {}),
-    liveTail: entry.liveTail ?? values.lastRun?.liveTail ?? [],
+    liveTail: values.lastRun?.liveTail ?? [],
     ...(artifactsOf(entry) ? { artifacts: artifactsOf(entry) } : {}),
   };
 }
