@@ -93,6 +93,26 @@ describe("selfheal report", () => {
     expect(readFileSync(later, "utf8").match(/<tr class="attempt-row/g)).toHaveLength(2);
   });
 
+  it("writes the report of a fork made by resume --from --report, starting from the copied checkpoint", async () => {
+    const dir = scratchDir("report");
+    const { threadId } = JSON.parse((await runCli(["demo", "--json"], { cwd: dir })).stdout);
+    const history = JSON.parse((await runCli(["history", threadId, "--json"], { cwd: dir })).stdout) as Array<{
+      node: string;
+      checkpointId: string;
+    }>;
+    const afterFirstRun = history.find((row) => row.node === "executor")!;
+    const out = join(dir, "fork.html");
+    const fork = await runCli(
+      ["resume", threadId, "--from", afterFirstRun.checkpointId, "--thread", "the-fork", "--report", out],
+      { cwd: dir },
+    );
+    expect(fork.code).toBe(0);
+    expect(fork.stderr).toContain(`wrote the run report to ${out}`);
+    const html = readFileSync(out, "utf8");
+    expect(html).toContain("the-fork");
+    expect(html.match(/<tr class="attempt-row/g)).toHaveLength(2);
+  });
+
   it("exits 2 and names the store for a thread it does not have", async () => {
     const dir = scratchDir("report");
     await runCli(["demo"], { cwd: dir });

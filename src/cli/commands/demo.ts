@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { createDemoModel, DEMO_BANNER, DEMO_TASK } from "../demo-model.js";
-import { sandboxOption } from "../options.js";
+import { addReportOption, sandboxOption } from "../options.js";
 import { addStoreOptions, type StoreFlags } from "../session.js";
-import { addReportOption, type RunFlags, startRun } from "./run.js";
+import { type RunFlags, startRun } from "./run.js";
 
 /** `selfheal demo`: a real run of the scripted demo model, no API key needed. */
 export function registerDemoCommand(program: Command): void {

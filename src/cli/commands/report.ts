@@ -54,6 +54,11 @@ export async function writeRunReport(store: RunStore, threadId: string, out: str
   return true;
 }
 
+/** `--report FILE` of a command that ran the thread: written however the run stopped (passed, failed, paused, Ctrl-C). */
+export async function reportAtEnd(store: RunStore, threadId: string, out: string): Promise<void> {
+  if (await writeRunReport(store, threadId, out)) process.stderr.write(`selfheal: wrote the run report to ${out}\n`);
+}
+
 /**
  * Opens a file in the desktop's viewer, if there is one: a server or a container has no
  * xdg-open, and then this says so instead of failing the command that already wrote the file.

@@ -16,7 +16,13 @@ import {
 import { describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
-import { addOutputOptions, addSettingOptions, type SettingFlags, settingsWithFlags } from "../options.js";
+import {
+  addOutputOptions,
+  addReportOption,
+  addSettingOptions,
+  type SettingFlags,
+  settingsWithFlags,
+} from "../options.js";
 import { ProgressReporter } from "../progress.js";
 import {
   abortOnCtrlC,
@@ -30,12 +36,7 @@ import {
   withThreadLease,
 } from "../session.js";
 import { checkOutputFile, streamRun } from "../stream-run.js";
-import { writeRunReport } from "./report.js";
-
-/** `--report FILE`, for the commands that start a run. */
-export function addReportOption(command: Command): Command {
-  return command.option("--report <file>", "write a self-contained HTML report of the run to FILE when it stops");
-}
+import { reportAtEnd } from "./report.js";
 
 function validateInput(input: unknown): RunInput {
   const result = RunInputSchema.safeParse(input);
@@ -107,9 +108,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
             signal: ctrlC.signal,
           },
         );
-        // Written however the run stopped (passed, failed, paused or Ctrl-C): that is when one reads it.
-        if (flags.report && (await writeRunReport(store, threadId, flags.report)))
-          process.stderr.write(`selfheal: wrote the run report to ${flags.report}\n`);
+        if (flags.report) await reportAtEnd(store, threadId, flags.report);
         return exitCode;
       } finally {
         ctrlC.dispose();
