@@ -1,6 +1,13 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
+import {
+  createAgent,
+  createSandbox,
+  LIVE_LINE_CHARS,
+  LIVE_TAIL_LINES,
+  parseSettings,
+  ScriptedChatModel,
+} from "../src/index.js";
 import { countMessageTokens } from "../src/tools/tokens.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
 
@@ -46,6 +53,22 @@ describe("the self-correcting loop", () => {
     expect(result.attempt).toBe(2);
     expect(result.history[0]).toMatchObject({ outcome: "AssertionError" });
     expect(result.critique?.summary).toMatch(/acceptance tests passed/);
+  });
+
+  it("keeps the last lines the program streamed, each cut short, in the attempt's execution result", async () => {
+    const model = scriptedModel(
+      fence(`import sys\nfor i in range(100):\n    print(f"line {i}")\nprint("e" * 5000, file=sys.stderr)`),
+    );
+    const result = await createAgent({ model, sandbox }).invoke({ task: "Print 100 lines." });
+    const tail = result.lastRun?.liveTail ?? [];
+    expect(tail).toHaveLength(LIVE_TAIL_LINES);
+    // Two pipes: which of the last two lines comes first is up to the scheduler.
+    const printed = tail.filter((line) => line.stream === "stdout").map((line) => line.line);
+    expect(printed.at(-1)).toBe("line 99");
+    expect(printed.length).toBeGreaterThanOrEqual(LIVE_TAIL_LINES - 1);
+    expect(tail.filter((line) => line.stream === "stderr")).toEqual([
+      { stream: "stderr", line: "e".repeat(LIVE_LINE_CHARS) },
+    ]);
   });
 
   it("gives one fresh rewrite when the same error repeats, then stops as stuck", async () => {

@@ -193,4 +193,24 @@ describe("selfheal bench against an OpenAI-compatible server", () => {
     });
     expect(readFileSync(join(dir, "r.html"), "utf8")).toMatch(/class="banner oracle">ORACLE FEEDBACK/);
   }, 120_000);
+
+  it("with --html writes each task's run report beside the benchmark report and links the task to it", async () => {
+    const dir = tempDir();
+    const result = await bench(
+      "--model",
+      "stub-model",
+      "--tasks",
+      "0",
+      "--max-attempts",
+      "2",
+      "--html",
+      join(dir, "b.html"),
+    );
+    expect(result.exitCode).toBe(0);
+    const html = readFileSync(join(dir, "b.html"), "utf8");
+    expect(html).toContain('<a class="run-report" href="b-runs/task-HumanEval-0.html">run report</a>');
+    const runReport = readFileSync(join(dir, "b-runs", "task-HumanEval-0.html"), "utf8");
+    expect(runReport.match(/<tr class="attempt-row/g)).toHaveLength(2);
+    expect(runReport).toContain("stub-model");
+  }, 120_000);
 });

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_FIXED_CODE } from "../src/cli/demo-model.js";
@@ -64,6 +64,62 @@ describe("selfheal demo", () => {
     });
     expect(fork.code).toBe(0);
     expect(JSON.parse(fork.stdout)).toMatchObject({ status: "passed", attempt: 2, code: DEMO_FIXED_CODE });
+  });
+});
+
+describe("selfheal report", () => {
+  it("writes the run's HTML report at the end of a run with --report, and again from the store later", async () => {
+    const dir = scratchDir("report");
+    const first = join(dir, "at-end.html");
+    const result = await runCli(["demo", "--json", "--report", first], { cwd: dir });
+    expect(result.code).toBe(0);
+    const { threadId } = JSON.parse(result.stdout);
+    expect(result.stderr).toContain(`wrote the run report to ${first}`);
+    const atEnd = readFileSync(first, "utf8");
+    expect(atEnd.match(/<tr class="attempt-row/g)).toHaveLength(2);
+    expect(atEnd).toContain(threadId);
+    expect(atEnd).toContain("scripted-demo");
+
+    // No desktop here: --open says so and the command still succeeds.
+    const later = join(dir, "later.html");
+    const report = await runCli(["report", threadId, "--out", later, "--open"], {
+      cwd: dir,
+      // An empty PATH: no xdg-open to find (the CLI itself starts from process.execPath).
+      env: { PATH: scratchDir("empty-path") },
+    });
+    expect(report.code).toBe(0);
+    expect(report.stderr).toContain(`wrote the report of ${threadId} to ${later}`);
+    expect(report.stderr).toMatch(/cannot open it here: xdg-open is not installed/);
+    expect(readFileSync(later, "utf8").match(/<tr class="attempt-row/g)).toHaveLength(2);
+  });
+
+  it("writes the report of a fork made by resume --from --report, starting from the copied checkpoint", async () => {
+    const dir = scratchDir("report");
+    const { threadId } = JSON.parse((await runCli(["demo", "--json"], { cwd: dir })).stdout);
+    const history = JSON.parse((await runCli(["history", threadId, "--json"], { cwd: dir })).stdout) as Array<{
+      node: string;
+      checkpointId: string;
+    }>;
+    const afterFirstRun = history.find((row) => row.node === "executor")!;
+    const out = join(dir, "fork.html");
+    const fork = await runCli(
+      ["resume", threadId, "--from", afterFirstRun.checkpointId, "--thread", "the-fork", "--report", out],
+      { cwd: dir },
+    );
+    expect(fork.code).toBe(0);
+    expect(fork.stderr).toContain(`wrote the run report to ${out}`);
+    const html = readFileSync(out, "utf8");
+    expect(html).toContain("the-fork");
+    expect(html.match(/<tr class="attempt-row/g)).toHaveLength(2);
+  });
+
+  it("exits 2 and names the store for a thread it does not have", async () => {
+    const dir = scratchDir("report");
+    await runCli(["demo"], { cwd: dir });
+    const result = await runCli(["report", "no-such-thread", "--out", join(dir, "r.html")], { cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/no run with thread id no-such-thread in /);
+    expect(existsSync(join(dir, "r.html"))).toBe(false);
   });
 });
 

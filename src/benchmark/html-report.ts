@@ -1,24 +1,5 @@
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { chartJsSource, escapeHtml, htmlPage } from "../report/index.js";
 import { type BenchmarkReport, reportBanner, summaryRows, type TaskOutcome } from "./run.js";
-
-/**
- * Chart.js's UMD build, read from the installed package and inlined, so the report opens with no
- * network (and no CDN can change under it). The package exports no path to the UMD file, so it is
- * found beside the package's main entry.
- */
-function chartJsSource(): string {
-  const main = createRequire(import.meta.url).resolve("chart.js");
-  // Keep `</script>` out of the inline script even if a future build contains it.
-  return readFileSync(join(dirname(main), "chart.umd.min.js"), "utf8").replace(/<\/script/gi, "<\\/script");
-}
-
-const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (char) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[char]!);
-
-/** JSON safe inside a <script> element. */
-const scriptJson = (value: unknown): string => JSON.stringify(value).replace(/</g, "\\u003c");
 
 /** An id usable as a URL fragment: `HumanEval/0` -> `task-HumanEval-0`. */
 export const taskAnchor = (taskId: string): string => `task-${taskId.replace(/[^A-Za-z0-9_-]+/g, "-")}`;
@@ -26,8 +7,14 @@ export const taskAnchor = (taskId: string): string => `task-${taskId.replace(/[^
 const verdict = (passed: boolean): string =>
   passed ? '<span class="pass">pass</span>' : '<span class="fail">fail</span>';
 
-function taskRow(task: TaskOutcome): string {
+export interface HtmlReportOptions {
+  /** Where each task's own run report is, relative to the benchmark report; no link when it gives undefined. */
+  runReportHref?: (taskId: string) => string | undefined;
+}
+
+function taskRow(task: TaskOutcome, options: HtmlReportOptions): string {
   const anchor = taskAnchor(task.taskId);
+  const runReport = options.runReportHref?.(task.taskId);
   const attempts = task.attemptRecords
     .map((record) => `<a href="#${anchor}-attempt-${record.attempt}">${record.attempt}</a>`)
     .join(" ");
@@ -40,6 +27,7 @@ function taskRow(task: TaskOutcome): string {
     `<td>${verdict(task.solved)}</td>`,
     `<td>${task.inputTokens + task.outputTokens}</td>`,
     `<td>${escapeHtml(task.finalErrorClass ?? "")}</td>`,
+    `<td>${runReport ? `<a class="run-report" href="${escapeHtml(runReport)}">run report</a>` : "-"}</td>`,
     "</tr>",
   ].join("");
 }
@@ -130,17 +118,10 @@ const CHART_SCRIPT = String.raw`
 `;
 
 const STYLE = `
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #1f2328; padding: 0 1rem; }
 .banner { padding: .6rem .9rem; border-radius: 6px; margin: .5rem 0; font-weight: 600; }
 .banner.simulated { background: #fff8c5; border: 1px solid #d4a72c; }
 .banner.oracle { background: #ffebe9; border: 1px solid #d1242f; }
 .banner.feedback { background: #ddf4ff; border: 1px solid #54aeff; font-weight: 400; }
-table { border-collapse: collapse; margin: 1rem 0; }
-td, th { border: 1px solid #d0d7de; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-.charts { display: flex; flex-wrap: wrap; gap: 1.5rem; }
-figure { margin: 0; } figcaption { font-weight: 600; margin-bottom: .3rem; }
-pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; border-radius: 6px; }
-.pass { color: #1a7f37; font-weight: 600; } .fail { color: #d1242f; font-weight: 600; }
 .task { border-top: 1px solid #d0d7de; margin-top: 1.5rem; }
 `;
 
@@ -149,7 +130,7 @@ pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; border-radius: 6px;
  * (solved against programs written and against tokens, repair beside resampling; failures by
  * class), a table of tasks, and every attempt's program with both verdicts.
  */
-export function renderHtmlReport(report: BenchmarkReport): string {
+export function renderHtmlReport(report: BenchmarkReport, options: HtmlReportOptions = {}): string {
   const banners = [
     ...(report.model.simulated ? [`<p class="banner simulated">${escapeHtml(reportBanner(report)[0]!)}</p>`] : []),
     `<p class="banner ${report.feedback.mode === "oracle" ? "oracle" : "feedback"}">${escapeHtml(report.feedback.label)}</p>`,
@@ -158,15 +139,13 @@ export function renderHtmlReport(report: BenchmarkReport): string {
   const resamplingNote = report.sampling
     ? ""
     : "<p>No resampling curve: run with <code>--samples N</code> to draw it beside repair.</p>";
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>selfheal bench: ${escapeHtml(report.dataset)}, ${escapeHtml(report.model.name)}</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<h1>selfheal bench: ${escapeHtml(report.dataset)}, ${escapeHtml(report.model.name)}</h1>
+  const title = `selfheal bench: ${report.dataset}, ${report.model.name}`;
+  return htmlPage({
+    title,
+    style: STYLE,
+    data: chartData,
+    scripts: [chartJsSource(), CHART_SCRIPT],
+    body: `<h1>${escapeHtml(title)}</h1>
 ${banners.join("\n")}
 <table class="summary">
 ${summaryRows(report)
@@ -181,14 +160,9 @@ ${resamplingNote}
 </div>
 <h2>Tasks</h2>
 <table class="tasks">
-<tr><th>task</th><th>status</th><th>attempts</th><th>first attempt</th><th>final</th><th>tokens</th><th>error class (hidden)</th></tr>
-${report.perTask.map(taskRow).join("\n")}
+<tr><th>task</th><th>status</th><th>attempts</th><th>first attempt</th><th>final</th><th>tokens</th><th>error class (hidden)</th><th>run</th></tr>
+${report.perTask.map((task) => taskRow(task, options)).join("\n")}
 </table>
-${report.perTask.map(taskSection).join("\n")}
-<script type="application/json" id="report-data">${scriptJson(chartData)}</script>
-<script>${chartJsSource()}</script>
-<script>${CHART_SCRIPT}</script>
-</body>
-</html>
-`;
+${report.perTask.map(taskSection).join("\n")}`,
+  });
 }

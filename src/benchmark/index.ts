@@ -18,7 +18,7 @@ export {
   resolveDatasetPath,
   type TaskFilter,
 } from "./dataset.js";
-export { renderHtmlReport } from "./html-report.js";
+export { type HtmlReportOptions, renderHtmlReport, taskAnchor } from "./html-report.js";
 export { passAtK } from "./metrics.js";
 export {
   type AttemptRecord,

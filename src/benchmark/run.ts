@@ -9,6 +9,7 @@ import {
   type Settings,
   type SettingsInput,
 } from "../index.js";
+import { type RunStep, type RunTrace, type TraceMeta, traceRun } from "../report/index.js";
 import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
 import {
   passAtK,
@@ -215,6 +216,8 @@ export interface RunBenchmarkOptions {
   /** Where the tasks came from, for the report. */
   dataset?: string;
   onProgress?: (event: { done: number; total: number; outcome: TaskOutcome }) => void;
+  /** Called with each task's repair run, step by step, for its run report (samples are not traced). */
+  onRunTrace?: (taskId: string, trace: RunTrace) => void | Promise<void>;
 }
 
 export const FIRST_ATTEMPT = "first attempt";
@@ -242,10 +245,13 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
   });
   const agent = options.agent ?? createAgent({ ...options.models, sandbox });
   const judge = createJudge(sandbox, judgeTimeoutMs);
+  const tracing = options.onRunTrace ? await traceMeta(agent, options.modelLabel.name) : undefined;
   const started = performance.now();
   let done = 0;
   const outcomes = await mapWithConcurrency(tasks, concurrency, async (task) => {
-    const outcome = await runTask(agent, task, settings, feedback, judge);
+    const steps: RunStep[] | undefined = tracing ? [] : undefined;
+    const outcome = await runTask(agent, task, settings, feedback, judge, steps);
+    if (tracing && steps && steps.length > 0) await options.onRunTrace?.(task.task_id, traceRun(steps, tracing));
     if (samples > 0 && outcome.status !== "error")
       outcome.samples = await drawSamples(agent, task, settings, feedback, judge, samples);
     done += 1;
@@ -269,6 +275,17 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
 }
 
 type Judge = (program: string, hiddenTests: string) => Promise<AttemptRecord["hidden"]>;
+
+async function traceMeta(agent: Agent, model: string): Promise<TraceMeta> {
+  const graph = await agent.getGraphAsync({});
+  return {
+    models: [model],
+    graph: {
+      nodes: Object.keys(graph.nodes),
+      edges: graph.edges.map((edge) => ({ source: edge.source, target: edge.target })),
+    },
+  };
+}
 
 /** The hidden-test judge, run only after a run has ended; one program is judged once however often it recurs. */
 function createJudge(sandbox: Sandbox, timeoutMs: number): Judge {
@@ -316,6 +333,7 @@ async function runCapturing(
   task: BenchmarkTask,
   settings: Settings,
   feedback: FeedbackMode,
+  steps?: RunStep[],
 ): Promise<{ state: AgentState; attempts: CapturedAttempt[]; hiddenTests: string; hasVisibleTests: boolean }> {
   const { tests, hiddenTests } = testsForTask(task, feedback);
   const input = {
@@ -326,8 +344,24 @@ async function runCapturing(
   };
   const attempts: CapturedAttempt[] = [];
   let state: AgentState | undefined;
-  for await (const values of await agent.stream(input, { context: settings, streamMode: "values" })) {
-    state = values as AgentState;
+  // The node names come only with updates, each step's before its values.
+  let ran: string[] = [];
+  for await (const [mode, chunk] of await agent.stream(input, {
+    context: settings,
+    streamMode: ["updates", "values"],
+  })) {
+    if (mode === "updates") {
+      ran.push(...Object.keys(chunk));
+      continue;
+    }
+    state = chunk as AgentState;
+    // No checkpoint to read the time from: the time the step reached us is as good for a report.
+    steps?.push({
+      values: state,
+      createdAt: new Date().toISOString(),
+      ...(ran.length > 0 ? { node: ran.join(", ") } : {}),
+    });
+    ran = [];
     while (state.history.length > attempts.length) {
       const entry = state.history[attempts.length]!;
       const code = state.draft?.hasCode === false ? "" : state.code;
@@ -353,10 +387,17 @@ async function runTask(
   settings: Settings,
   feedback: FeedbackMode,
   judge: Judge,
+  steps?: RunStep[],
 ): Promise<TaskOutcome> {
   const started = performance.now();
   try {
-    const { state, attempts, hiddenTests, hasVisibleTests } = await runCapturing(agent, task, settings, feedback);
+    const { state, attempts, hiddenTests, hasVisibleTests } = await runCapturing(
+      agent,
+      task,
+      settings,
+      feedback,
+      steps,
+    );
     const records: AttemptRecord[] = [];
     for (const attempt of attempts) {
       records.push({

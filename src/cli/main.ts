@@ -6,6 +6,7 @@ import { registerBenchCommand } from "./commands/bench.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerHistoryCommand } from "./commands/history.js";
+import { registerReportCommand } from "./commands/report.js";
 import { registerResumeCommand } from "./commands/resume.js";
 import { registerRunCommand } from "./commands/run.js";
 import { registerRunsCommand } from "./commands/runs.js";
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerResumeCommand(program);
   registerHistoryCommand(program);
   registerRunsCommand(program);
+  registerReportCommand(program);
   registerDemoCommand(program);
   registerBenchCommand(program);
   registerDoctorCommand(program);

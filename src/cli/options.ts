@@ -102,6 +102,11 @@ export function settingsWithFlags(base: Partial<SettingsInput>, flags: SettingFl
 }
 
 /** Where a command's result goes: the code on stdout, or JSON, or a file. */
+/** `--report FILE`, for the commands that run: `run`, `demo`, `resume`. */
+export function addReportOption(command: Command): Command {
+  return command.option("--report <file>", "write a self-contained HTML report of the run to FILE when it stops");
+}
+
 export function addOutputOptions(command: Command): Command {
   return command
     .option("--json", "print a JSON result instead of the code")

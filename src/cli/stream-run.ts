@@ -131,9 +131,9 @@ function describeDecision(decision: ApprovalDecision): string {
  * the file for writing (and removes it again if it was new), since permission bits say nothing
  * to root, and /proc or /sys refuse files whatever the bits say.
  */
-export function checkOutputFile(out: string): void {
+export function checkOutputFile(out: string, flag = "--out"): void {
   const problem = outputFileProblem(resolve(out));
-  if (problem) throw new UsageError(`--out ${out}: ${problem}`);
+  if (problem) throw new UsageError(`${flag} ${out}: ${problem}`);
 }
 
 function outputFileProblem(path: string): string | null {

@@ -5,7 +5,26 @@ import { LANGUAGES, RunResultSchema } from "./run-result.js";
 export const RUN_STATUSES = ["running", "passed", "failed", "stuck", "budget_exhausted", "model_error"] as const;
 export type RunStatusValue = (typeof RUN_STATUSES)[number];
 
+/** One line a program printed, as it was streamed while the program ran. */
+export const OutputLineSchema = z.object({
+  stream: z.enum(["stdout", "stderr"]),
+  line: z.string(),
+});
+export type OutputLine = z.infer<typeof OutputLineSchema>;
+
+/**
+ * How much of the live output an attempt keeps: the last lines, each cut short. A program that
+ * prints a million lines must not grow every checkpoint (and the run report) by as much. The tail
+ * lives in `lastRun`, which each attempt replaces, not in `history`: every checkpoint stores the
+ * whole history again, so a tail per entry would grow the store with the square of the attempts.
+ * Each attempt's tail is in the checkpoints of that attempt, where the run report reads it.
+ */
+export const LIVE_TAIL_LINES = 40;
+export const LIVE_LINE_CHARS = 400;
+
 export const ExecutionSchema = RunResultSchema.extend({
+  /** The last LIVE_TAIL_LINES lines as streamed, stdout and stderr in the order they came. */
+  liveTail: z.array(OutputLineSchema).optional(),
   /** False when an objection kept the program from running at all. */
   ran: z.boolean().default(true),
   /** True when the failure was raised inside the acceptance tests rather than the program. */

@@ -1,4 +1,4 @@
-import { type Execution, objectionsFor } from "../core/state.js";
+import { type Execution, LIVE_LINE_CHARS, LIVE_TAIL_LINES, type OutputLine, objectionsFor } from "../core/state.js";
 import { assembleProgram, locateFailure } from "../tools/assemble.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
@@ -8,6 +8,12 @@ export interface OutputEvent {
   attempt: number;
   stream: "stdout" | "stderr";
   line: string;
+}
+
+/** Appends `item`, dropping the oldest once `lines` holds `limit`. */
+function keepLast<Item>(lines: Item[], item: Item, limit: number): void {
+  lines.push(item);
+  if (lines.length > limit) lines.shift();
 }
 
 function notRun(type: string, message: string): Execution {
@@ -36,10 +42,16 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
 
     const program = assembleProgram(state.code, state.tests, state.language);
     const sandbox = deps.getSandbox(settings.sandbox);
+    const liveTail: OutputLine[] = [];
     const result = await sandbox.run(
       { language: state.language, code: program.source, timeoutMs: settings.timeoutMs },
-      { onOutput: (stream, line) => runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent) },
+      {
+        onOutput: (stream, line) => {
+          keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
+          runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent);
+        },
+      },
     );
-    return { attempt, lastRun: { ...result, ran: true, ...locateFailure(result.error?.line, program) } };
+    return { attempt, lastRun: { ...result, liveTail, ran: true, ...locateFailure(result.error?.line, program) } };
   };
 }

@@ -1,4 +1,5 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { SingleBar } from "cli-progress";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import {
@@ -20,6 +21,7 @@ import {
   SIMULATED_MODEL_LABEL,
   SIMULATED_MODEL_NAME,
   SimulatedBenchmarkModel,
+  taskAnchor,
   verifyDataset,
 } from "../../benchmark/index.js";
 import {
@@ -31,6 +33,7 @@ import {
   type SandboxKind,
   type Settings,
 } from "../../index.js";
+import { type RunTrace, renderRunReport } from "../../report/index.js";
 import { positiveInteger, sandboxOption, settingDefaults } from "../options.js";
 
 interface BenchFlags {
@@ -121,6 +124,22 @@ async function verifyCommand(
   return trusted ? 0 : 1;
 }
 
+/** Each task's run report goes in a folder beside the benchmark report: `bench.html` -> `bench-runs/task-HumanEval-0.html`. */
+export function runReportsBeside(html: string): {
+  dir: string;
+  path: (taskId: string) => string;
+  href: (taskId: string) => string;
+} {
+  const folder = `${basename(html).replace(/\.html?$/i, "")}-runs`;
+  const dir = join(dirname(html), folder);
+  const file = (taskId: string) => `${taskAnchor(taskId)}.html`;
+  return {
+    dir,
+    path: (taskId) => join(dir, file(taskId)),
+    href: (taskId) => `${encodeURIComponent(folder)}/${file(taskId)}`,
+  };
+}
+
 /** A benchmark run: the table on stdout, and the JSON and HTML reports when asked for. */
 async function benchCommand(
   flags: BenchFlags,
@@ -136,6 +155,8 @@ async function benchCommand(
   }
   if (flags.feedback === "oracle") process.stderr.write(`selfheal bench: ${FEEDBACK_LABELS.oracle}\n`);
   const progress = new BenchProgress(tasks.length, "bench");
+  const runReports = flags.html === undefined ? undefined : runReportsBeside(flags.html);
+  if (runReports) await mkdir(runReports.dir, { recursive: true });
   const report: BenchmarkReport = await runBenchmark({
     tasks,
     sandbox,
@@ -148,6 +169,9 @@ async function benchCommand(
     modelLabel: simulated
       ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
       : { name: settings.model, simulated: false },
+    ...(runReports
+      ? { onRunTrace: (taskId: string, trace: RunTrace) => writeFile(runReports.path(taskId), renderRunReport(trace)) }
+      : {}),
     onProgress: ({ done, total, outcome }) => {
       const tokens = outcome.inputTokens + outcome.outputTokens;
       progress.step(
@@ -160,9 +184,9 @@ async function benchCommand(
   progress.stop();
   process.stdout.write(`${formatBenchmarkTable(report)}\n`);
   await writeJson(flags.json, report);
-  if (flags.html !== undefined) {
-    await writeFile(flags.html, renderHtmlReport(report));
-    process.stderr.write(`selfheal bench: wrote ${flags.html}\n`);
+  if (flags.html !== undefined && runReports) {
+    await writeFile(flags.html, renderHtmlReport(report, { runReportHref: runReports.href }));
+    process.stderr.write(`selfheal bench: wrote ${flags.html} and the run report of each task in ${runReports.dir}\n`);
   }
 }
 

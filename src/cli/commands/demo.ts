@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { createDemoModel, DEMO_BANNER, DEMO_TASK } from "../demo-model.js";
-import { sandboxOption } from "../options.js";
+import { addReportOption, sandboxOption } from "../options.js";
 import { addStoreOptions, type StoreFlags } from "../session.js";
 import { type RunFlags, startRun } from "./run.js";
 
@@ -11,12 +11,14 @@ export function registerDemoCommand(program: Command): void {
     .description("watch a scripted model write a buggy program, see it crash, and fix it (no API key needed)")
     .option("--json", "print a JSON result instead of the code")
     .addOption(sandboxOption());
-  addStoreOptions(command).action(async (flags: StoreFlags & Pick<RunFlags, "json" | "sandbox">) => {
-    // Checkpointed like any run, so `selfheal runs` and `selfheal history` show the embedded store at work.
-    process.exitCode = await startRun(
-      DEMO_TASK,
-      { ...flags, language: "python" },
-      { model: createDemoModel(), banner: DEMO_BANNER },
-    );
-  });
+  addStoreOptions(addReportOption(command)).action(
+    async (flags: StoreFlags & Pick<RunFlags, "json" | "sandbox" | "report">) => {
+      // Checkpointed like any run, so `selfheal runs` and `selfheal history` show the embedded store at work.
+      process.exitCode = await startRun(
+        DEMO_TASK,
+        { ...flags, language: "python" },
+        { model: createDemoModel(), banner: DEMO_BANNER },
+      );
+    },
+  );
 }

@@ -42,6 +42,15 @@ export async function listCheckpoints(
   checkpointer: BaseCheckpointSaver,
   threadId: string,
 ): Promise<CheckpointRow[]> {
+  return (await readCheckpoints(agent, checkpointer, threadId)).map(({ row }) => row);
+}
+
+/** The checkpoints of a thread, oldest first, each with the state it holds. */
+export async function readCheckpoints(
+  agent: Agent,
+  checkpointer: BaseCheckpointSaver,
+  threadId: string,
+): Promise<Array<{ row: CheckpointRow; values: Partial<AgentState> }>> {
   const config = { configurable: { thread_id: threadId } };
   const versionsSeen = new Map<string, Record<string, unknown>>();
   const parents = new Map<string, string | undefined>();
@@ -57,7 +66,7 @@ export async function listCheckpoints(
     const id = String(snapshot.config.configurable?.checkpoint_id);
     const parentId = parents.get(id);
     const values: Partial<AgentState> = snapshot.values;
-    return {
+    const row: CheckpointRow = {
       step: snapshot.metadata?.step ?? 0,
       node: nodeLabel(
         writersOf(versionsSeen.get(id) ?? {}, parentId ? versionsSeen.get(parentId) : undefined),
@@ -70,6 +79,7 @@ export async function listCheckpoints(
       createdAt: snapshot.createdAt,
       awaitingApproval: snapshot.tasks.some((task) => task.interrupts.length > 0),
     };
+    return { row, values };
   });
 }
 

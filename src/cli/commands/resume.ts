@@ -17,7 +17,13 @@ import {
 import { forkCheckpoint, type RunStore } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
-import { addOutputOptions, addSettingOptions, type SettingFlags, settingsWithFlags } from "../options.js";
+import {
+  addOutputOptions,
+  addReportOption,
+  addSettingOptions,
+  type SettingFlags,
+  settingsWithFlags,
+} from "../options.js";
 import { ProgressReporter } from "../progress.js";
 import {
   abortOnCtrlC,
@@ -32,6 +38,7 @@ import {
   withThreadStore,
 } from "../session.js";
 import { type ApprovalHandler, checkOutputFile, EXIT, type RunStart, streamRun, summarizeRun } from "../stream-run.js";
+import { reportAtEnd } from "./report.js";
 
 export interface ResumeFlags extends StoreFlags, SettingFlags {
   approve?: boolean;
@@ -41,6 +48,7 @@ export interface ResumeFlags extends StoreFlags, SettingFlags {
   thread?: string;
   json?: boolean;
   out?: string;
+  report?: string;
 }
 
 async function decisionFromFlags(flags: ResumeFlags): Promise<ApprovalDecision | undefined> {
@@ -110,6 +118,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
   if (flags.thread && !flags.from) throw new UsageError("--thread names the new thread of a fork: use it with --from");
   modelRetriesFromEnv();
   if (flags.out) checkOutputFile(flags.out);
+  if (flags.report) checkOutputFile(flags.report, "--report");
 
   return withThreadStore(flags, threadId, async (store) => {
     const reporter = new ProgressReporter();
@@ -122,7 +131,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
     if (!record) reporter.note(`thread ${threadId} was not started by the CLI: resuming it with default settings`);
     const settings = settingsWithFlags(record?.settings ?? {}, flags);
 
-    const resume: Resumption = { agent, settings, flags, decision, scripted, reporter, extraSummary: {} };
+    const resume: Resumption = { store, agent, settings, flags, decision, scripted, reporter, extraSummary: {} };
     if (!flags.from) return withThreadLease(store, threadId, () => continueThread(threadId, resume));
     // A fork always runs on, so its sandbox is checked before the new thread is made.
     await checkSandbox({ kind: settings.sandbox });
@@ -144,6 +153,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
 
 /** What continuing a thread needs, gathered once by `resumeRun`. */
 interface Resumption {
+  store: RunStore;
   agent: Agent;
   settings: Settings;
   flags: ResumeFlags;
@@ -181,7 +191,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   );
   const ctrlC = abortOnCtrlC();
   try {
-    return await streamRun(agent, plan.start, settings, {
+    const exitCode = await streamRun(agent, plan.start, settings, {
       json: flags.json,
       out: flags.out,
       threadId: target,
@@ -191,6 +201,8 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
       extraSummary,
       signal: ctrlC.signal,
     });
+    if (flags.report) await reportAtEnd(resume.store, target, flags.report);
+    return exitCode;
   } finally {
     ctrlC.dispose();
   }
@@ -236,7 +248,7 @@ export function registerResumeCommand(program: Command): void {
     )
     .option("--thread <id>", "with --from: the new thread's id (default: a new random id)");
   addOutputOptions(addSettingOptions(command));
-  addStoreOptions(command).action(async (threadId: string, flags: ResumeFlags) => {
+  addStoreOptions(addReportOption(command)).action(async (threadId: string, flags: ResumeFlags) => {
     process.exitCode = await resumeRun(threadId, flags);
   });
 }

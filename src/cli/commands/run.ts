@@ -16,7 +16,13 @@ import {
 import { describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
-import { addOutputOptions, addSettingOptions, type SettingFlags, settingsWithFlags } from "../options.js";
+import {
+  addOutputOptions,
+  addReportOption,
+  addSettingOptions,
+  type SettingFlags,
+  settingsWithFlags,
+} from "../options.js";
 import { ProgressReporter } from "../progress.js";
 import {
   abortOnCtrlC,
@@ -30,6 +36,7 @@ import {
   withThreadLease,
 } from "../session.js";
 import { checkOutputFile, streamRun } from "../stream-run.js";
+import { reportAtEnd } from "./report.js";
 
 function validateInput(input: unknown): RunInput {
   const result = RunInputSchema.safeParse(input);
@@ -44,6 +51,8 @@ export interface RunFlags extends SettingFlags, StoreFlags {
   thread?: string;
   json?: boolean;
   out?: string;
+  /** Where to write the run's HTML report once it stops. */
+  report?: string;
 }
 
 /** The demo's scripted model and banner; a real run builds its model from the environment. */
@@ -68,6 +77,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
+  if (flags.report) checkOutputFile(flags.report, "--report");
   await checkSandbox({ kind: settings.sandbox });
 
   return withStore(flags, async (store) => {
@@ -85,7 +95,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       const ctrlC = abortOnCtrlC();
       try {
-        return await streamRun(
+        const exitCode = await streamRun(
           createAgent({ model: scripted?.model, checkpointer: store.checkpointer }),
           input,
           settings,
@@ -98,6 +108,8 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
             signal: ctrlC.signal,
           },
         );
+        if (flags.report) await reportAtEnd(store, threadId, flags.report);
+        return exitCode;
       } finally {
         ctrlC.dispose();
       }
@@ -120,7 +132,7 @@ export function registerRunCommand(program: Command): void {
       .option("--approve", "pause before each execution for a person to approve, reject or edit the program")
       .option("--thread <id>", "thread id for this run (default: a new random id)"),
   );
-  addStoreOptions(command).action(async (task: string, flags: RunFlags) => {
+  addStoreOptions(addReportOption(command)).action(async (task: string, flags: RunFlags) => {
     process.exitCode = await startRun(task, flags);
   });
 }

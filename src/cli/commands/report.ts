@@ -1,0 +1,103 @@
+import { spawn } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import type { Command } from "commander";
+import { createAgent, type Settings } from "../../index.js";
+import { type RunTrace, renderRunReport, traceRun } from "../../report/index.js";
+import type { RunStore } from "../../store/index.js";
+import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
+import { checkOutputFile, EXIT } from "../stream-run.js";
+import { readCheckpoints } from "./history.js";
+import { describeStatus } from "./runs.js";
+
+/** The model names a run's settings name, each once. */
+function modelsOf(settings: Settings | undefined): string[] {
+  if (!settings) return [];
+  const roles: Array<[string, string | null]> = [
+    ["", settings.model],
+    ["fixer ", settings.fixerModel],
+    ["strong fixer ", settings.strongFixerModel],
+    ["critic ", settings.criticModel],
+  ];
+  return roles.flatMap(([role, name]) => (name && (role === "" || name !== settings.model) ? [`${role}${name}`] : []));
+}
+
+/** A thread's run read from the store, checkpoint by checkpoint; undefined when the thread has none. */
+export async function traceThread(store: RunStore, threadId: string): Promise<RunTrace | undefined> {
+  const agent = createAgent({ checkpointer: store.checkpointer });
+  const checkpoints = await readCheckpoints(agent, store.checkpointer, threadId);
+  if (checkpoints.length === 0) return undefined;
+  const graph = await agent.getGraphAsync({});
+  const record = await store.getRun(threadId);
+  return traceRun(
+    checkpoints.map(({ row, values }) => ({
+      values,
+      node: row.node,
+      ...(row.createdAt ? { createdAt: row.createdAt } : {}),
+    })),
+    {
+      threadId,
+      models: modelsOf(record?.settings),
+      status: describeStatus(await agent.getState({ configurable: { thread_id: threadId } })),
+      graph: {
+        nodes: Object.keys(graph.nodes),
+        edges: graph.edges.map((edge) => ({ source: edge.source, target: edge.target })),
+      },
+    },
+  );
+}
+
+/** Writes the report of a thread to `out`; false when the store has no such thread. */
+export async function writeRunReport(store: RunStore, threadId: string, out: string): Promise<boolean> {
+  const trace = await traceThread(store, threadId);
+  if (!trace) return false;
+  await writeFile(out, renderRunReport(trace));
+  return true;
+}
+
+/** `--report FILE` of a command that ran the thread: written however the run stopped (passed, failed, paused, Ctrl-C). */
+export async function reportAtEnd(store: RunStore, threadId: string, out: string): Promise<void> {
+  if (await writeRunReport(store, threadId, out)) process.stderr.write(`selfheal: wrote the run report to ${out}\n`);
+}
+
+/**
+ * Opens a file in the desktop's viewer, if there is one: a server or a container has no
+ * xdg-open, and then this says so instead of failing the command that already wrote the file.
+ */
+export function openInViewer(path: string, platform: NodeJS.Platform = process.platform): Promise<string | undefined> {
+  const opener = platform === "darwin" ? "open" : platform === "win32" ? "explorer" : "xdg-open";
+  return new Promise((resolve) => {
+    const child = spawn(opener, [path], { stdio: "ignore", detached: true });
+    child.once("error", (error: NodeJS.ErrnoException) =>
+      resolve(error.code === "ENOENT" ? `cannot open it here: ${opener} is not installed` : error.message),
+    );
+    child.once("spawn", () => {
+      child.unref();
+      resolve(undefined);
+    });
+  });
+}
+
+/** `selfheal report <thread>`. */
+export function registerReportCommand(program: Command): void {
+  const command = program
+    .command("report")
+    .description(
+      "write a self-contained HTML report of a finished or paused run: every attempt, its diff, output and tokens",
+    )
+    .argument("<thread>", "the thread id")
+    .option("-o, --out <file>", "where to write it (default selfheal-report-<thread>.html)")
+    .option("--open", "open it in the desktop's browser once written");
+  addStoreOptions(command).action(async (threadId: string, flags: StoreFlags & { out?: string; open?: boolean }) => {
+    const out = flags.out ?? `selfheal-report-${threadId.replace(/[^A-Za-z0-9_.-]+/g, "-")}.html`;
+    checkOutputFile(out);
+    process.exitCode = await withThreadStore(flags, threadId, async (store) => {
+      if (!(await writeRunReport(store, threadId, out))) throw noSuchRunError(threadId, store.location);
+      process.stderr.write(`selfheal: wrote the report of ${threadId} to ${out}\n`);
+      if (flags.open) {
+        const problem = await openInViewer(out);
+        if (problem) process.stderr.write(`selfheal: ${problem}\n`);
+      }
+      return EXIT.passed;
+    });
+  });
+}
