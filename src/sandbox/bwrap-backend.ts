@@ -27,6 +27,8 @@ import { type RunDisk, WorkDir } from "./work-dir.js";
 /** Where the work dir and the support files appear inside the sandbox. */
 export const SANDBOX_WORK_DIR = "/work";
 export const SANDBOX_SUPPORT_DIR = "/.selfheal";
+/** Where a run's installed packages appear: on sys.path for Python; Node's are bound at /node_modules. */
+export const SANDBOX_PACKAGES_DIR = "/.selfheal-packages";
 /** The uid and gid the program sees inside its user namespace. */
 export const SANDBOX_UID = 1000;
 /** The fd bwrap reads the seccomp BPF from (0-2 are the pipes, 3 the pre-warm control pipe). */
@@ -152,6 +154,15 @@ export interface BwrapArgvInput {
   seccomp?: boolean;
   /** A command prefix that joins the run's cgroups; runs first, as the caller (root). */
   cgroupJoin?: string[];
+  /** A host dir of installed packages, bound read-only at `at` (see `packageMount`). */
+  packages?: { dir: string; at: string } | null;
+}
+
+/** Where a cache entry is bound for a language: Python's whole entry, Node's node_modules at /node_modules. */
+export function packageMount(language: Language, packagesDir: string): { dir: string; at: string } {
+  return language === "python"
+    ? { dir: packagesDir, at: SANDBOX_PACKAGES_DIR }
+    : { dir: join(packagesDir, "node_modules"), at: "/node_modules" };
 }
 
 /**
@@ -180,7 +191,9 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
 function reexposeHiddenPrefixes(input: BwrapArgvInput, prefixes: string[]): string[] {
   const { host } = input;
   const argv: string[] = [];
-  const hidden = input.hostUid === null ? [] : prefixes.filter((prefix) => hiddenAncestor(prefix) !== null);
+  // The package cache lives under the caller's home by default, which may be just as hidden.
+  const bound = input.packages ? [...prefixes, input.packages.dir] : prefixes;
+  const hidden = input.hostUid === null ? [] : bound.filter((prefix) => hiddenAncestor(prefix) !== null);
   if (hidden.length > 0) {
     argv.push(host.bwrap, "--dev-bind", "/", "/", "--die-with-parent");
     const covered = new Set<string>();
@@ -239,6 +252,7 @@ function sandboxFileSystem(input: BwrapArgvInput, prefixes: string[]): string[] 
     else if (entry?.isDirectory()) argv.push("--ro-bind", directory, directory);
   }
   for (const prefix of prefixes) argv.push("--ro-bind", prefix, prefix);
+  if (input.packages) argv.push("--ro-bind", input.packages.dir, input.packages.at);
 
   // /etc: only what the C library, Python and Node read at start; no shadow, no host accounts.
   argv.push(...minimalEtc(input.supportDir));
@@ -449,7 +463,8 @@ export class BwrapLauncher implements Launcher {
     const interpreters = await resolveInterpreters();
     return {
       workDir,
-      spawn: (language, warm) => this.spawn(interpreters, workDir, hostUid, group, language, warm),
+      spawn: (language, warm, packagesDir) =>
+        this.spawn(interpreters, workDir, hostUid, group, language, warm, packagesDir),
       release: () => releaseResources(resources),
     };
   }
@@ -504,9 +519,11 @@ export class BwrapLauncher implements Launcher {
     group: RunCgroup | null,
     language: Language,
     warm: boolean,
+    packagesDir?: string,
   ): LaunchedProgram {
     const interpreter = interpreters[language];
     if (!interpreter) throw new InterpreterMissingError(language);
+    const packages = packagesDir ? packageMount(language, packagesDir) : null;
     const command = interpreterCommand({
       language,
       executable: interpreter.executable,
@@ -516,6 +533,7 @@ export class BwrapLauncher implements Launcher {
       prlimit: this.host.prlimit,
       // Inside its own user namespace the count is per sandbox, so the process cap is safe to set.
       maxProcesses: true,
+      pythonPackagesDir: language === "python" ? packages?.at : null,
     });
     const argv = buildBwrapArgv({
       host: this.host,
@@ -527,6 +545,7 @@ export class BwrapLauncher implements Launcher {
       tmpfsBytes: this.limits.maxDiskMb * MIB,
       tmpDir: workDir.tmpPath,
       seccomp: this.host.seccomp.usable,
+      packages,
       ...(group && this.host.shell ? { cgroupJoin: group.joinCommand(this.host.shell) } : {}),
     });
     const [file = "", ...args] = argv;
