@@ -62,6 +62,8 @@ describe.each(Object.keys(sandboxes) as Array<keyof typeof sandboxes>)("allowed 
         message: expect.stringMatching(/not a model attempt/),
       }),
     ]);
+    // The installer ran in bwrap with the host's network (bwrap works here and in CI), not on the bare host.
+    expect(result.notes[0]?.data).toMatchObject({ ok: true, place: "bwrap" });
     expect(entries(cacheDir)).toHaveLength(1);
   });
 

@@ -90,15 +90,15 @@ describe("the package cache", () => {
 
 describe("the installer command", () => {
   const install = (extra: object) => parseSettings({ packageInstall: extra }).packageInstall;
+  const paths = { target: "/t", npmCache: "/n" };
 
   it("uses pip with --target, wheels only, and --no-index when only a find-links folder is given", async () => {
     const command = await installerCommand(
       { language: "python", specs: ["sh-greet"], install: install({ pythonFindLinks: "/wheels" }) },
-      "/cache/.staging/entry",
-      "/cache",
+      { target: "/cache/.staging/entry", npmCache: "/n" },
       "/nonexistent",
     );
-    expect(command).toEqual({ argv: expect.arrayContaining(["-m", "pip", "--target", "/cache/.staging/entry"]) });
+    expect(command).toMatchObject({ argv: expect.arrayContaining(["-m", "pip", "--target", "/cache/.staging/entry"]) });
     const argv = "argv" in command ? command.argv : [];
     expect(argv.slice(-6)).toEqual(["--only-binary", ":all:", "--find-links", "/wheels", "--no-index", "sh-greet"]);
   });
@@ -107,15 +107,14 @@ describe("the installer command", () => {
     const bin = scratchDir("uv-bin");
     writeFileSync(join(bin, "uv"), "#!/bin/sh\n");
     chmodSync(join(bin, "uv"), 0o755);
-    const command = await installerCommand({ language: "python", specs: ["x"], install: install({}) }, "/t", "/c", bin);
+    const command = await installerCommand({ language: "python", specs: ["x"], install: install({}) }, paths, bin);
     expect("argv" in command && command.argv.slice(0, 3)).toEqual([join(bin, "uv"), "pip", "install"]);
   });
 
   it("uses npm with --prefix, the registry setting and no install scripts", async () => {
     const command = await installerCommand(
       { language: "javascript", specs: ["is-odd"], install: install({ npmRegistry: "http://registry.example/" }) },
-      "/t",
-      "/c",
+      paths,
     );
     const argv = "argv" in command ? command.argv : [];
     expect(argv).toEqual(expect.arrayContaining(["install", "--prefix", "/t", "--ignore-scripts", "is-odd"]));
@@ -170,5 +169,31 @@ describe("mounting packages into a run", () => {
     expect(inner.slice(at - 2, at + 1)).toEqual(["--ro-bind", join(entry, "node_modules"), "/node_modules"]);
     const outer = argv.slice(0, argv.indexOf("/usr/bin/setpriv"));
     expect(outer).toEqual(expect.arrayContaining(["--tmpfs", hidden, "--ro-bind", join(entry, "node_modules")]));
+  });
+});
+
+describe("the installer's sandbox", () => {
+  const argvFor = (extra: { shareNetwork?: boolean }) =>
+    buildBwrapArgv({
+      host: { bwrap: "/usr/bin/bwrap", setpriv: null },
+      hostUid: null,
+      workDir: "/cache/.staging-x",
+      supportDir: "/tmp/s",
+      prefixes: [],
+      command: ["pip"],
+      ...extra,
+    });
+
+  it("keeps the host's network and its resolver, and nothing else of the namespaces", () => {
+    const argv = argvFor({ shareNetwork: true });
+    expect(argv).not.toContain("--unshare-net");
+    expect(argv).toEqual(expect.arrayContaining(["--unshare-user", "--unshare-pid", "--unshare-ipc"]));
+    expect(argv).toEqual(expect.arrayContaining(["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]));
+  });
+
+  it("is never how a program runs", () => {
+    const program = argvFor({});
+    expect(program).toContain("--unshare-net");
+    expect(program).not.toContain("/etc/resolv.conf");
   });
 });

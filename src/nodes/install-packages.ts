@@ -22,6 +22,8 @@ export interface PackageInstallNote {
   ok: boolean;
   reason?: string;
   durationMs: number;
+  /** Where the installer ran: in bwrap with the host's network, or on the host itself (no bwrap here). */
+  place: "bwrap" | "host" | "cache";
 }
 
 export interface PackagedRun {
@@ -96,6 +98,7 @@ export async function runWithPackages(
     key: entry.key,
     ok: outcome.ok,
     durationMs: outcome.durationMs,
+    place: outcome.place,
     ...(outcome.ok ? {} : { reason: outcome.reason }),
   };
   if (!outcome.ok) {
@@ -112,7 +115,7 @@ export async function runWithPackages(
   const note: Note = {
     source: "executor",
     attempt,
-    message: `'${module}' was missing: installed ${allowed.join(", ")} into ${outcome.entry.dir} and ran the same program again; the rerun is part of attempt ${attempt}, not a model attempt`,
+    message: `'${module}' was missing: installed ${allowed.join(", ")} (${outcome.place === "bwrap" ? "in bwrap with network" : "on the host"}) into ${outcome.entry.dir} and ran the same program again; the rerun is part of attempt ${attempt}, not a model attempt`,
     data,
   };
   const stillMissing = missingModule(language, rerun);

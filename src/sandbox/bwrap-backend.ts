@@ -156,7 +156,22 @@ export interface BwrapArgvInput {
   cgroupJoin?: string[];
   /** A host dir of installed packages, bound read-only at `at` (see `packageMount`). */
   packages?: { dir: string; at: string } | null;
+  /**
+   * For the package installer only, never for a program: keep the host's network namespace and
+   * bind the host's resolver and CA files, so pip or npm can reach their index.
+   */
+  shareNetwork?: boolean;
 }
+
+/** What a process with the host's network reads to resolve names and check certificates. */
+const NETWORK_ETC = [
+  "/etc/resolv.conf",
+  "/etc/hosts",
+  "/etc/nsswitch.conf",
+  "/etc/gai.conf",
+  "/etc/ssl",
+  "/etc/ca-certificates",
+];
 
 /** Where a cache entry is bound for a language: Python's whole entry, Node's node_modules at /node_modules. */
 export function packageMount(language: Language, packagesDir: string): { dir: string; at: string } {
@@ -223,7 +238,7 @@ function isolationFlags(input: BwrapArgvInput): string[] {
     input.host.bwrap,
     "--unshare-user",
     "--unshare-pid",
-    "--unshare-net",
+    ...(input.shareNetwork ? [] : ["--unshare-net"]),
     "--unshare-ipc",
     "--unshare-uts",
     "--unshare-cgroup-try",
@@ -256,6 +271,10 @@ function sandboxFileSystem(input: BwrapArgvInput, prefixes: string[]): string[] 
 
   // /etc: only what the C library, Python and Node read at start; no shadow, no host accounts.
   argv.push(...minimalEtc(input.supportDir));
+  // Bound over the generated files, whose hosts and nsswitch.conf know nothing but localhost.
+  if (input.shareNetwork) {
+    for (const path of NETWORK_ETC) if (existsSync(path)) argv.push("--ro-bind", realpathSync(path), path);
+  }
 
   const tmpfsSize = String(input.tmpfsBytes ?? 64 * MIB);
   argv.push(

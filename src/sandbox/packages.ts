@@ -1,12 +1,14 @@
 import { execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
 
 import type { PackageInstall } from "../core/settings.js";
+import { getSupportDir } from "./bootstrap.js";
+import { buildBwrapArgv, probeBwrap, SANDBOX_WORK_DIR } from "./bwrap-backend.js";
 import { findOnPath, resolveInterpreters } from "./interpreters.js";
 import type { Language, RunResult } from "./types.js";
 
@@ -122,9 +124,12 @@ export async function findPackageEntry(request: PackageRequest): Promise<Package
   return { key, dir, ready: existsSync(join(dir, PACKAGE_ENTRY_MARKER)) };
 }
 
+/** Where the installer ran: in bwrap with only the network of the host, or on the host itself. */
+export type InstallerPlace = "bwrap" | "host";
+
 export type InstallOutcome =
-  | { ok: true; entry: PackageEntry; durationMs: number; command: string }
-  | { ok: false; reason: string; durationMs: number };
+  | { ok: true; entry: PackageEntry; durationMs: number; place: InstallerPlace | "cache" }
+  | { ok: false; reason: string; durationMs: number; place: InstallerPlace };
 
 /** Installs in flight in this process, by key: a second run asking for the same key waits for the first. */
 const inFlight = new Map<string, Promise<InstallOutcome>>();
@@ -135,7 +140,7 @@ const inFlight = new Map<string, Promise<InstallOutcome>>();
  * same key never leaves a half-written entry: the first rename wins and the loser's copy is dropped.
  */
 export function installPackages(request: PackageRequest, entry: PackageEntry): Promise<InstallOutcome> {
-  if (entry.ready) return Promise.resolve({ ok: true, entry, durationMs: 0, command: "(cached)" });
+  if (entry.ready) return Promise.resolve({ ok: true, entry, durationMs: 0, place: "cache" });
   let pending = inFlight.get(entry.key);
   if (!pending) {
     pending = installIntoCache(request, entry).finally(() => inFlight.delete(entry.key));
@@ -147,17 +152,37 @@ export function installPackages(request: PackageRequest, entry: PackageEntry): P
 async function installIntoCache(request: PackageRequest, entry: PackageEntry): Promise<InstallOutcome> {
   const startedAt = Date.now();
   const elapsed = () => Date.now() - startedAt;
-  const cacheDir = dirname(entry.dir);
-  await mkdir(cacheDir, { recursive: true });
-  const staging = await mkdtemp(join(cacheDir, `.staging-${entry.key}-`));
+  await mkdir(dirname(entry.dir), { recursive: true });
+  const staging = await mkdtemp(join(dirname(entry.dir), `.staging-${entry.key}-`));
+  const bwrap = probeBwrap();
+  const place: InstallerPlace = bwrap.usable ? "bwrap" : "host";
   try {
+    for (const part of ["home", "tmp"]) await mkdir(join(staging, part));
+    // Inside bwrap the staging dir is /work; on the host it is itself.
+    const root = bwrap.usable ? SANDBOX_WORK_DIR : staging;
+    // A local wheel folder is bound at a fixed path: bwrap's fresh /tmp would hide one under /tmp.
+    const wheels = localFindLinks(request.install);
+    const findLinks = bwrap.usable && wheels ? SANDBOX_FIND_LINKS_DIR : request.install.pythonFindLinks;
+    const paths = { target: join(root, "entry"), npmCache: join(root, "npm-cache"), findLinks };
+    const command = await installerCommand(request, paths);
+    if ("reason" in command) return { ok: false, reason: command.reason, durationMs: elapsed(), place };
+    const env = { ...installerEnv(), HOME: join(root, "home"), TMPDIR: join(root, "tmp") };
+    const argv = bwrap.usable
+      ? buildBwrapArgv({
+          host: bwrap.host,
+          hostUid: null,
+          workDir: staging,
+          supportDir: getSupportDir(),
+          prefixes: command.reads,
+          command: command.argv,
+          env,
+          shareNetwork: true,
+          packages: wheels ? { dir: wheels, at: SANDBOX_FIND_LINKS_DIR } : null,
+        })
+      : command.argv;
+    const result = await runInstaller(argv, env, request.install.timeoutMs);
+    if (result.problem) return { ok: false, reason: result.problem, durationMs: elapsed(), place };
     const target = join(staging, "entry");
-    const home = join(staging, "home");
-    await mkdir(home);
-    const command = await installerCommand(request, target, cacheDir);
-    if ("reason" in command) return { ok: false, reason: command.reason, durationMs: elapsed() };
-    const result = await runInstaller(command.argv, installerEnv(home), request.install.timeoutMs);
-    if (result.problem) return { ok: false, reason: result.problem, durationMs: elapsed() };
     await chmod(target, 0o755);
     const marker = { language: request.language, specs: [...request.specs].sort(), installedAt: new Date() };
     await writeFile(join(target, PACKAGE_ENTRY_MARKER), `${JSON.stringify(marker)}\n`, { mode: 0o644 });
@@ -167,9 +192,10 @@ async function installIntoCache(request: PackageRequest, entry: PackageEntry): P
       // Another process renamed its copy first; theirs is as good as ours.
       if (!existsSync(join(entry.dir, PACKAGE_ENTRY_MARKER))) throw error;
     }
-    return { ok: true, entry: { ...entry, ready: true }, durationMs: elapsed(), command: command.argv.join(" ") };
+    return { ok: true, entry: { ...entry, ready: true }, durationMs: elapsed(), place };
   } catch (error) {
-    return { ok: false, reason: error instanceof Error ? error.message : String(error), durationMs: elapsed() };
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, reason, durationMs: elapsed(), place };
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
@@ -181,34 +207,56 @@ async function installIntoCache(request: PackageRequest, entry: PackageEntry): P
  */
 export async function installerCommand(
   request: PackageRequest,
-  target: string,
-  cacheDir: string,
+  paths: { target: string; npmCache: string; findLinks?: string | null },
   searchPath: string = process.env.PATH ?? "",
-): Promise<{ argv: string[] } | { reason: string }> {
+): Promise<InstallerCommand | { reason: string }> {
   const interpreter = (await resolveInterpreters())[request.language];
   if (!interpreter) return { reason: `no ${request.language} interpreter to install packages for` };
   const { install } = request;
+  const { target } = paths;
   if (request.language === "javascript") {
     const npm = findOnPath("npm", [dirname(interpreter.executable), searchPath].join(delimiter));
     if (!npm) return { reason: "npm was not found on PATH" };
     const registry = install.npmRegistry ?? process.env.npm_config_registry ?? "https://registry.npmjs.org/";
     return {
       argv: [
-        ...[npm, "install", "--prefix", target, "--registry", registry, "--cache", join(cacheDir, ".npm-cache")],
+        ...[npm, "install", "--prefix", target, "--registry", registry, "--cache", paths.npmCache],
         ...["--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error"],
         ...request.specs,
       ],
+      // npm-cli.js sits in npm's own package dir (node_modules/npm/bin), often outside node's prefix.
+      reads: [...interpreter.prefixes, dirname(dirname(realpathSync(npm)))],
     };
   }
   const index: string[] = [];
-  if (install.pythonFindLinks) index.push("--find-links", install.pythonFindLinks);
+  const findLinks = paths.findLinks === undefined ? install.pythonFindLinks : paths.findLinks;
+  if (findLinks) index.push("--find-links", findLinks);
   if (install.pythonIndexUrl) index.push("--index-url", install.pythonIndexUrl);
-  else if (install.pythonFindLinks) index.push("--no-index");
+  else if (findLinks) index.push("--no-index");
   const common = ["--target", target, "--only-binary", ":all:", ...index, ...request.specs];
+  const reads = [...interpreter.prefixes];
   const uv = findOnPath("uv", searchPath);
-  if (uv) return { argv: [uv, "pip", "install", "--python", interpreter.executable, "--no-cache", ...common] };
+  if (uv) {
+    const argv = [uv, "pip", "install", "--python", interpreter.executable, "--no-cache", ...common];
+    return { argv, reads: [...reads, dirname(realpathSync(uv))] };
+  }
   const pip = ["-I", "-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-cache-dir"];
-  return { argv: [interpreter.executable, ...pip, ...common] };
+  return { argv: [interpreter.executable, ...pip, ...common], reads };
+}
+
+/** Where a local `pythonFindLinks` folder appears inside the installer's bwrap. */
+const SANDBOX_FIND_LINKS_DIR = "/.selfheal-find-links";
+
+/** `pythonFindLinks` when it is a folder on this machine rather than a URL. */
+function localFindLinks(install: PackageInstall): string | null {
+  const links = install.pythonFindLinks;
+  return links && !/^[a-z][a-z0-9+.-]*:\/\//i.test(links) ? links : null;
+}
+
+/** The installer's command line, and the host dirs it reads (bound read-only when it runs in bwrap). */
+export interface InstallerCommand {
+  argv: string[];
+  reads: string[];
 }
 
 /** The locale, proxies and CA bundles: what reaching an index needs, and nothing else of the caller's env. */
@@ -216,11 +264,11 @@ const INSTALLER_ENV =
   /^(?:LANG|LANGUAGE|LC_\w+|https?_proxy|no_proxy|SSL_CERT_FILE|SSL_CERT_DIR|NODE_EXTRA_CA_CERTS|REQUESTS_CA_BUNDLE|PIP_CERT|npm_config_cafile)$/i;
 
 /**
- * PATH and `INSTALLER_ENV`, with HOME an empty dir: the user's ~/.npmrc and pip.conf (which may
- * hold tokens) are not read; the index comes from `settings.packageInstall`.
+ * PATH and `INSTALLER_ENV`; the caller sets HOME to an empty dir, so the user's ~/.npmrc and
+ * pip.conf (which may hold tokens) are not read: the index comes from `settings.packageInstall`.
  */
-function installerEnv(home: string): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", HOME: home };
+function installerEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin" };
   const passed = INSTALLER_ENV;
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && passed.test(name)) env[name] = value;
