@@ -197,3 +197,21 @@ describe("the installer's sandbox", () => {
     expect(program).not.toContain("/etc/resolv.conf");
   });
 });
+
+describe("an install that cannot write the cache", () => {
+  it("fails as an outcome that says why, not as a thrown error", async () => {
+    const blocker = join(scratchDir("cache"), "file");
+    writeFileSync(blocker, "");
+    const request = {
+      language: "python" as const,
+      specs: ["sh-x"],
+      install: parseSettings({ packageInstall: { cacheDir: join(blocker, "packages") } }).packageInstall,
+    };
+    const entry = await findPackageEntry(request);
+    if (!entry) throw new Error("python3 is needed for this test");
+    expect(await installPackages(request, entry)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^cannot write the package cache: ENOTDIR/),
+    });
+  });
+});

@@ -372,6 +372,7 @@ function rmdirQuietly(dir: string): void {
   }
 }
 
-function messageOf(error: unknown): string {
+/** An error's message, or the thrown value itself as text. */
+export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

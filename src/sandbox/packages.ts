@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import type { PackageInstall } from "../core/settings.js";
 import { getSupportDir } from "./bootstrap.js";
 import { buildBwrapArgv, probeBwrap, SANDBOX_WORK_DIR } from "./bwrap-backend.js";
+import { messageOf } from "./cgroups.js";
 import { findOnPath, resolveInterpreters } from "./interpreters.js";
 import type { Language, RunResult } from "./types.js";
 
@@ -152,10 +153,21 @@ export function installPackages(request: PackageRequest, entry: PackageEntry): P
 async function installIntoCache(request: PackageRequest, entry: PackageEntry): Promise<InstallOutcome> {
   const startedAt = Date.now();
   const elapsed = () => Date.now() - startedAt;
-  await mkdir(dirname(entry.dir), { recursive: true });
-  const staging = await mkdtemp(join(dirname(entry.dir), `.staging-${entry.key}-`));
   const bwrap = probeBwrap();
   const place: InstallerPlace = bwrap.usable ? "bwrap" : "host";
+  let staging: string;
+  try {
+    await mkdir(dirname(entry.dir), { recursive: true });
+    staging = await mkdtemp(join(dirname(entry.dir), `.staging-${entry.key}-`));
+  } catch (error) {
+    // A cache dir that cannot be written is the install's failure, reported like any other.
+    return {
+      ok: false,
+      reason: `cannot write the package cache: ${messageOf(error)}`,
+      durationMs: elapsed(),
+      place,
+    };
+  }
   try {
     for (const part of ["home", "tmp"]) await mkdir(join(staging, part));
     // Inside bwrap the staging dir is /work; on the host it is itself.
@@ -194,8 +206,7 @@ async function installIntoCache(request: PackageRequest, entry: PackageEntry): P
     }
     return { ok: true, entry: { ...entry, ready: true }, durationMs: elapsed(), place };
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return { ok: false, reason, durationMs: elapsed(), place };
+    return { ok: false, reason: messageOf(error), durationMs: elapsed(), place };
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
