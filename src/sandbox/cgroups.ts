@@ -12,6 +12,7 @@ import {
 import { rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
+import { messageOf } from "../core/errors.js";
 import { processIsAlive } from "../core/process.js";
 import { MIB } from "./limits.js";
 import type { SandboxLimits } from "./types.js";
@@ -370,9 +371,4 @@ function rmdirQuietly(dir: string): void {
   } catch {
     // Busy or gone; the next selfheal process sweeps it.
   }
-}
-
-/** An error's message, or the thrown value itself as text. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
