@@ -1,9 +1,11 @@
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAgent, createSandbox, type SettingsInput } from "../src/index.js";
+import { REPO } from "./cli-helpers.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
 import { buildWheel } from "./wheels.js";
@@ -173,5 +175,57 @@ describe("npm packages", () => {
     expect(result.lastRun?.stdout).toBe("true false\n");
     expect(result.history[0]?.installed).toEqual(["is-odd@3.0.1"]);
     expect(entries(cacheDir)).toHaveLength(1);
+  });
+});
+
+describe("npm packages through import()", () => {
+  it("installs on ERR_MODULE_NOT_FOUND and finds the package through ES module resolution", async () => {
+    const cacheDir = join(scratchDir("cache"), "packages");
+    const program = fence("import('is-odd').then((module) => console.log(module.default(7)));", "javascript");
+    const result = await createAgent({ model: scriptedModel(program), sandbox: sandboxes.bwrap }).invoke(
+      { task: "Is 7 odd?", language: "javascript" },
+      { context: { packages: { javascript: ["is-odd"] }, packageInstall: { cacheDir } } },
+    );
+    expect(result.status).toBe("passed");
+    expect(result.attempt).toBe(1);
+    expect(result.lastRun?.stdout).toBe("true\n");
+    expect(result.history[0]?.installed).toEqual(["is-odd"]);
+  });
+});
+
+describe("one cache shared by processes", () => {
+  it("keeps one whole entry when two processes install the same packages at the same moment", async () => {
+    const cacheDir = join(scratchDir("cache"), "packages");
+    const script = `
+      import { findPackageEntry, installPackages } from "./src/sandbox/packages.ts";
+      import { parseSettings } from "./src/index.ts";
+      const install = parseSettings({ packageInstall: { cacheDir: process.argv[1], pythonFindLinks: process.argv[2] } }).packageInstall;
+      const request = { language: "python", specs: ["sh-greet"], install };
+      const outcome = await installPackages(request, await findPackageEntry(request));
+      console.log(JSON.stringify({ ok: outcome.ok, dir: outcome.ok ? outcome.entry.dir : outcome.reason }));
+    `;
+    const installOnce = () =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(
+          process.execPath,
+          ["--import", "tsx", "--input-type=module", "-e", script, cacheDir, wheels],
+          {
+            cwd: REPO,
+            stdio: ["ignore", "pipe", "inherit"],
+          },
+        );
+        let output = "";
+        child.stdout.on("data", (chunk: Buffer) => {
+          output += chunk.toString();
+        });
+        child.on("error", reject);
+        child.on("close", () => resolve(output.trim()));
+      });
+    const [first, second] = await Promise.all([installOnce(), installOnce()]);
+    expect(first).toBe(second);
+    const { ok, dir } = JSON.parse(first) as { ok: boolean; dir: string };
+    expect(ok).toBe(true);
+    expect(readdirSync(cacheDir)).toEqual([dir.split("/").at(-1)]);
+    expect(readdirSync(dir).sort()).toEqual(["selfheal-packages.json", "sh_greet", "sh_greet-1.0.dist-info"]);
   });
 });
