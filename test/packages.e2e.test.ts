@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -159,38 +159,38 @@ describe("packages that cannot be had", () => {
   });
 });
 
-describe("npm packages", () => {
-  it("installs an allowed npm package from the registry and reruns the program, in the same attempt", async () => {
-    const cacheDir = join(scratchDir("cache"), "packages");
-    mkdirSync(cacheDir);
-    const model = scriptedModel(
-      fence("const isOdd = require('is-odd');\nconsole.log(isOdd(3), isOdd(4));", "javascript"),
-    );
-    const result = await createAgent({ model, sandbox: sandboxes.bwrap }).invoke(
-      { task: "Is 3 odd? Is 4?", language: "javascript" },
-      { context: { packages: { javascript: ["is-odd@3.0.1"] }, packageInstall: { cacheDir } } },
-    );
-    expect(result.status).toBe("passed");
-    expect(result.attempt).toBe(1);
-    expect(result.lastRun?.stdout).toBe("true false\n");
-    expect(result.history[0]?.installed).toEqual(["is-odd@3.0.1"]);
-    expect(entries(cacheDir)).toHaveLength(1);
-  });
-});
-
-describe("npm packages through import()", () => {
-  it("installs on ERR_MODULE_NOT_FOUND and finds the package through ES module resolution", async () => {
-    const cacheDir = join(scratchDir("cache"), "packages");
-    const program = fence("import('is-odd').then((module) => console.log(module.default(7)));", "javascript");
-    const result = await createAgent({ model: scriptedModel(program), sandbox: sandboxes.bwrap }).invoke(
-      { task: "Is 7 odd?", language: "javascript" },
-      { context: { packages: { javascript: ["is-odd"] }, packageInstall: { cacheDir } } },
-    );
-    expect(result.status).toBe("passed");
-    expect(result.attempt).toBe(1);
-    expect(result.lastRun?.stdout).toBe("true\n");
-    expect(result.history[0]?.installed).toEqual(["is-odd"]);
-  });
+describe("npm packages from the registry", () => {
+  it.each([
+    {
+      how: "require() fails with Cannot find module",
+      code: "const isOdd = require('is-odd');\nconsole.log(isOdd(3), isOdd(4));",
+      spec: "is-odd@3.0.1",
+      printed: "true false\n",
+    },
+    {
+      how: "import() fails with ERR_MODULE_NOT_FOUND",
+      code: "import('is-odd').then((module) => console.log(module.default(7)));",
+      spec: "is-odd",
+      printed: "true\n",
+    },
+  ])(
+    "installs an allowed package when $how, and reruns the program in the same attempt",
+    async ({ code, spec, printed }) => {
+      const cacheDir = join(scratchDir("cache"), "packages");
+      const result = await createAgent({
+        model: scriptedModel(fence(code, "javascript")),
+        sandbox: sandboxes.bwrap,
+      }).invoke(
+        { task: "Which numbers are odd?", language: "javascript" },
+        { context: { packages: { javascript: [spec] }, packageInstall: { cacheDir } } },
+      );
+      expect(result.status).toBe("passed");
+      expect(result.attempt).toBe(1);
+      expect(result.lastRun?.stdout).toBe(printed);
+      expect(result.history[0]?.installed).toEqual([spec]);
+      expect(entries(cacheDir)).toHaveLength(1);
+    },
+  );
 });
 
 describe("one cache shared by processes", () => {
