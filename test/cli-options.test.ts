@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { settingsWithFlags } from "../src/cli/options.js";
+import { packagesFromFlags, settingsWithFlags } from "../src/cli/options.js";
 import { describeModel } from "../src/cli/session.js";
 import { InvalidSettingsError } from "../src/core/errors.js";
 
@@ -21,6 +21,31 @@ describe("settings from flags", () => {
       maxAttempts: 7,
       model: "b",
     });
+  });
+});
+
+describe("--allow-package", () => {
+  it("files a bare name under the run's language and a prefixed one under its prefix", () => {
+    expect(packagesFromFlags(["left-pad@1.3.0", "python:pyyaml", "@scope/pkg"], "javascript")).toEqual({
+      python: ["pyyaml"],
+      javascript: ["left-pad@1.3.0", "@scope/pkg"],
+    });
+    expect(packagesFromFlags(["javascript:is-odd", "requests==2.31"], "python")).toEqual({
+      python: ["requests==2.31"],
+      javascript: ["is-odd"],
+    });
+  });
+
+  it("allows nothing when the flag is absent", () => {
+    expect(packagesFromFlags(undefined, "python")).toEqual({ python: [], javascript: [] });
+  });
+
+  it("names the flag when a value is not a package", () => {
+    expect(() => packagesFromFlags(["--index-url=http://evil"], "python")).toThrow(
+      new InvalidSettingsError(
+        '--allow-package "--index-url=http://evil": a package must be a name with an optional version, such as left-pad@1.3.0',
+      ),
+    );
   });
 });
 

@@ -1,5 +1,15 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { InvalidSettingsError, SANDBOX_KINDS, type Settings, type SettingsInput, SettingsSchema } from "../index.js";
+import {
+  InvalidSettingsError,
+  LANGUAGES,
+  type Language,
+  type Packages,
+  PackagesSchema,
+  SANDBOX_KINDS,
+  type Settings,
+  type SettingsInput,
+  SettingsSchema,
+} from "../index.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
 export interface SettingFlags {
@@ -111,4 +121,27 @@ export function addOutputOptions(command: Command): Command {
   return command
     .option("--json", "print a JSON result instead of the code")
     .option("-o, --out <file>", "write the result to a file instead of stdout");
+}
+
+/**
+ * `--allow-package` values as the `packages` setting: `python:NAME` or `javascript:NAME` for a
+ * language, a bare NAME for the run's own language (an npm scope's `@` is no prefix).
+ */
+export function packagesFromFlags(specs: readonly string[] | undefined, runLanguage: Language): Packages {
+  const packages: Packages = { python: [], javascript: [] };
+  for (const given of specs ?? []) {
+    const colon = given.indexOf(":");
+    const prefix = colon === -1 ? "" : given.slice(0, colon);
+    const language = (LANGUAGES as readonly string[]).includes(prefix) ? (prefix as Language) : runLanguage;
+    packages[language].push(language === prefix ? given.slice(colon + 1) : given);
+  }
+  const result = PackagesSchema.safeParse(packages);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => {
+      const [language, index] = issue.path as [Language, number];
+      return `--allow-package ${JSON.stringify(packages[language][index])}: ${issue.message}`;
+    });
+    throw new InvalidSettingsError(problems.join("; "));
+  }
+  return result.data;
 }

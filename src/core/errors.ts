@@ -67,3 +67,8 @@ export class UsageError extends SelfhealError {
     super("USAGE", message);
   }
 }
+
+/** An error's message, or the thrown value itself as text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

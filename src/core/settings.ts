@@ -31,6 +31,47 @@ export function modelTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): numbe
  */
 export const MAX_ATTEMPTS_LIMIT = 100;
 
+export const DEFAULT_PACKAGE_INSTALL_TIMEOUT_MS = 120_000;
+
+/**
+ * One allowed package as pip or npm takes it: a name with an optional version (`requests==2.31`,
+ * `left-pad@1.3.0`, `@scope/name`); no paths, URLs or flags, so an allowlist cannot smuggle in an
+ * installer option.
+ */
+const PackageSpecSchema = z
+  .string()
+  .trim()
+  .regex(
+    /^@?[A-Za-z0-9][\w.@/=<>!~^,*+-]*$/,
+    "a package must be a name with an optional version, such as left-pad@1.3.0",
+  );
+
+/** The packages a run may install, per language: nothing is installed unless it is listed here. */
+export const PackagesSchema = z.object({
+  python: z.array(PackageSpecSchema).default(() => []),
+  javascript: z.array(PackageSpecSchema).default(() => []),
+});
+export type Packages = z.infer<typeof PackagesSchema>;
+
+/** How allowed packages are installed: where the cache is, how long an install may take, which index. */
+export const PackageInstallSchema = z.object({
+  /** The install step's own wall-clock limit; past it the install is killed and reported to the fixer. */
+  timeoutMs: z
+    .number()
+    .int()
+    .min(100, "packageInstall.timeoutMs must be at least 100")
+    .default(DEFAULT_PACKAGE_INSTALL_TIMEOUT_MS),
+  /** The shared cache; null: `$SELFHEAL_PACKAGE_CACHE`, else `$XDG_CACHE_HOME/selfheal/packages` (~/.cache). */
+  cacheDir: z.string().min(1).nullable().default(null),
+  /** pip's `--index-url`; null: pip's own default (PyPI or pip.conf is not read: the installer's env is scrubbed). */
+  pythonIndexUrl: z.string().min(1).nullable().default(null),
+  /** A folder (or URL) of wheels for pip's `--find-links`; with `pythonIndexUrl` unset it also means `--no-index`. */
+  pythonFindLinks: z.string().min(1).nullable().default(null),
+  /** npm's `--registry`; null: `$npm_config_registry`, else registry.npmjs.org. */
+  npmRegistry: z.string().min(1).nullable().default(null),
+});
+export type PackageInstall = z.infer<typeof PackageInstallSchema>;
+
 /**
  * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
  * nodes read them through `readSettings(runtime.context)`.
@@ -84,6 +125,9 @@ export const SettingsSchema = z.object({
   approval: z.boolean().default(false),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
+  /** Packages the program may import beyond the standard library, installed on first need. */
+  packages: PackagesSchema.default(() => ({ python: [], javascript: [] })),
+  packageInstall: PackageInstallSchema.default(() => PackageInstallSchema.parse({})),
 });
 
 export type Settings = z.infer<typeof SettingsSchema>;

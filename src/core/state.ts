@@ -31,6 +31,8 @@ export const ExecutionSchema = RunResultSchema.extend({
   failedInTests: z.boolean().default(false),
   /** Where the failure happened, from 0 (first line) to 1 (last test line); used to rank attempts. */
   progress: z.number().min(0).max(1).nullable().default(null),
+  /** Packages installed during this attempt, after which the same program ran again (see settings.packages). */
+  installed: z.array(z.string()).optional(),
 });
 export type Execution = z.infer<typeof ExecutionSchema>;
 
@@ -88,6 +90,11 @@ export const HistoryEntrySchema = z.object({
   fingerprint: z.string().optional(),
   /** Tokens spent on this attempt: writing the program and judging it. */
   tokens: z.number().int(),
+  /**
+   * Packages installed during this attempt: its program failed to import one, and ran again once
+   * they were installed. That rerun is part of the attempt, not a model attempt of its own.
+   */
+  installed: z.array(z.string()).optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 

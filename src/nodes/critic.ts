@@ -21,6 +21,7 @@ import { describeError, describeModelFailure, modelEndpoint } from "../tools/mod
 import { invokeWithinLimits } from "../tools/models.js";
 import { countTokens } from "../tools/tokens.js";
 import { buildReviewPrompt, type Review, ReviewSchema } from "./critic.prompt.js";
+import { PACKAGE_FINDINGS } from "./install-packages.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
 export interface Failure {
@@ -79,9 +80,12 @@ export function judgeRun(run: Execution, hasTests: boolean): Judgement {
   if (run.error) {
     const at = run.error.line ? ` at line ${run.error.line} ${where}` : ` ${where}`;
     const assertion = /Assertion/i.test(run.error.type);
-    const diagnosis = assertion
-      ? `An assertion failed${at}: the program computes a wrong result for that case. Fix the logic, not the check, unless the check contradicts the task.`
-      : `Raised${at}.`;
+    const packageFinding = (PACKAGE_FINDINGS as readonly string[]).includes(run.error.type);
+    const diagnosis = packageFinding
+      ? run.error.message
+      : assertion
+        ? `An assertion failed${at}: the program computes a wrong result for that case. Fix the logic, not the check, unless the check contradicts the task.`
+        : `Raised${at}.`;
     return failed(
       { type: run.error.type, message: run.error.message },
       `${run.error.type}: ${run.error.message}`,
@@ -237,6 +241,7 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
       outcome: failure ? failure.type : "passed",
       fingerprint,
       tokens: (state.draft?.tokens ?? 0) + reviewTokens,
+      ...(run.installed ? { installed: run.installed } : {}),
     };
     const observed: ErrorObservation[] =
       failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [];

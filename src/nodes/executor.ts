@@ -1,5 +1,6 @@
 import { type Execution, LIVE_LINE_CHARS, LIVE_TAIL_LINES, type OutputLine, objectionsFor } from "../core/state.js";
 import { assembleProgram, locateFailure } from "../tools/assemble.js";
+import { runWithPackages } from "./install-packages.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
 /** Custom stream event: one line the program printed, sent while it runs. */
@@ -32,7 +33,10 @@ function notRun(type: string, message: string): Execution {
   };
 }
 
-/** Runs the program, then the acceptance tests, in the sandbox; every run counts as an attempt, even one an objection kept from running. */
+/**
+ * Runs the program, then the acceptance tests, in the sandbox; every run counts as an attempt, even
+ * one an objection kept from running. A rerun after installing an allowed package is not one.
+ */
 export function createExecutorNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
     const settings = runtime.context;
@@ -43,15 +47,23 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
     const program = assembleProgram(state.code, state.tests, state.language);
     const sandbox = deps.getSandbox(settings.sandbox);
     const liveTail: OutputLine[] = [];
-    const result = await sandbox.run(
+    const { result, installed, notes } = await runWithPackages(
+      sandbox,
       { language: state.language, code: program.source, timeoutMs: settings.timeoutMs },
       {
-        onOutput: (stream, line) => {
-          keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
-          runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent);
+        state,
+        settings,
+        attempt,
+        hooks: {
+          onOutput: (stream, line) => {
+            keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
+            runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent);
+          },
         },
       },
     );
-    return { attempt, lastRun: { ...result, liveTail, ran: true, ...locateFailure(result.error?.line, program) } };
+    const lastRun: Execution = { ...result, liveTail, ran: true, ...locateFailure(result.error?.line, program) };
+    if (installed.length > 0) lastRun.installed = installed;
+    return { attempt, lastRun, notes };
   };
 }

@@ -19,6 +19,10 @@ import os, resource, sys, types
 # Limits arrive as arguments, "as=536870912:536870912" and so on, and hold before any code exists.
 for setting in sys.argv[1:]:
     name, _, values = setting.partition("=")
+    if name == "path":
+        # Installed packages go last, so they can never shadow the standard library.
+        sys.path.append(values)
+        continue
     kind = getattr(resource, "RLIMIT_" + name.upper(), None)
     if kind is None:
         continue

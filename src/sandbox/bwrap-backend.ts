@@ -27,6 +27,8 @@ import { type RunDisk, WorkDir } from "./work-dir.js";
 /** Where the work dir and the support files appear inside the sandbox. */
 export const SANDBOX_WORK_DIR = "/work";
 export const SANDBOX_SUPPORT_DIR = "/.selfheal";
+/** Where a run's installed packages appear: on sys.path for Python; Node's are bound at /node_modules. */
+export const SANDBOX_PACKAGES_DIR = "/.selfheal-packages";
 /** The uid and gid the program sees inside its user namespace. */
 export const SANDBOX_UID = 1000;
 /** The fd bwrap reads the seccomp BPF from (0-2 are the pipes, 3 the pre-warm control pipe). */
@@ -152,6 +154,30 @@ export interface BwrapArgvInput {
   seccomp?: boolean;
   /** A command prefix that joins the run's cgroups; runs first, as the caller (root). */
   cgroupJoin?: string[];
+  /** A host dir of installed packages, bound read-only at `at` (see `packageMount`). */
+  packages?: { dir: string; at: string } | null;
+  /**
+   * For the package installer only, never for a program: keep the host's network namespace and
+   * bind the host's resolver and CA files, so pip or npm can reach their index.
+   */
+  shareNetwork?: boolean;
+}
+
+/** What a process with the host's network reads to resolve names and check certificates. */
+const NETWORK_ETC = [
+  "/etc/resolv.conf",
+  "/etc/hosts",
+  "/etc/nsswitch.conf",
+  "/etc/gai.conf",
+  "/etc/ssl",
+  "/etc/ca-certificates",
+];
+
+/** Where a cache entry is bound for a language: Python's whole entry, Node's node_modules at /node_modules. */
+export function packageMount(language: Language, packagesDir: string): { dir: string; at: string } {
+  return language === "python"
+    ? { dir: packagesDir, at: SANDBOX_PACKAGES_DIR }
+    : { dir: join(packagesDir, "node_modules"), at: "/node_modules" };
 }
 
 /**
@@ -180,7 +206,9 @@ export function buildBwrapArgv(input: BwrapArgvInput): string[] {
 function reexposeHiddenPrefixes(input: BwrapArgvInput, prefixes: string[]): string[] {
   const { host } = input;
   const argv: string[] = [];
-  const hidden = input.hostUid === null ? [] : prefixes.filter((prefix) => hiddenAncestor(prefix) !== null);
+  // The package cache lives under the caller's home by default, which may be just as hidden.
+  const bound = input.packages ? [...prefixes, input.packages.dir] : prefixes;
+  const hidden = input.hostUid === null ? [] : bound.filter((prefix) => hiddenAncestor(prefix) !== null);
   if (hidden.length > 0) {
     argv.push(host.bwrap, "--dev-bind", "/", "/", "--die-with-parent");
     const covered = new Set<string>();
@@ -210,7 +238,7 @@ function isolationFlags(input: BwrapArgvInput): string[] {
     input.host.bwrap,
     "--unshare-user",
     "--unshare-pid",
-    "--unshare-net",
+    ...(input.shareNetwork ? [] : ["--unshare-net"]),
     "--unshare-ipc",
     "--unshare-uts",
     "--unshare-cgroup-try",
@@ -239,9 +267,14 @@ function sandboxFileSystem(input: BwrapArgvInput, prefixes: string[]): string[] 
     else if (entry?.isDirectory()) argv.push("--ro-bind", directory, directory);
   }
   for (const prefix of prefixes) argv.push("--ro-bind", prefix, prefix);
+  if (input.packages) argv.push("--ro-bind", input.packages.dir, input.packages.at);
 
   // /etc: only what the C library, Python and Node read at start; no shadow, no host accounts.
   argv.push(...minimalEtc(input.supportDir));
+  // Bound over the generated files, whose hosts and nsswitch.conf know nothing but localhost.
+  if (input.shareNetwork) {
+    for (const path of NETWORK_ETC) if (existsSync(path)) argv.push("--ro-bind", realpathSync(path), path);
+  }
 
   const tmpfsSize = String(input.tmpfsBytes ?? 64 * MIB);
   argv.push(
@@ -449,7 +482,8 @@ export class BwrapLauncher implements Launcher {
     const interpreters = await resolveInterpreters();
     return {
       workDir,
-      spawn: (language, warm) => this.spawn(interpreters, workDir, hostUid, group, language, warm),
+      spawn: (language, warm, packagesDir) =>
+        this.spawn(interpreters, workDir, hostUid, group, language, warm, packagesDir),
       release: () => releaseResources(resources),
     };
   }
@@ -504,9 +538,11 @@ export class BwrapLauncher implements Launcher {
     group: RunCgroup | null,
     language: Language,
     warm: boolean,
+    packagesDir?: string,
   ): LaunchedProgram {
     const interpreter = interpreters[language];
     if (!interpreter) throw new InterpreterMissingError(language);
+    const packages = packagesDir ? packageMount(language, packagesDir) : null;
     const command = interpreterCommand({
       language,
       executable: interpreter.executable,
@@ -516,6 +552,7 @@ export class BwrapLauncher implements Launcher {
       prlimit: this.host.prlimit,
       // Inside its own user namespace the count is per sandbox, so the process cap is safe to set.
       maxProcesses: true,
+      pythonPackagesDir: language === "python" ? packages?.at : null,
     });
     const argv = buildBwrapArgv({
       host: this.host,
@@ -527,6 +564,7 @@ export class BwrapLauncher implements Launcher {
       tmpfsBytes: this.limits.maxDiskMb * MIB,
       tmpDir: workDir.tmpPath,
       seccomp: this.host.seccomp.usable,
+      packages,
       ...(group && this.host.shell ? { cgroupJoin: group.joinCommand(this.host.shell) } : {}),
     });
     const [file = "", ...args] = argv;

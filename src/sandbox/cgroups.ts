@@ -12,6 +12,7 @@ import {
 import { rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
+import { messageOf } from "../core/errors.js";
 import { processIsAlive } from "../core/process.js";
 import { MIB } from "./limits.js";
 import type { SandboxLimits } from "./types.js";
@@ -370,8 +371,4 @@ function rmdirQuietly(dir: string): void {
   } catch {
     // Busy or gone; the next selfheal process sweeps it.
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

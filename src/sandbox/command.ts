@@ -56,6 +56,8 @@ export interface InterpreterCommandInput {
   /** prlimit(1), for Node; null where there is none (limits then go unset for Node). */
   prlimit: string | null;
   maxProcesses?: boolean;
+  /** Python only: a dir of installed packages, as the program sees it, appended to sys.path. */
+  pythonPackagesDir?: string | null;
 }
 
 /**
@@ -68,6 +70,7 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
   if (input.language === "python") {
     // -u: unbuffered, so output reaches `onOutput` while the program runs and a flood is seen early.
     const settings = resources.map(({ name, soft, hard }) => `${name}=${soft}:${hard}`);
+    if (input.pythonPackagesDir) settings.push(`path=${input.pythonPackagesDir}`);
     return [input.executable, "-I", "-u", "-c", PYTHON_BOOTSTRAP, ...settings];
   }
   const heapFlag = `--max-old-space-size=${input.limits.memoryMb}`;

@@ -165,7 +165,10 @@ export class ContainerSandbox implements Sandbox {
       cpu: { scope: "process", by: `--ulimit cpu=${cpuSeconds} per process` },
       disk: { scope: "run", by: `tmpfs /work and /tmp of ${4 * maxFileMb} MiB each` },
       syscalls: { scope: "run", by: `the engine's default seccomp profile` },
-      notes: ["as the engine promises for these flags; not probed"],
+      notes: [
+        "as the engine promises for these flags; not probed",
+        "installed packages (settings.packages) are not mounted: the cache is built for the host's interpreters, not the image's",
+      ],
     };
   }
 

@@ -202,6 +202,9 @@ export class GvisorSandbox implements Sandbox {
     const { memoryMb, maxProcesses, cpuSeconds, maxDiskMb, maxFileMb } = this.limits;
     const notes = ["gVisor's ptrace platform: each system call is trapped, so programs run several times slower"];
     if (!this.disk) notes.push("no tmpfs work dir: only root can mount one");
+    notes.push(
+      "installed packages (settings.packages) are not mounted: Python runs main.py without the bootstrap that puts them on sys.path",
+    );
     return {
       kind: "gvisor",
       memory: { scope: "process", by: `RLIMIT_AS ${memoryMb} MiB per process, held by gVisor's kernel` },

@@ -15,7 +15,7 @@ export interface Reservation {
    * Starts the interpreter. With `warm`, it loads, applies its limits, writes "r" on fd 3 and then
    * waits there for "g" before reading main.py; otherwise it runs main.py at once.
    */
-  spawn(language: Language, warm: boolean): LaunchedProgram;
+  spawn(language: Language, warm: boolean, packagesDir?: string): LaunchedProgram;
   /** Gives back the work dir and anything else reserved; called once the program is dead. */
   release(): Promise<void>;
 }
@@ -48,6 +48,7 @@ interface WarmProgram {
  */
 export class LocalSandbox implements Sandbox {
   readonly kind: "process" | "bwrap";
+  readonly mountsPackages = true;
   private readonly warm = new Map<Language, Promise<WarmProgram | null>>();
   private readonly pendingReleases = new Set<Promise<unknown>>();
   private readonly scheduled = new Map<Language, NodeJS.Immediate>();
@@ -71,7 +72,8 @@ export class LocalSandbox implements Sandbox {
     // A run that arrives before the next interpreter even started goes cold; starting that one too
     // would only compete with this run for the CPU.
     this.cancelScheduledWarming(request.language);
-    const warm = await this.takeWarm(request.language);
+    // A warm interpreter was started without packages mounted, so a run that needs them goes cold.
+    const warm = request.packagesDir ? null : await this.takeWarm(request.language);
 
     const reservation = warm?.reservation ?? (await this.launcher.reserve());
     try {
@@ -93,7 +95,7 @@ export class LocalSandbox implements Sandbox {
       };
     } else {
       try {
-        program = reservation.spawn(request.language, false);
+        program = reservation.spawn(request.language, false, request.packagesDir);
       } catch (error) {
         this.releaseLater(reservation);
         if (error instanceof InterpreterMissingError) return unavailableResult(error.message, startedAt);

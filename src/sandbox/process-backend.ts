@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { symlinkSync } from "node:fs";
+import { join } from "node:path";
 
 import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
 import { interpreterCommand } from "./command.js";
@@ -46,7 +48,10 @@ export class ProcessLauncher implements Launcher {
       cpu: { scope: "process", by: `RLIMIT_CPU ${cpuSeconds} s per process` },
       disk: { scope: "process", by: `RLIMIT_FSIZE ${maxFileMb} MiB per file, anywhere the user may write` },
       syscalls: { scope: "none", by: "none: the code runs as the calling user" },
-      notes: ["the process backend is not isolation"],
+      notes: [
+        "the process backend is not isolation",
+        "installed packages are not read-only here: Python reads them from the cache, Node through a node_modules symlink in the work dir",
+      ],
     };
   }
 
@@ -55,7 +60,7 @@ export class ProcessLauncher implements Launcher {
     let released = false;
     return {
       workDir,
-      spawn: (language, warm) => this.spawn(interpreters, workDir, language, warm),
+      spawn: (language, warm, packagesDir) => this.spawn(interpreters, workDir, language, warm, packagesDir),
       release: async () => {
         if (released) return;
         released = true;
@@ -64,9 +69,20 @@ export class ProcessLauncher implements Launcher {
     };
   }
 
-  private spawn(interpreters: Interpreters, workDir: WorkDir, language: Language, warm: boolean): LaunchedProgram {
+  private spawn(
+    interpreters: Interpreters,
+    workDir: WorkDir,
+    language: Language,
+    warm: boolean,
+    packagesDir?: string,
+  ): LaunchedProgram {
     const interpreter = interpreters[language];
     if (!interpreter) throw new InterpreterMissingError(language);
+    // Node looks for node_modules from the program's own dir upwards, for require and import alike;
+    // nothing here is read-only: the process backend is not isolation.
+    if (packagesDir && language === "javascript") {
+      symlinkSync(join(packagesDir, "node_modules"), join(workDir.path, "node_modules"));
+    }
     const argv = interpreterCommand({
       language,
       executable: interpreter.executable,
@@ -74,6 +90,7 @@ export class ProcessLauncher implements Launcher {
       warm,
       supportDir: getSupportDir(),
       prlimit: this.prlimit,
+      pythonPackagesDir: language === "python" ? packagesDir : null,
     });
     const [file = "", ...args] = argv;
     const child = spawn(file, args, {

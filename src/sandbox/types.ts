@@ -34,6 +34,11 @@ export interface RunRequest {
   timeoutMs?: number;
   /** Extra files written into the work dir before the run (name -> content). */
   files?: Record<string, string>;
+  /**
+   * A package cache entry (see packages.ts) mounted read-only into the run: Python finds it at the
+   * end of sys.path, Node as /node_modules. Only backends with `mountsPackages` mount it.
+   */
+  packagesDir?: string;
 }
 
 export type OutputStream = "stdout" | "stderr";
@@ -68,6 +73,8 @@ export interface Sandbox {
   /** The backend actually chosen (never `auto`). */
   readonly kind: Exclude<SandboxKind, "auto">;
   run(request: RunRequest, hooks?: RunHooks): Promise<RunResult>;
+  /** True when `run` mounts `request.packagesDir`; a backend without it cannot offer installed packages. */
+  readonly mountsPackages?: boolean;
   /** Which limits hold for the whole run here, and by what. */
   describe?(): SandboxIsolation;
   /** Releases pre-warmed processes; safe to call more than once. */

@@ -10,7 +10,6 @@ import {
   LANGUAGES,
   MissingModelConfigError,
   modelRetriesFromEnv,
-  type RunInput,
   RunInputSchema,
 } from "../../index.js";
 import { describeLocation } from "../../store/index.js";
@@ -20,6 +19,7 @@ import {
   addOutputOptions,
   addReportOption,
   addSettingOptions,
+  packagesFromFlags,
   type SettingFlags,
   settingsWithFlags,
 } from "../options.js";
@@ -38,7 +38,8 @@ import {
 import { checkOutputFile, streamRun } from "../stream-run.js";
 import { reportAtEnd } from "./report.js";
 
-function validateInput(input: unknown): RunInput {
+/** The input with its defaults filled in (the language, for one). */
+function validateInput(input: unknown): ReturnType<typeof RunInputSchema.parse> {
   const result = RunInputSchema.safeParse(input);
   if (!result.success) throw new UsageError(formatIssues(result.error));
   return result.data;
@@ -53,6 +54,7 @@ export interface RunFlags extends SettingFlags, StoreFlags {
   out?: string;
   /** Where to write the run's HTML report once it stops. */
   report?: string;
+  allowPackage?: string[];
 }
 
 /** The demo's scripted model and banner; a real run builds its model from the environment. */
@@ -70,7 +72,11 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     : undefined;
   const input = validateInput({ task, language: flags.language, tests });
   const settings = settingsWithFlags(
-    { approval: Boolean(flags.approve), ...(scripted ? { model: DEMO_MODEL_NAME } : {}) },
+    {
+      approval: Boolean(flags.approve),
+      packages: packagesFromFlags(flags.allowPackage, input.language),
+      ...(scripted ? { model: DEMO_MODEL_NAME } : {}),
+    },
     flags,
   );
   if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
@@ -126,7 +132,11 @@ export function registerRunCommand(program: Command): void {
     )
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
-    .option("-t, --tests <file>", "acceptance tests in the same language, run after the program");
+    .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")
+    .option(
+      "--allow-package <spec...>",
+      "packages the program may import, installed on first need: NAME[@version] for the run's language, or python:NAME / javascript:NAME",
+    );
   addOutputOptions(
     addSettingOptions(command)
       .option("--approve", "pause before each execution for a person to approve, reject or edit the program")
