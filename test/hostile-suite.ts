@@ -537,6 +537,8 @@ async function withListener(body: (port: number, connections: () => number) => P
 
 /** Host pids whose command line contains `marker`. */
 export function pidsWithMarker(marker: string): number[] {
+  // Every command line contains a short string, and callers kill what this returns.
+  if (marker.length < 8) throw new Error(`a marker must be unique, not ${JSON.stringify(marker)}`);
   const pids: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;

@@ -1,0 +1,200 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomInt } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { afterEach, describe, expect, it } from "vitest";
+
+import { processStartTime } from "../src/core/process.js";
+import { detectCgroups } from "../src/sandbox/cgroups.js";
+import { probeBwrap, probeGvisor } from "../src/sandbox/index.js";
+import { removeDeadProcessDirs } from "../src/sandbox/temp-dirs.js";
+import { pidsWithMarker } from "./hostile-suite.js";
+
+const OWNER = fileURLToPath(new URL("./sandbox-owner.ts", import.meta.url));
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+const isRoot = process.getuid?.() === 0;
+
+/** Starts a selfheal host in a child process running `code`, resolved once the program printed "started". */
+async function startOwner(kind: string, language: "python" | "javascript", code: string): Promise<ChildProcess> {
+  const owner = spawn(
+    process.execPath,
+    ["--import", "tsx", OWNER, JSON.stringify({ kind, language, code, timeoutMs: 60_000 })],
+    {
+      cwd: REPO,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let seen = "";
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the run never started: ${seen}`)), 30_000);
+    owner.stderr?.on("data", (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes("started")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    owner.once("exit", () => reject(new Error(`the owner exited first: ${seen}`)));
+  });
+  return owner;
+}
+
+/** Host processes that belong to the owner's run: the marker in argv, or a path of its run dirs. */
+function leftovers(marker: string, ownerPid: number): number[] {
+  return [...new Set([...pidsWithMarker(marker), ...pidsWithMarker(`selfheal-run-${ownerPid}-`)])];
+}
+
+async function goneWithin(ms: number, marker: string, ownerPid: number): Promise<number[]> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const left = leftovers(marker, ownerPid).filter((pid) => !isZombie(pid));
+    if (left.length === 0 || Date.now() > deadline) return left;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return true;
+  }
+}
+
+/** A program that forks a child carrying the marker and sleeps; both stop by themselves after 60 s. */
+function forkAndSleep(language: "python" | "javascript", marker: string): string {
+  return language === "python"
+    ? `import os, time\nif os.fork() == 0:\n    os.execv("/bin/sleep", ["sleep", "${marker}"])\nprint("started", flush=True)\ntime.sleep(60)\n`
+    : `const { spawn } = require("child_process");\nspawn("/bin/sleep", ["${marker}"], { stdio: "ignore" });\nconsole.log("started");\nsetTimeout(() => {}, 60000);\n`;
+}
+
+/** The runs each case started, so whatever a failing case left behind is killed after it. */
+const started: { marker: string; ownerPid: number }[] = [];
+afterEach(() => {
+  for (const { marker, ownerPid } of started.splice(0)) {
+    for (const left of leftovers(marker, ownerPid)) {
+      try {
+        process.kill(left, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+  }
+});
+
+const backends: { kind: string; language: "python" | "javascript"; available: boolean }[] = [
+  { kind: "bwrap", language: "python", available: probeBwrap().usable },
+  { kind: "bwrap", language: "javascript", available: probeBwrap().usable },
+  { kind: "process", language: "python", available: true },
+  { kind: "process", language: "javascript", available: true },
+  { kind: "gvisor", language: "python", available: probeGvisor() === null },
+];
+
+describe("a run dies with the selfheal process that owns it", () => {
+  for (const { kind, language, available } of backends) {
+    it.runIf(available)(
+      `leaves no process of a ${language} run on ${kind} 2 s after its owner is SIGKILLed`,
+      async () => {
+        // Sleep seconds as a marker: unique, and harmless (60 s at most) should everything fail.
+        const marker = `59.${randomInt(1_000_000, 9_999_999)}`;
+        const owner = await startOwner(kind, language, forkAndSleep(language, marker));
+        const ownerPid = owner.pid ?? 0;
+        started.push({ marker, ownerPid });
+        if (kind !== "gvisor")
+          expect(pidsWithMarker(marker).filter((pid) => pid !== ownerPid).length).toBeGreaterThan(0);
+        owner.kill("SIGKILL");
+        expect(await goneWithin(2_000, marker, ownerPid)).toEqual([]);
+      },
+    );
+  }
+});
+
+describe("start-up reaping", () => {
+  const cgroups = detectCgroups();
+
+  it.runIf(isRoot && cgroups.version === 1)(
+    "kills what runs in a dead owner's cgroup and removes the group, but leaves a live owner's alone",
+    async () => {
+      if (cgroups.version !== 1) return;
+      // A dead owner: a process that has exited (its pid and start time no longer match anything).
+      const dead = spawn("true");
+      await new Promise((resolve) => dead.once("exit", resolve));
+      const deadGroup = join(cgroups.pids, `selfheal-${dead.pid}-1-1`);
+      // A live owner: another process, running, under its real start time.
+      const live = spawn("sleep", ["30"], { stdio: "ignore" });
+      const liveGroup = join(cgroups.pids, `selfheal-${live.pid}-${processStartTime(live.pid ?? 0)}-1`);
+      const deadRun = spawn("sleep", ["31"], { stdio: "ignore" });
+      const liveRun = spawn("sleep", ["32"], { stdio: "ignore" });
+      try {
+        for (const [group, run] of [
+          [deadGroup, deadRun],
+          [liveGroup, liveRun],
+        ] as const) {
+          mkdirSync(group);
+          writeFileSync(join(group, "cgroup.procs"), String(run.pid));
+        }
+        const deadExit = new Promise((resolve) => deadRun.once("exit", (_code, signal) => resolve(signal)));
+        // What a new selfheal process does at start: detect, which sweeps.
+        detectCgroups({
+          root: "/sys/fs/cgroup",
+          selfCgroup: readFileSync("/proc/self/cgroup", "utf8"),
+          delegated: undefined,
+          pid: process.pid,
+        });
+        expect(await deadExit).toBe("SIGKILL");
+        expect(existsSync(deadGroup)).toBe(false);
+        expect(existsSync(liveGroup)).toBe(true);
+        expect(liveRun.exitCode).toBeNull();
+      } finally {
+        for (const child of [live, deadRun, liveRun]) child.kill("SIGKILL");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        for (const group of [deadGroup, liveGroup]) {
+          try {
+            rmdirSync(group);
+          } catch {
+            // removed by the test's sweep
+          }
+        }
+      }
+    },
+  );
+
+  it("kills the recorded process group of a dead owner whose watchdog died too, and removes the record", async () => {
+    const dead = spawn("true");
+    await new Promise((resolve) => dead.once("exit", resolve));
+    // The record a killed selfheal process leaves (run-records.ts), for a run still going.
+    const run = spawn("sleep", ["33"], { stdio: "ignore", detached: true });
+    const record = mkdtempSync(join(tmpdir(), `selfheal-runs-${dead.pid}-`));
+    writeFileSync(join(record, "owner"), `${dead.pid} 1\n`);
+    writeFileSync(join(record, "run-1"), `group ${run.pid} ${processStartTime(run.pid ?? 0)}\n`);
+    const exit = new Promise((resolve) => run.once("exit", (_code, signal) => resolve(signal)));
+    try {
+      removeDeadProcessDirs();
+      expect(await exit).toBe("SIGKILL");
+      expect(readdirSync(tmpdir())).not.toContain(record.split("/").pop());
+    } finally {
+      run.kill("SIGKILL");
+    }
+  });
+
+  it("leaves a recorded process group alone when its pid now names another process", async () => {
+    const dead = spawn("true");
+    await new Promise((resolve) => dead.once("exit", resolve));
+    const bystander = spawn("sleep", ["34"], { stdio: "ignore", detached: true });
+    const record = mkdtempSync(join(tmpdir(), `selfheal-runs-${dead.pid}-`));
+    writeFileSync(join(record, "owner"), `${dead.pid} 1\n`);
+    // Same pid, another start time: the recorded leader is gone and this is someone else.
+    writeFileSync(join(record, "run-1"), `group ${bystander.pid} 1\n`);
+    try {
+      removeDeadProcessDirs();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(bystander.exitCode).toBeNull();
+      expect(bystander.signalCode).toBeNull();
+    } finally {
+      bystander.kill("SIGKILL");
+    }
+  });
+});
