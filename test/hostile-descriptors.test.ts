@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
 
 import { probeBwrap, probeGvisor, type RunResult } from "../src/sandbox/index.js";
+import { OWNER, REPO } from "./owner-harness.js";
 import { scratchDir } from "./scratch.js";
 
 /**
@@ -15,8 +15,6 @@ import { scratchDir } from "./scratch.js";
  * process whose fds 100 (a secret, read-only) and 101 (a host file, for appending) are inherited
  * the way a parent shell's `100<secret 101>>file` would leave them: open, without the flag.
  */
-const OWNER = fileURLToPath(new URL("./sandbox-owner.ts", import.meta.url));
-const REPO = fileURLToPath(new URL("..", import.meta.url));
 const SECRET_FD = 100;
 const HOST_FILE_FD = 101;
 
