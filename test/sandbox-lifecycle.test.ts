@@ -46,8 +46,12 @@ describe("a run dies with the selfheal process that owns it", () => {
         const owner = await startOwner(kind, language, forkAndSleep(language, marker));
         const ownerPid = owner.pid ?? 0;
         started.push({ marker, ownerPid });
-        if (kind !== "gvisor")
-          expect(pidsWithMarker(marker).filter((pid) => pid !== ownerPid).length).toBeGreaterThan(0);
+        // "started" may come before the forked child has exec'd sleep: wait for it (on gVisor it is out of sight).
+        const sleeping = () => pidsWithMarker(marker).filter((pid) => pid !== ownerPid);
+        for (let waited = 0; kind !== "gvisor" && sleeping().length === 0 && waited < 5_000; waited += 50) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        if (kind !== "gvisor") expect(sleeping().length).toBeGreaterThan(0);
         owner.kill("SIGKILL");
         expect(await goneWithin(2_000, marker, ownerPid)).toEqual([]);
       },
@@ -66,20 +70,25 @@ describe("start-up reaping", () => {
       const dead = spawn("true");
       await new Promise((resolve) => dead.once("exit", resolve));
       const deadGroup = join(cgroups.pids, `selfheal-${dead.pid}-1-1`);
+      // Named as before start times were recorded: judged by its pid alone.
+      const legacyGroup = join(cgroups.pids, `selfheal-${dead.pid}-7`);
       // A live owner: another process, running, under its real start time.
       const live = spawn("sleep", ["30"], { stdio: "ignore" });
       const liveGroup = join(cgroups.pids, `selfheal-${live.pid}-${processStartTime(live.pid ?? 0)}-1`);
       const deadRun = spawn("sleep", ["31"], { stdio: "ignore" });
+      const legacyRun = spawn("sleep", ["35"], { stdio: "ignore" });
       const liveRun = spawn("sleep", ["32"], { stdio: "ignore" });
       try {
         for (const [group, run] of [
           [deadGroup, deadRun],
+          [legacyGroup, legacyRun],
           [liveGroup, liveRun],
         ] as const) {
           mkdirSync(group);
           writeFileSync(join(group, "cgroup.procs"), String(run.pid));
         }
         const deadExit = new Promise((resolve) => deadRun.once("exit", (_code, signal) => resolve(signal)));
+        const legacyExit = new Promise((resolve) => legacyRun.once("exit", (_code, signal) => resolve(signal)));
         // What a new selfheal process does at start: detect, which sweeps.
         detectCgroups({
           root: "/sys/fs/cgroup",
@@ -89,12 +98,14 @@ describe("start-up reaping", () => {
         });
         expect(await deadExit).toBe("SIGKILL");
         expect(existsSync(deadGroup)).toBe(false);
+        expect(await legacyExit).toBe("SIGKILL");
+        expect(existsSync(legacyGroup)).toBe(false);
         expect(existsSync(liveGroup)).toBe(true);
         expect(liveRun.exitCode).toBeNull();
       } finally {
-        for (const child of [live, deadRun, liveRun]) child.kill("SIGKILL");
+        for (const child of [live, deadRun, legacyRun, liveRun]) child.kill("SIGKILL");
         await new Promise((resolve) => setTimeout(resolve, 100));
-        for (const group of [deadGroup, liveGroup]) {
+        for (const group of [deadGroup, legacyGroup, liveGroup]) {
           try {
             rmdirSync(group);
           } catch {

@@ -20,6 +20,8 @@ import type { SandboxLimits } from "./types.js";
 export const CGROUP2_SUPER_MAGIC = 0x63677270;
 /** `selfheal-<owner pid>-<owner start time>-<n>`: the owner's identity survives the reuse of its pid. */
 const RUN_CGROUP_NAME = /^selfheal-(\d+)-(\d+)-/;
+/** The name before start times were recorded, `selfheal-<pid>-<n>`: judged by the pid alone. */
+const LEGACY_RUN_CGROUP_NAME = /^selfheal-(\d+)-\d+$/;
 /** How often a dead owner's group is emptied and retried before the sweep leaves it to the next one. */
 const SWEEP_ATTEMPTS = 8;
 /** rmdir answers EBUSY for a moment after the last process left: the kernel is still reaping. */
@@ -162,8 +164,11 @@ function canCreateIn(parent: string): { reason: string } | null {
 function sweepDeadRunGroups(parent: string): void {
   for (const entry of readdirSync(parent)) {
     const match = RUN_CGROUP_NAME.exec(entry);
-    if (!match) continue;
-    const owner = { pid: Number(match[1]), startTime: Number(match[2]) };
+    const legacy = LEGACY_RUN_CGROUP_NAME.exec(entry);
+    if (!match && !legacy) continue;
+    const owner = match
+      ? { pid: Number(match[1]), startTime: Number(match[2]) }
+      : { pid: Number(legacy?.[1]), startTime: null };
     if (owner.pid === process.pid || identityIsAlive(owner)) continue;
     const dir = join(parent, entry);
     for (let attempt = 0; attempt < SWEEP_ATTEMPTS; attempt++) {
