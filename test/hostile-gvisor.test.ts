@@ -15,6 +15,7 @@ if (missing !== null) {
 } else {
   describeHostileSuite("hostile code against the gvisor backend", {
     createSandbox: () => createSandbox({ kind: "gvisor", limits }),
+    kind: "gvisor",
     maxProcesses: MAX_PROCESSES,
     memoryMb: limits.memoryMb,
     cpuSeconds: limits.cpuSeconds,

@@ -6,6 +6,7 @@ const limits = { maxProcesses: MAX_PROCESSES, memoryMb: 256, cpuSeconds: 2 };
 
 describeHostileSuite("hostile code against the process backend", {
   createSandbox: () => createSandbox({ kind: "process", limits }),
+  kind: "process",
   maxProcesses: MAX_PROCESSES,
   memoryMb: limits.memoryMb,
   cpuSeconds: limits.cpuSeconds,

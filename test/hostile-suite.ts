@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,7 +8,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { judgeRun } from "../src/nodes/critic.js";
 import { describeFailure } from "../src/nodes/fixer.prompt.js";
-import type { ManagedSandbox } from "../src/sandbox/index.js";
+import type { ManagedSandbox, SandboxKind } from "../src/sandbox/index.js";
+import { forkAndSleep, goneWithin, pidsWithMarker, startOwner } from "./owner-harness.js";
+
+export { pidsWithMarker };
+
 import type { RunRequest, RunResult, SandboxIsolation } from "../src/sandbox/types.js";
 
 /**
@@ -44,11 +48,18 @@ export type HostileCase =
   | "CPU spread over forked processes"
   | "disk fill in many small files"
   | "inode fill in /tmp"
-  | "denied system calls";
+  | "denied system calls"
+  | "owner SIGKILLed mid-run"
+  | "JS owner SIGKILLed mid-run"
+  | "descriptors beyond stdio"
+  | "TMPDIR kept for the next run"
+  | "shared temporary places";
 
 export interface HostileSuiteOptions {
   /** Builds the sandbox under test; it is closed after the suite. */
   createSandbox: () => ManagedSandbox;
+  /** The same backend for a host in a process of its own (test/sandbox-owner.ts), for the owner-death cases. */
+  kind: SandboxKind;
   /** Cases this backend cannot contain, each with the reason; they are expected to fail. */
   uncontained?: Partial<Record<HostileCase, string>>;
   /** The process cap the sandbox was created with, for the fork bomb. */
@@ -499,6 +510,56 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
         expect(connections()).toBe(0);
       });
     });
+
+    // bubblewrap's issues #529 and #633: --die-with-parent alone does not always take the sandbox
+    // down with its parent; here the owner is SIGKILLed while the program and a forked child sleep.
+    const ownerKilledMidRun = async (language: "python" | "javascript"): Promise<void> => {
+      // Sleep seconds as the marker, under a minute: bounded should the run escape.
+      const marker = `59.${randomInt(1_000_000, 9_999_999)}`;
+      markers.push(marker);
+      const owner = await startOwner(options.kind, language, forkAndSleep(language, marker));
+      owner.kill("SIGKILL");
+      expect(await goneWithin(2_000, marker, owner.pid ?? 0)).toEqual([]);
+    };
+    hostileIt("owner SIGKILLed mid-run", () => ownerKilledMidRun("python"));
+    hostileIt("JS owner SIGKILLed mid-run", () => ownerKilledMidRun("javascript"));
+
+    // nsjail and firejail close every descriptor but stdio before the program starts; whatever this
+    // test process holds without close-on-exec (its runner's pipes, say) must not show up inside.
+    hostileIt("descriptors beyond stdio", async () => {
+      const code =
+        "import os\nprint(sorted(int(n) for n in os.listdir('/proc/self/fd') if os.path.exists(f'/proc/self/fd/{n}')))\n";
+      const result = await run({ language: "python", code });
+      expect(result.stdout).toBe("[0, 1, 2]\n");
+    });
+
+    // codejail gives each run a TMPDIR of its own; a file left there must not reach the next run.
+    hostileIt("TMPDIR kept for the next run", async () => {
+      const name = `selfheal-hostile-tmpdir-${randomBytes(6).toString("hex")}`;
+      const write = `import os, tempfile\nopen(os.path.join(tempfile.gettempdir(), "${name}"), "w").write("x")\nprint(tempfile.gettempdir())\n`;
+      const first = await run({ language: "python", code: write });
+      expect(first.status).toBe("ok");
+      // The host's own temp dir: where a program that ignored TMPDIR would have left it.
+      cleanups.push(() => rmSync(join(first.stdout.trim(), name), { force: true }));
+      const check = `import os, tempfile\nprint(os.path.exists(os.path.join(tempfile.gettempdir(), "${name}")))\n`;
+      expect((await run({ language: "python", code: check })).stdout).toBe("False\n");
+    });
+
+    // firejail and nsjail mount private /tmp and /dev/shm: a file one run leaves in the shared
+    // places, by absolute path, must not be there for the next run.
+    hostileIt("shared temporary places", async () => {
+      const name = `selfheal-hostile-shared-${randomBytes(6).toString("hex")}`;
+      const places = SHARED_PLACES.map((place) => join(place, name));
+      cleanups.push(() => {
+        for (const place of places) rmSync(place, { force: true });
+      });
+      const write = `for path in ${JSON.stringify(places)}:\n    try:\n        open(path, "w").write("x")\n    except OSError:\n        pass\n`;
+      await run({ language: "python", code: write });
+      const check = `import os\nprint([path for path in ${JSON.stringify(places)} if os.path.exists(path)])\n`;
+      const seen = JSON.parse((await run({ language: "python", code: check })).stdout.replace(/'/g, '"')) as string[];
+      expect(seen).toEqual([]);
+      expect(places.filter((place) => existsSync(place))).toEqual([]);
+    });
   });
 }
 
@@ -535,21 +596,6 @@ async function withListener(body: (port: number, connections: () => number) => P
   }
 }
 
-/** Host pids whose command line contains `marker`. */
-export function pidsWithMarker(marker: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const commandLine = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (commandLine.includes(marker)) pids.push(Number(entry));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return pids;
-}
-
 /** Gives the kernel a moment to reap a killed namespace, then returns whatever is still there. */
 async function waitUntilGone(marker: string, withinMs = 2_000): Promise<number[]> {
   const deadline = Date.now() + withinMs;
@@ -559,6 +605,9 @@ async function waitUntilGone(marker: string, withinMs = 2_000): Promise<number[]
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** Where any process of the host may leave files for another: /dev/shm, /tmp, /var/tmp, /run/lock. */
+const SHARED_PLACES = ["/dev/shm", "/tmp", "/var/tmp", "/run/lock"];
 
 const PLAIN_PROCESS = "the process backend runs code as the calling user, on the host's file system and network";
 
@@ -579,4 +628,5 @@ export const PROCESS_BACKEND_GAPS: Partial<Record<HostileCase, string>> = {
   "disk fill in many small files": "RLIMIT_FSIZE holds per file only, in a host dir",
   "inode fill in /tmp": "the code writes the host's /tmp",
   "denied system calls": "no seccomp filter",
+  "shared temporary places": "/dev/shm, /tmp, /var/tmp and /run/lock are the host's, shared by every run and process",
 };

@@ -13,6 +13,7 @@ const isolation = createSandbox({ limits, prewarm: false }).describe();
 
 describeHostileSuite(`hostile code against the default backend (${defaultKind})`, {
   createSandbox: () => createSandbox({ limits }),
+  kind: defaultKind,
   maxProcesses: MAX_PROCESSES,
   memoryMb: limits.memoryMb,
   cpuSeconds: limits.cpuSeconds,

@@ -201,7 +201,7 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
   it("gives the program only PATH, HOME and locale variables", async () => {
     const result = await run({ language: "python", code: "import os\nprint(sorted(os.environ))\n" });
     const names: string[] = JSON.parse(result.stdout.replace(/'/g, '"'));
-    for (const name of names) expect(name).toMatch(/^(PATH|HOME|PWD|LANG|LANGUAGE|LC_\w+)$/);
+    for (const name of names) expect(name).toMatch(/^(PATH|HOME|PWD|TMPDIR|TMP|TEMP|LANG|LANGUAGE|LC_\w+)$/);
     expect(names).toContain("HOME");
   });
 

@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+
 /** Whether a process with this pid exists on this machine (a zombie counts until it is reaped). */
 export function processIsAlive(pid: number): boolean {
   try {
@@ -7,4 +9,40 @@ export function processIsAlive(pid: number): boolean {
     // EPERM: the process exists but belongs to another user.
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/**
+ * When the kernel started this process, in clock ticks since boot (field 22 of /proc/<pid>/stat),
+ * or null where there is no /proc or no such process. A pid is reused once its process is gone; the
+ * pair of pid and start time is not, so it is how a record names a process that may be long dead.
+ */
+export function processStartTime(pid: number): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  // The command name in parentheses may hold spaces and parentheses itself: count from the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const start = Number(fields[19]);
+  return Number.isFinite(start) ? start : null;
+}
+
+/** A process as a record can name it: its pid, and its start time where /proc gives one. */
+export interface ProcessIdentity {
+  pid: number;
+  startTime: number | null;
+}
+
+export function ownIdentity(): ProcessIdentity {
+  return { pid: process.pid, startTime: processStartTime(process.pid) };
+}
+
+/** Whether this very process still runs: same pid and, where both are known, the same start time. */
+export function identityIsAlive(identity: ProcessIdentity): boolean {
+  if (!processIsAlive(identity.pid)) return false;
+  if (identity.startTime === null) return true;
+  const now = processStartTime(identity.pid);
+  return now === null || now === identity.startTime;
 }

@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Socket } from "node:net";
 import { join } from "node:path";
 
@@ -15,6 +15,21 @@ import type { Language } from "./types.js";
  */
 export const PYTHON_BOOTSTRAP = `
 import os, resource, sys, types
+
+# Descriptors the host inherited without close-on-exec pass through spawn and bwrap: close all but
+# stdio and the control pipe before anything else runs (os.listdir's own descriptor is closed already).
+for fd_dir in ("/proc/self/fd", "/dev/fd"):
+    try:
+        open_fds = [int(name) for name in os.listdir(fd_dir)]
+    except OSError:
+        continue
+    for fd in open_fds:
+        if fd > 3:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    break
 
 # Limits arrive as arguments, "as=536870912:536870912" and so on, and hold before any code exists.
 for setting in sys.argv[1:]:
@@ -134,6 +149,79 @@ require("node:module").runMain();
 
 export const BOOTSTRAP_FILE_NAME = "selfheal-bootstrap.cjs";
 
+/** The variable that hands the Node preload the host's inheritable descriptors; the preload deletes it. */
+export const INHERITED_FDS_VARIABLE = "SELFHEAL_INHERITED_FDS";
+export const FD_CLOSER_FILE_NAME = "selfheal-close-fds.cjs";
+
+/**
+ * Preloaded (`node --require`) before the program or the bootstrap: closes the descriptors Node
+ * inherited, leaving stdio and, for the bootstrap, the control pipe. Node itself marks fds 0-16
+ * close-on-exec at start without closing them, so the flag alone cannot tell an inherited fd from
+ * Node's own there: the host names the ones it passes on, and any other fd without the flag
+ * (inherited, as everything Node opens has it) goes too.
+ */
+export const NODE_FD_CLOSER = `"use strict";
+{
+  const fs = require("node:fs");
+  const path = require("node:path");
+  const keep = new Set([0, 1, 2]);
+  if (path.basename(process.argv[1] || "") === "${BOOTSTRAP_FILE_NAME}") keep.add(3);
+  const named = (process.env.${INHERITED_FDS_VARIABLE} || "").split(",").filter(Boolean).map(Number);
+  delete process.env.${INHERITED_FDS_VARIABLE};
+  let open = [];
+  try {
+    open = fs.readdirSync("/proc/self/fd").map(Number);
+  } catch {}
+  const inheritable = open.filter((fd) => {
+    try {
+      const flags = /^flags:\\s*([0-7]+)/m.exec(fs.readFileSync("/proc/self/fdinfo/" + fd, "utf8"));
+      return flags !== null && (parseInt(flags[1], 8) & 0o2000000) === 0;
+    } catch {
+      return false;
+    }
+  });
+  for (const fd of new Set([...named, ...inheritable])) {
+    if (keep.has(fd)) continue;
+    try {
+      fs.closeSync(fd);
+    } catch {}
+  }
+}
+`;
+
+/**
+ * For a Node program's environment: the descriptors it will inherit from us without our choosing,
+ * that is this process's fds without close-on-exec except those the spawn replaces with its own
+ * (`ours`: the pipes and the filter; an "ignore" entry passes the host's fd through). Python closes
+ * every fd above 3 instead.
+ */
+export function inheritedFdsEnv(language: Language, ours: readonly number[]): Record<string, string> {
+  if (language !== "javascript") return {};
+  const passed = inheritableFds().filter((fd) => !ours.includes(fd));
+  return passed.length > 0 ? { [INHERITED_FDS_VARIABLE]: passed.join(",") } : {};
+}
+
+/** This process's descriptors above stdio that lack close-on-exec (Linux; elsewhere none are known). */
+export function inheritableFds(): number[] {
+  let names: string[];
+  try {
+    names = readdirSync("/proc/self/fd");
+  } catch {
+    return [];
+  }
+  return names.map(Number).filter((fd) => {
+    if (fd <= 2) return false;
+    try {
+      const flags = /^flags:\s*([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"));
+      return flags !== null && (Number.parseInt(flags[1] ?? "0", 8) & O_CLOEXEC) === 0;
+    } catch {
+      return false;
+    }
+  });
+}
+
+const O_CLOEXEC = 0o2000000;
+
 /**
  * Whether a run starts through the bootstrap. Python always does, pre-warmed or not: the bootstrap
  * skips the ~10 ms of module teardown at exit that no program can observe, and one code path means
@@ -164,6 +252,7 @@ export function getSupportDir(): string {
   chmodSync(directory, 0o755);
   writeFileSync(join(directory, BOOTSTRAP_FILE_NAME), NODE_BOOTSTRAP, { mode: 0o444 });
   writeFileSync(join(directory, "selfheal-warmup.cjs"), "", { mode: 0o444 });
+  writeFileSync(join(directory, FD_CLOSER_FILE_NAME), NODE_FD_CLOSER, { mode: 0o444 });
   process.once("exit", () => rmSync(directory, { recursive: true, force: true }));
   supportDir = directory;
   return directory;

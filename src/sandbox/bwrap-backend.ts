@@ -13,13 +13,14 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 
-import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
+import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "./bootstrap.js";
 import { type CgroupSupport, detectCgroups, RunCgroup } from "./cgroups.js";
 import { interpreterCommand } from "./command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
 import { MAX_DISK_FILES, MIB } from "./limits.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "./run-child.js";
+import { trackRun } from "./run-reaper.js";
 import { type SeccompFilter, seccompFilter } from "./seccomp.js";
 import type { Containment, Language, SandboxIsolation, SandboxLimits } from "./types.js";
 import { type RunDisk, WorkDir } from "./work-dir.js";
@@ -480,11 +481,19 @@ export class BwrapLauncher implements Launcher {
     this.scheduleSpare();
     const { hostUid, group, workDir } = resources;
     const interpreters = await resolveInterpreters();
+    const forgetRuns: (() => void)[] = [];
     return {
       workDir,
-      spawn: (language, warm, packagesDir) =>
-        this.spawn(interpreters, workDir, hostUid, group, language, warm, packagesDir),
-      release: () => releaseResources(resources),
+      spawn: (language, warm, packagesDir) => {
+        const program = this.spawn(interpreters, workDir, hostUid, group, language, warm, packagesDir);
+        // Kills it should this process die mid-run: bwrap's --die-with-parent cannot, as root (run-reaper.ts).
+        forgetRuns.push(trackRun({ processGroup: program.child.pid, ...group?.killTargets }));
+        return program;
+      },
+      release: async () => {
+        await releaseResources(resources);
+        for (const forget of forgetRuns.splice(0)) forget();
+      },
     };
   }
 
@@ -554,9 +563,12 @@ export class BwrapLauncher implements Launcher {
       maxProcesses: true,
       pythonPackagesDir: language === "python" ? packages?.at : null,
     });
+    const control = usesBootstrap(language, warm);
+    const ours = [0, 1, 2, ...(control ? [3] : []), ...(this.host.seccomp.usable ? [SECCOMP_FD] : [])];
     const argv = buildBwrapArgv({
       host: this.host,
       hostUid,
+      env: { ...sandboxEnv(interpreter.prefixes), ...inheritedFdsEnv(language, ours) },
       workDir: workDir.path,
       supportDir: getSupportDir(),
       prefixes: interpreter.prefixes,
@@ -576,7 +588,7 @@ export class BwrapLauncher implements Launcher {
         // bwrap, its pid-namespace init and the program share this group; killing the group kills
         // the init, and the kernel then kills everything left in the namespace, setsid'd or not.
         detached: true,
-        stdio: ["pipe", "pipe", "pipe", usesBootstrap(language, warm) ? "pipe" : "ignore", filterFd ?? "ignore"],
+        stdio: ["pipe", "pipe", "pipe", control ? "pipe" : "ignore", filterFd ?? "ignore"],
       });
     } finally {
       // The child has its own copy; bwrap reads it and closes it before the program starts.

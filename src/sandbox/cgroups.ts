@@ -13,13 +13,18 @@ import { rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
 import { messageOf } from "../core/errors.js";
-import { processIsAlive } from "../core/process.js";
+import { identityIsAlive, ownIdentity } from "../core/process.js";
 import { MIB } from "./limits.js";
 import type { SandboxLimits } from "./types.js";
 
 /** `statfs(2)` f_type of a cgroup2 file system; a tmpfs there means v1 or hybrid. */
 export const CGROUP2_SUPER_MAGIC = 0x63677270;
-const RUN_CGROUP_NAME = /^selfheal-(\d+)-/;
+/** `selfheal-<owner pid>-<owner start time>-<n>`: the owner's identity survives the reuse of its pid. */
+const RUN_CGROUP_NAME = /^selfheal-(\d+)-(\d+)-/;
+/** The name before start times were recorded, `selfheal-<pid>-<n>`: judged by the pid alone. */
+const LEGACY_RUN_CGROUP_NAME = /^selfheal-(\d+)-\d+$/;
+/** How often a dead owner's group is emptied and retried before the sweep leaves it to the next one. */
+const SWEEP_ATTEMPTS = 8;
 /** rmdir answers EBUSY for a moment after the last process left: the kernel is still reaping. */
 const REMOVE_RETRY_MS = [5, 10, 20, 50, 100, 200, 400, 800];
 
@@ -92,7 +97,7 @@ function detectV1(host: CgroupHost): CgroupSupport {
     // Nested under our own cgroup, so whatever limit the host put on us still applies to the runs.
     const own = ownCgroupPath(host.selfCgroup, controller) ?? "/";
     const parent = join(mount, own);
-    const problem = canCreateIn(parent, host.pid);
+    const problem = canCreateIn(parent);
     return problem ?? parent;
   };
   const memory = place("memory", "memory.limit_in_bytes");
@@ -134,16 +139,16 @@ function detectV2(host: CgroupHost): CgroupSupport {
       };
     }
   }
-  const problem = canCreateIn(parent, host.pid);
+  const problem = canCreateIn(parent);
   return problem ? { version: null, reason: problem.reason } : { version: 2, parent };
 }
 
 /** Makes and removes a probe group; also sweeps groups left by selfheal processes that died. */
-function canCreateIn(parent: string, pid: number): { reason: string } | null {
+function canCreateIn(parent: string): { reason: string } | null {
   try {
     accessSync(parent, fsConstants.W_OK);
     sweepDeadRunGroups(parent);
-    const probe = join(parent, `selfheal-${pid}-probe`);
+    const probe = join(parent, `${groupNamePrefix()}probe`);
     mkdirSync(probe);
     rmdirSync(probe);
     return null;
@@ -152,16 +157,42 @@ function canCreateIn(parent: string, pid: number): { reason: string } | null {
   }
 }
 
+/**
+ * Start-up reaping: the groups of selfheal processes that died without removing them (SIGKILL, a
+ * crash) are emptied, whatever still runs in them is killed, and they are removed. A live owner's
+ * groups, another selfheal process's runs, are left alone: its pid and start time still match.
+ */
 function sweepDeadRunGroups(parent: string): void {
   for (const entry of readdirSync(parent)) {
-    const owner = Number(RUN_CGROUP_NAME.exec(entry)?.[1]);
-    if (!owner || processIsAlive(owner)) continue;
-    try {
-      rmdirSync(join(parent, entry));
-    } catch {
-      // Still has processes, or someone else removed it: leave it.
+    const match = RUN_CGROUP_NAME.exec(entry);
+    const legacy = LEGACY_RUN_CGROUP_NAME.exec(entry);
+    if (!match && !legacy) continue;
+    const owner = match
+      ? { pid: Number(match[1]), startTime: Number(match[2]) }
+      : { pid: Number(legacy?.[1]), startTime: null };
+    if (owner.pid === process.pid || identityIsAlive(owner)) continue;
+    const dir = join(parent, entry);
+    for (let attempt = 0; attempt < SWEEP_ATTEMPTS; attempt++) {
+      writeIfPresent(join(dir, "cgroup.kill"), "1");
+      killListed(join(dir, "cgroup.procs"));
+      try {
+        rmdirSync(dir);
+        break;
+      } catch (error) {
+        // EBUSY while the killed processes are reaped; anything else is not ours to fix.
+        if ((error as NodeJS.ErrnoException).code !== "EBUSY") break;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 * (attempt + 1));
+      }
     }
   }
+}
+
+let ownNamePrefix: string | undefined;
+
+/** The start of every group name this process makes; see RUN_CGROUP_NAME. */
+function groupNamePrefix(): string {
+  ownNamePrefix ??= `selfheal-${process.pid}-${ownIdentity().startTime ?? 0}-`;
+  return ownNamePrefix;
 }
 
 let runCounter = 0;
@@ -186,7 +217,7 @@ export class RunCgroup {
   ) {}
 
   static create(support: Exclude<CgroupSupport, { version: null }>, limits: SandboxLimits): RunCgroup {
-    const name = `selfheal-${process.pid}-${++runCounter}`;
+    const name = `${groupNamePrefix()}${++runCounter}`;
     const memoryBytes = String(limits.memoryMb * MIB);
     const created: string[] = [];
     try {
@@ -239,6 +270,12 @@ export class RunCgroup {
     const files = this.procsFiles;
     const script = `${files.map((_, index) => `echo $$ > "$${index + 1}"`).join(" && ")} && shift ${files.length} && exec "$@"`;
     return [shell, "-c", script, "sh", ...files];
+  }
+
+  /** What kills the run's processes from outside this process (run-reaper.ts). */
+  get killTargets(): { cgroupKillFiles?: string[]; cgroupProcsFiles?: string[] } {
+    if (this.support.version === 2) return { cgroupKillFiles: [join(this.dirs[0] ?? "", "cgroup.kill")] };
+    return { cgroupProcsFiles: [join(this.dirs[1] ?? "", "cgroup.procs")] };
   }
 
   /** True once the kernel's OOM killer has killed a process of this run for the memory limit. */
@@ -338,7 +375,7 @@ function readCounter(file: string, key: string, missing = 0): number {
   return missing;
 }
 
-function killListed(procsFile: string): void {
+export function killListed(procsFile: string): void {
   for (const pid of readWords(procsFile)) {
     try {
       process.kill(Number(pid), "SIGKILL");
@@ -356,7 +393,7 @@ function readWords(file: string): string[] {
   }
 }
 
-function writeIfPresent(file: string, value: string): void {
+export function writeIfPresent(file: string, value: string): void {
   if (!existsSync(file)) return;
   try {
     writeFileSync(file, value);

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 
-import { BOOTSTRAP_FILE_NAME, PYTHON_BOOTSTRAP } from "./bootstrap.js";
+import { BOOTSTRAP_FILE_NAME, FD_CLOSER_FILE_NAME, PYTHON_BOOTSTRAP } from "./bootstrap.js";
 import { MAX_OPEN_FILES, MIB } from "./limits.js";
 import type { Language, SandboxLimits } from "./types.js";
 
@@ -51,7 +51,7 @@ export interface InterpreterCommandInput {
   limits: SandboxLimits;
   /** Start the bootstrap and wait for "g" on fd 3 (see bootstrap.ts). */
   warm: boolean;
-  /** Where the support dir (Node's bootstrap) is, as the program sees it. */
+  /** Where the support dir (Node's bootstrap and preload) is, as the program sees it. */
   supportDir: string;
   /** prlimit(1), for Node; null where there is none (limits then go unset for Node). */
   prlimit: string | null;
@@ -75,6 +75,7 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
   }
   const heapFlag = `--max-old-space-size=${input.limits.memoryMb}`;
   const script = input.warm ? join(input.supportDir, BOOTSTRAP_FILE_NAME) : "main.js";
-  const node = [input.executable, heapFlag, script];
+  // The preload closes inherited descriptors before the program (or the bootstrap) runs.
+  const node = [input.executable, heapFlag, "--require", join(input.supportDir, FD_CLOSER_FILE_NAME), script];
   return input.prlimit ? [input.prlimit, ...prlimitArgs(resources), "--", ...node] : node;
 }

@@ -20,6 +20,7 @@ import { MAX_DISK_FILES, MIB } from "./limits.js";
 import { writeProgramFiles } from "./local-sandbox.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
 import { collectRun, killProcessGroup, unavailableResult } from "./run-child.js";
+import { trackRun } from "./run-reaper.js";
 import { tempDirPrefix } from "./temp-dirs.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "./types.js";
 import { type RunDisk, WorkDir } from "./work-dir.js";
@@ -154,6 +155,7 @@ export class GvisorSandbox implements Sandbox {
     const stateDir = join(bundle, "state");
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
     const runsc = [this.runsc, `--root=${stateDir}`, ...RUNSC_FLAGS];
+    let forgetRun = (): void => undefined;
     try {
       await writeProgramFiles(workDir, request);
       const spec = buildGvisorSpec({
@@ -169,6 +171,8 @@ export class GvisorSandbox implements Sandbox {
       await writeFile(join(bundle, "config.json"), JSON.stringify(spec));
       const [file = "", ...args] = [...runsc, "run", "--bundle", bundle, name];
       const child = spawn(file, args, { cwd: bundle, env: {}, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+      // runsc's sandbox and gofer die with runsc, which nothing kills should this process die mid-run.
+      forgetRun = trackRun({ processGroup: child.pid });
       const killAll = (): void => {
         // runsc's sandbox and gofer processes leave our process group; only runsc can reach them.
         if (child.exitCode === null && child.signalCode === null) {
@@ -194,6 +198,7 @@ export class GvisorSandbox implements Sandbox {
       );
     } finally {
       await runscQuiet(runsc, ["delete", "--force", name]);
+      forgetRun();
       await Promise.all([workDir.remove(), rm(bundle, { recursive: true, force: true })]);
     }
   }

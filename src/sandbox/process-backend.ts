@@ -2,11 +2,12 @@ import { spawn } from "node:child_process";
 import { symlinkSync } from "node:fs";
 import { join } from "node:path";
 
-import { getSupportDir, sendGo, usesBootstrap } from "./bootstrap.js";
+import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "./bootstrap.js";
 import { interpreterCommand } from "./command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
 import type { Launcher, Reservation } from "./local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram } from "./run-child.js";
+import { trackRun } from "./run-reaper.js";
 import type { Language, SandboxIsolation, SandboxLimits } from "./types.js";
 import { WorkDir } from "./work-dir.js";
 
@@ -23,9 +24,19 @@ export function warnProcessBackendOnce(): void {
   );
 }
 
-/** PATH and the locale from the parent; nothing else, so no API key or token reaches the code. */
+/**
+ * PATH and the locale from the parent; nothing else, so no API key or token reaches the code.
+ * HOME and the temp dir are the run's own dir, removed after the run: whatever the program (or a
+ * library calling tempfile/os.tmpdir()) leaves there is gone before the next run starts.
+ */
 export function scrubbedEnv(home: string, path: string | undefined = process.env.PATH): Record<string, string> {
-  const env: Record<string, string> = { HOME: home, PATH: path ?? "/usr/local/bin:/usr/bin:/bin" };
+  const env: Record<string, string> = {
+    HOME: home,
+    PATH: path ?? "/usr/local/bin:/usr/bin:/bin",
+    TMPDIR: home,
+    TMP: home,
+    TEMP: home,
+  };
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && (name === "LANG" || name === "LANGUAGE" || name.startsWith("LC_"))) env[name] = value;
   }
@@ -58,13 +69,19 @@ export class ProcessLauncher implements Launcher {
   async reserve(): Promise<Reservation> {
     const [interpreters, workDir] = await Promise.all([resolveInterpreters(), WorkDir.create()]);
     let released = false;
+    const forgetRuns: (() => void)[] = [];
     return {
       workDir,
-      spawn: (language, warm, packagesDir) => this.spawn(interpreters, workDir, language, warm, packagesDir),
+      spawn: (language, warm, packagesDir) => {
+        const program = this.spawn(interpreters, workDir, language, warm, packagesDir);
+        forgetRuns.push(trackRun({ processGroup: program.child.pid }));
+        return program;
+      },
       release: async () => {
         if (released) return;
         released = true;
         await workDir.remove();
+        for (const forget of forgetRuns.splice(0)) forget();
       },
     };
   }
@@ -93,12 +110,13 @@ export class ProcessLauncher implements Launcher {
       pythonPackagesDir: language === "python" ? packagesDir : null,
     });
     const [file = "", ...args] = argv;
+    const control = usesBootstrap(language, warm);
     const child = spawn(file, args, {
       cwd: workDir.path,
-      env: scrubbedEnv(workDir.path),
+      env: { ...scrubbedEnv(workDir.path), ...inheritedFdsEnv(language, control ? [0, 1, 2, 3] : [0, 1, 2]) },
       // Its own process group, so one kill reaches every child it forks (unless it calls setsid).
       detached: true,
-      stdio: ["pipe", "pipe", "pipe", usesBootstrap(language, warm) ? "pipe" : "ignore"],
+      stdio: ["pipe", "pipe", "pipe", control ? "pipe" : "ignore"],
     });
     if (!warm) sendGo(child);
     const killAll = (): void => killProcessGroup(child);

@@ -3,18 +3,19 @@ import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { processIsAlive } from "../core/process.js";
+import { reapRecordedRuns, recordOwnerIsReplaced } from "./run-records.js";
 
 /**
  * Every temporary dir the sandbox makes is named `selfheal-<kind>-<pid>-XXXXXX`. Dirs are removed
  * when a run ends and on exit, but a process that is killed (a test worker torn down, a CI job
  * cancelled) never gets to; the pid in the name lets the next process sweep those up.
  */
-export function tempDirPrefix(kind: "run" | "support"): string {
+export function tempDirPrefix(kind: "run" | "support" | "runs"): string {
   sweepOnce();
   return join(tmpdir(), `selfheal-${kind}-${process.pid}-`);
 }
 
-const OUR_TEMP_DIR = /^selfheal-(?:run|support)-(\d+)-/;
+const OUR_TEMP_DIR = /^selfheal-(run|support|runs)-(\d+)-/;
 let swept = false;
 
 function sweepOnce(): void {
@@ -23,7 +24,11 @@ function sweepOnce(): void {
   removeDeadProcessDirs();
 }
 
-/** Removes the temporary dirs of selfheal processes that are gone; another live process's are kept. */
+/**
+ * Removes the temporary dirs of selfheal processes that are gone; another live process's are kept.
+ * A dead process's record of live runs (`selfheal-runs-*`, run-records.ts) is acted on first: what
+ * its watchdog did not kill is killed now.
+ */
 export function removeDeadProcessDirs(): void {
   let entries: string[];
   try {
@@ -34,12 +39,16 @@ export function removeDeadProcessDirs(): void {
   let mounted: Set<string> | undefined;
   for (const entry of entries) {
     const pid = tempDirOwner(entry);
-    if (!pid || pid === process.pid || processIsAlive(pid)) continue;
+    if (!pid || pid === process.pid) continue;
+    const path = join(tmpdir(), entry);
+    const isRecord = OUR_TEMP_DIR.exec(entry)?.[1] === "runs";
+    if (processIsAlive(pid) && !(isRecord && recordOwnerIsReplaced(path))) continue;
+    if (isRecord) reapRecordedRuns(path);
     // A run's tmpfs (work-dir.ts) is unmounted first: rm would empty it and then fail on the mount.
     mounted ??= mountPoints();
-    if (mounted.has(join(tmpdir(), entry))) spawnSync("umount", ["-l", join(tmpdir(), entry)], { stdio: "ignore" });
+    if (mounted.has(path)) spawnSync("umount", ["-l", path], { stdio: "ignore" });
     try {
-      rmSync(join(tmpdir(), entry), { recursive: true, force: true });
+      rmSync(path, { recursive: true, force: true });
     } catch {
       // Someone else's, or already gone: not ours to worry about.
     }
@@ -61,5 +70,5 @@ function mountPoints(): Set<string> {
 
 /** The pid in the name of a sandbox temp dir, or undefined for any other name. */
 export function tempDirOwner(name: string): number | undefined {
-  return Number(OUR_TEMP_DIR.exec(name)?.[1]) || undefined;
+  return Number(OUR_TEMP_DIR.exec(name)?.[2]) || undefined;
 }

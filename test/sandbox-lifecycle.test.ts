@@ -1,0 +1,154 @@
+import { spawn } from "node:child_process";
+import { randomInt } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterEach, describe, expect, it } from "vitest";
+
+import { processStartTime } from "../src/core/process.js";
+import { detectCgroups } from "../src/sandbox/cgroups.js";
+import { probeBwrap, probeGvisor } from "../src/sandbox/index.js";
+import { removeDeadProcessDirs } from "../src/sandbox/temp-dirs.js";
+import { forkAndSleep, goneWithin, leftovers, pidsWithMarker, startOwner } from "./owner-harness.js";
+
+const isRoot = process.getuid?.() === 0;
+
+/** The runs each case started, so whatever a failing case left behind is killed after it. */
+const started: { marker: string; ownerPid: number }[] = [];
+afterEach(() => {
+  for (const { marker, ownerPid } of started.splice(0)) {
+    for (const left of leftovers(marker, ownerPid)) {
+      try {
+        process.kill(left, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+  }
+});
+
+const backends: { kind: string; language: "python" | "javascript"; available: boolean }[] = [
+  { kind: "bwrap", language: "python", available: probeBwrap().usable },
+  { kind: "bwrap", language: "javascript", available: probeBwrap().usable },
+  { kind: "process", language: "python", available: true },
+  { kind: "process", language: "javascript", available: true },
+  { kind: "gvisor", language: "python", available: probeGvisor() === null },
+];
+
+describe("a run dies with the selfheal process that owns it", () => {
+  for (const { kind, language, available } of backends) {
+    it.runIf(available)(
+      `leaves no process of a ${language} run on ${kind} 2 s after its owner is SIGKILLed`,
+      async () => {
+        // Sleep seconds as a marker: unique, and harmless (60 s at most) should everything fail.
+        const marker = `59.${randomInt(1_000_000, 9_999_999)}`;
+        const owner = await startOwner(kind, language, forkAndSleep(language, marker));
+        const ownerPid = owner.pid ?? 0;
+        started.push({ marker, ownerPid });
+        // "started" may come before the forked child has exec'd sleep: wait for it (on gVisor it is out of sight).
+        const sleeping = () => pidsWithMarker(marker).filter((pid) => pid !== ownerPid);
+        for (let waited = 0; kind !== "gvisor" && sleeping().length === 0 && waited < 5_000; waited += 50) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        if (kind !== "gvisor") expect(sleeping().length).toBeGreaterThan(0);
+        owner.kill("SIGKILL");
+        expect(await goneWithin(2_000, marker, ownerPid)).toEqual([]);
+      },
+    );
+  }
+});
+
+describe("start-up reaping", () => {
+  const cgroups = detectCgroups();
+
+  it.runIf(isRoot && cgroups.version === 1)(
+    "kills what runs in a dead owner's cgroup and removes the group, but leaves a live owner's alone",
+    async () => {
+      if (cgroups.version !== 1) return;
+      // A dead owner: a process that has exited (its pid and start time no longer match anything).
+      const dead = spawn("true");
+      await new Promise((resolve) => dead.once("exit", resolve));
+      const deadGroup = join(cgroups.pids, `selfheal-${dead.pid}-1-1`);
+      // Named as before start times were recorded: judged by its pid alone.
+      const legacyGroup = join(cgroups.pids, `selfheal-${dead.pid}-7`);
+      // A live owner: another process, running, under its real start time.
+      const live = spawn("sleep", ["30"], { stdio: "ignore" });
+      const liveGroup = join(cgroups.pids, `selfheal-${live.pid}-${processStartTime(live.pid ?? 0)}-1`);
+      const deadRun = spawn("sleep", ["31"], { stdio: "ignore" });
+      const legacyRun = spawn("sleep", ["35"], { stdio: "ignore" });
+      const liveRun = spawn("sleep", ["32"], { stdio: "ignore" });
+      try {
+        for (const [group, run] of [
+          [deadGroup, deadRun],
+          [legacyGroup, legacyRun],
+          [liveGroup, liveRun],
+        ] as const) {
+          mkdirSync(group);
+          writeFileSync(join(group, "cgroup.procs"), String(run.pid));
+        }
+        const deadExit = new Promise((resolve) => deadRun.once("exit", (_code, signal) => resolve(signal)));
+        const legacyExit = new Promise((resolve) => legacyRun.once("exit", (_code, signal) => resolve(signal)));
+        // What a new selfheal process does at start: detect, which sweeps.
+        detectCgroups({
+          root: "/sys/fs/cgroup",
+          selfCgroup: readFileSync("/proc/self/cgroup", "utf8"),
+          delegated: undefined,
+          pid: process.pid,
+        });
+        expect(await deadExit).toBe("SIGKILL");
+        expect(existsSync(deadGroup)).toBe(false);
+        expect(await legacyExit).toBe("SIGKILL");
+        expect(existsSync(legacyGroup)).toBe(false);
+        expect(existsSync(liveGroup)).toBe(true);
+        expect(liveRun.exitCode).toBeNull();
+      } finally {
+        for (const child of [live, deadRun, legacyRun, liveRun]) child.kill("SIGKILL");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        for (const group of [deadGroup, legacyGroup, liveGroup]) {
+          try {
+            rmdirSync(group);
+          } catch {
+            // removed by the test's sweep
+          }
+        }
+      }
+    },
+  );
+
+  it("kills the recorded process group of a dead owner whose watchdog died too, and removes the record", async () => {
+    const dead = spawn("true");
+    await new Promise((resolve) => dead.once("exit", resolve));
+    // The record a killed selfheal process leaves (run-records.ts), for a run still going.
+    const run = spawn("sleep", ["33"], { stdio: "ignore", detached: true });
+    const record = mkdtempSync(join(tmpdir(), `selfheal-runs-${dead.pid}-`));
+    writeFileSync(join(record, "owner"), `${dead.pid} 1\n`);
+    writeFileSync(join(record, "run-1"), `group ${run.pid} ${processStartTime(run.pid ?? 0)}\n`);
+    const exit = new Promise((resolve) => run.once("exit", (_code, signal) => resolve(signal)));
+    try {
+      removeDeadProcessDirs();
+      expect(await exit).toBe("SIGKILL");
+      expect(readdirSync(tmpdir())).not.toContain(record.split("/").pop());
+    } finally {
+      run.kill("SIGKILL");
+    }
+  });
+
+  it("leaves a recorded process group alone when its pid now names another process", async () => {
+    const dead = spawn("true");
+    await new Promise((resolve) => dead.once("exit", resolve));
+    const bystander = spawn("sleep", ["34"], { stdio: "ignore", detached: true });
+    const record = mkdtempSync(join(tmpdir(), `selfheal-runs-${dead.pid}-`));
+    writeFileSync(join(record, "owner"), `${dead.pid} 1\n`);
+    // Same pid, another start time: the recorded leader is gone and this is someone else.
+    writeFileSync(join(record, "run-1"), `group ${bystander.pid} 1\n`);
+    try {
+      removeDeadProcessDirs();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(bystander.exitCode).toBeNull();
+      expect(bystander.signalCode).toBeNull();
+    } finally {
+      bystander.kill("SIGKILL");
+    }
+  });
+});
