@@ -1,0 +1,36 @@
+import { execFileSync } from "node:child_process";
+
+import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container-backend.js";
+import { findOnPath } from "../src/sandbox/interpreters.js";
+
+/** The image the container tests run: the one scripts/build-container-image.sh builds, which .ci/run calls. */
+export const TEST_CONTAINER_IMAGE = process.env[CONTAINER_IMAGE_ENV] || "selfheal-sandbox:bookworm";
+
+/**
+ * Why the real-engine tests cannot run here, or null when they can: docker answers and has the image.
+ * .ci/run starts dockerd and builds the image, so in CI this is always null.
+ */
+export function containerEngineMissing(): string | null {
+  if (!findOnPath("docker")) return "docker is not installed";
+  try {
+    execFileSync("docker", ["version", "--format", "{{.Server.Version}}"], { stdio: "ignore", timeout: 5_000 });
+  } catch {
+    return "the docker daemon does not answer";
+  }
+  try {
+    execFileSync("docker", ["image", "inspect", TEST_CONTAINER_IMAGE], { stdio: "ignore", timeout: 5_000 });
+  } catch {
+    return `no image ${TEST_CONTAINER_IMAGE} (scripts/build-container-image.sh builds it)`;
+  }
+  return null;
+}
+
+/** Names of the containers, running or stopped, that carry this label (`key=value`). */
+export function containersLabelled(label: string): string[] {
+  return execFileSync("docker", ["ps", "-a", "--filter", `label=${label}`, "--format", "{{.Names}}"], {
+    encoding: "utf8",
+    timeout: 10_000,
+  })
+    .split("\n")
+    .filter(Boolean);
+}

@@ -1,0 +1,27 @@
+import { describe, it } from "vitest";
+
+import { createSandbox } from "../src/sandbox/index.js";
+import { containerEngineMissing, TEST_CONTAINER_IMAGE } from "./container-engine.js";
+import { describeHostileSuite, isolationGaps } from "./hostile-suite.js";
+
+const MAX_PROCESSES = 32;
+const limits = { maxProcesses: MAX_PROCESSES, memoryMb: 256, cpuSeconds: 2 };
+const container = { image: TEST_CONTAINER_IMAGE };
+
+// .ci/run starts dockerd and builds the image, so CI always runs this suite; elsewhere it may skip.
+const missing = containerEngineMissing();
+
+if (missing !== null) {
+  describe.skip(`hostile code against the container backend: skipped, ${missing}`, () => {
+    it("contains every hostile case", () => undefined);
+  });
+} else {
+  describeHostileSuite("hostile code against the container backend (docker)", {
+    createSandbox: () => createSandbox({ kind: "container", limits, container }),
+    maxProcesses: MAX_PROCESSES,
+    memoryMb: limits.memoryMb,
+    cpuSeconds: limits.cpuSeconds,
+    // Only what describe() admits: the CPU budget (the engine's cgroup throttles, never stops a run).
+    uncontained: isolationGaps(createSandbox({ kind: "container", limits, container, prewarm: false }).describe()),
+  });
+}
