@@ -8,9 +8,18 @@ export const TEST_CONTAINER_IMAGE = process.env[CONTAINER_IMAGE_ENV] || "selfhea
 
 /**
  * Why the real-engine tests cannot run here, or null when they can: docker answers and has the image.
- * .ci/run starts dockerd and builds the image, so in CI this is always null.
+ * .ci/run starts dockerd, builds the image and sets SELFHEAL_TEST_REQUIRE_DOCKER=1, under which a
+ * missing engine fails the test file instead of skipping it.
  */
 export function containerEngineMissing(): string | null {
+  const missing = whyNoContainerEngine();
+  if (missing !== null && process.env.SELFHEAL_TEST_REQUIRE_DOCKER === "1") {
+    throw new Error(`SELFHEAL_TEST_REQUIRE_DOCKER=1 but the container tests cannot run: ${missing}`);
+  }
+  return missing;
+}
+
+function whyNoContainerEngine(): string | null {
   if (!findOnPath("docker")) return "docker is not installed";
   try {
     execFileSync("docker", ["version", "--format", "{{.Server.Version}}"], { stdio: "ignore", timeout: 5_000 });

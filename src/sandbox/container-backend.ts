@@ -15,6 +15,9 @@ import { safeRelativePath } from "./work-dir.js";
 const ENGINE_CHECK_TIMEOUT_MS = 5_000;
 /** `docker run` and `podman run` exit with 125 when the engine itself failed, not the program. */
 const ENGINE_FAILURE_EXIT_CODE = 125;
+/** How long `prewarm()` waits for a container to come up, and how often it asks. */
+const WARM_START_TIMEOUT_MS = 10_000;
+const WARM_POLL_MS = 20;
 /** The label every container of ours carries; `docker ps -a --filter label=selfheal.sandbox` finds them. */
 export const CONTAINER_LABEL = "selfheal.sandbox";
 /** The label naming the sandbox instance that owns a container, which its reaper removes. */
@@ -186,7 +189,7 @@ export class ContainerSandbox implements ManagedSandbox {
         startedAt,
       },
     );
-    const oomKilled = removing ? false : await this.inspectOomKilled(started.name);
+    const oomKilled = !removing && (await this.inspectState(started.name, "OOMKilled")) === "true";
     if (!removing) this.remove([started.name]);
     if (result.exitCode === ENGINE_FAILURE_EXIT_CODE) {
       this.engineReady = false;
@@ -222,10 +225,16 @@ export class ContainerSandbox implements ManagedSandbox {
     };
   }
 
-  /** Starts a container per language now, each waiting for its program. */
+  /** Starts a container per language now; resolves once each waits for its program. */
   async prewarm(languages: readonly Language[] = ["python"]): Promise<void> {
     if (this.prewarmMode === "off" || (await this.checkEngine()) !== null) return;
     for (const language of languages) this.keepWarm(language);
+    await Promise.all(
+      languages.map((language) => {
+        const container = this.warm.get(language);
+        return container ? this.waitUntilRunning(container) : undefined;
+      }),
+    );
   }
 
   /** Removes the waiting containers and releases the reaper (which sweeps anything left). */
@@ -272,16 +281,25 @@ export class ContainerSandbox implements ManagedSandbox {
     return { child, name };
   }
 
-  /** Whether the kernel OOM-killed a process of the container; false when the engine cannot say. */
-  private inspectOomKilled(name: string): Promise<boolean> {
+  /** One field of the container's `inspect` state (`OOMKilled`, `Running`); null when the engine cannot say. */
+  private inspectState(name: string, field: string): Promise<string | null> {
     return new Promise((resolve) => {
       execFile(
         this.engine,
-        ["inspect", "--format", "{{.State.OOMKilled}}", name],
+        ["inspect", "--format", `{{.State.${field}}}`, name],
         { timeout: ENGINE_CHECK_TIMEOUT_MS },
-        (error, stdout) => resolve(!error && stdout.trim() === "true"),
+        (error, stdout) => resolve(error ? null : stdout.trim()),
       );
     });
+  }
+
+  /** Polls until the engine has the container running (waiting in `tar -x`), or its client gave up. */
+  private async waitUntilRunning(container: StartedContainer): Promise<void> {
+    const deadline = performance.now() + WARM_START_TIMEOUT_MS;
+    while (performance.now() < deadline && container.child.exitCode === null) {
+      if ((await this.inspectState(container.name, "Running")) === "true") return;
+      await new Promise((resolve) => setTimeout(resolve, WARM_POLL_MS));
+    }
   }
 
   /** `rm -f` kills and removes at once; tracked so that `close()` returns only once they are gone. */
