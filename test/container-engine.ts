@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 
-import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container-backend.js";
+import { CONTAINER_IMAGE_ENV, CONTAINER_LABEL, OWNER_LABEL } from "../src/sandbox/container-backend.js";
 import { findOnPath } from "../src/sandbox/interpreters.js";
 
 /** The image the container tests run: the one scripts/build-container-image.sh builds, which .ci/run calls. */
@@ -34,12 +34,18 @@ function whyNoContainerEngine(): string | null {
   return null;
 }
 
-/** Names of the containers, running or stopped, that carry this label (`key=value`). */
-export function containersLabelled(label: string): string[] {
-  return execFileSync("docker", ["ps", "-a", "--filter", `label=${label}`, "--format", "{{.Names}}"], {
+/** The owner token (`<pid>-<random>`) of each selfheal container the engine still has, running or stopped. */
+export function selfhealContainerOwners(): string[] {
+  const format = `{{.Label "${OWNER_LABEL}"}}`;
+  return execFileSync("docker", ["ps", "-a", "--filter", `label=${CONTAINER_LABEL}`, "--format", format], {
     encoding: "utf8",
     timeout: 10_000,
   })
     .split("\n")
     .filter(Boolean);
+}
+
+/** Those of them that a sandbox in process `pid` made. */
+export function containersOwnedBy(pid: number): string[] {
+  return selfhealContainerOwners().filter((owner) => owner.startsWith(`${pid}-`));
 }

@@ -6,8 +6,7 @@ import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
 
-import { CONTAINER_LABEL, OWNER_LABEL } from "../src/sandbox/container-backend.js";
-import { containerEngineMissing, TEST_CONTAINER_IMAGE } from "./container-engine.js";
+import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
 import { pidsWithMarker } from "./hostile-suite.js";
 import { scratchDir } from "./scratch.js";
 
@@ -53,23 +52,6 @@ function linesOf(child: ChildProcess): AsyncIterable<string> {
   })();
 }
 
-/** Owner tokens (`<pid>-<random>`) of every selfheal container the engine still has, running or not. */
-function ownersOfSelfhealContainers(): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const docker = spawn(
-      "docker",
-      ["ps", "-a", "--filter", `label=${CONTAINER_LABEL}`, "--format", `{{.Label "${OWNER_LABEL}"}}`],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    let text = "";
-    docker.stdout.on("data", (chunk) => {
-      text += String(chunk);
-    });
-    docker.on("error", reject);
-    docker.on("close", () => resolve(text.split("\n").filter(Boolean)));
-  });
-}
-
 describe.skipIf(missing !== null)(`container runs and their owner${missing ? ` (skipped: ${missing})` : ""}`, () => {
   it("leaves no container and no process 2 s after its owner is SIGKILLed mid-run", async () => {
     const marker = `${randomInt(600, 900)}.${randomInt(1_000_000, 9_999_999)}`;
@@ -78,14 +60,12 @@ describe.skipIf(missing !== null)(`container runs and their owner${missing ? ` (
     for await (const line of linesOf(owner)) if (line === "ready") break;
     // The program runs, and (pre-warming) the next container waits beside it.
     expect(pidsWithMarker(marker).length).toBeGreaterThan(0);
-    expect((await ownersOfSelfhealContainers()).filter((token) => token.startsWith(`${pid}-`)).length).toBeGreaterThan(
-      0,
-    );
+    expect(containersOwnedBy(pid).length).toBeGreaterThan(0);
 
     owner.kill("SIGKILL");
     await new Promise((resolve) => setTimeout(resolve, 2_000));
 
-    expect((await ownersOfSelfhealContainers()).filter((token) => token.startsWith(`${pid}-`))).toEqual([]);
+    expect(containersOwnedBy(pid)).toEqual([]);
     expect(pidsWithMarker(marker)).toEqual([]);
   }, 30_000);
 

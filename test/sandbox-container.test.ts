@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { buildContainerCommand, encodeTar } from "../src/sandbox/container-backend.js";
 import { createSandbox, DEFAULT_LIMITS } from "../src/sandbox/index.js";
 import { findOnPath } from "../src/sandbox/interpreters.js";
+import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
 
 /** The value that follows `flag` in an argv, e.g. `--memory` -> `512m`. */
 function flagValue(argv: string[], flag: string): string | undefined {
@@ -120,3 +121,47 @@ describe("the container backend without a reachable engine", () => {
     expect(result.status).toBe("unavailable");
   });
 });
+
+const engineMissing = containerEngineMissing();
+
+describe.skipIf(engineMissing !== null)(
+  `the container backend on a real engine${engineMissing ? ` (skipped: ${engineMissing})` : ""}`,
+  () => {
+    const ours = (): string[] => containersOwnedBy(process.pid);
+
+    it("runs both languages in $SELFHEAL_CONTAINER_IMAGE when no image is given", async () => {
+      const saved = process.env.SELFHEAL_CONTAINER_IMAGE;
+      process.env.SELFHEAL_CONTAINER_IMAGE = TEST_CONTAINER_IMAGE;
+      const sandbox = createSandbox({ kind: "container", prewarm: false });
+      try {
+        const python = await sandbox.run({ language: "python", code: "print(6 * 7)" });
+        const javascript = await sandbox.run({ language: "javascript", code: "console.log(6 * 7)" });
+        expect([python.status, python.stdout, javascript.status, javascript.stdout]).toEqual([
+          "ok",
+          "42\n",
+          "ok",
+          "42\n",
+        ]);
+      } finally {
+        await sandbox.close();
+        if (saved === undefined) delete process.env.SELFHEAL_CONTAINER_IMAGE;
+        else process.env.SELFHEAL_CONTAINER_IMAGE = saved;
+      }
+    });
+
+    it("keeps one container waiting for the next program, and close() removes every container of the run", async () => {
+      const sandbox = createSandbox({ kind: "container", container: { image: TEST_CONTAINER_IMAGE } });
+      const first = await sandbox.run({ language: "python", code: "print('first')" });
+      await sandbox.prewarm(["python"]);
+      expect(ours()).toHaveLength(1);
+      const second = await sandbox.run({
+        language: "python",
+        code: "import sys\nprint(sys.stdin.read())",
+        stdin: "2nd",
+      });
+      await sandbox.close();
+      expect([first.stdout, second.stdout]).toEqual(["first\n", "2nd\n"]);
+      expect(ours()).toEqual([]);
+    });
+  },
+);
