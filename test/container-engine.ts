@@ -34,18 +34,22 @@ function whyNoContainerEngine(): string | null {
   return null;
 }
 
-/** The owner token (`<pid>-<random>`) of each selfheal container the engine still has, running or stopped. */
-export function selfhealContainerOwners(): string[] {
+/** The owner token (`<pid>-<random>`) of each selfheal container the engine still has: running, or also stopped. */
+export function selfhealContainerOwners(which: "running" | "all" = "all"): string[] {
   const format = `{{.Label "${OWNER_LABEL}"}}`;
-  return execFileSync("docker", ["ps", "-a", "--filter", `label=${CONTAINER_LABEL}`, "--format", format], {
-    encoding: "utf8",
-    timeout: 10_000,
-  })
+  return execFileSync(
+    "docker",
+    ["ps", ...(which === "all" ? ["-a"] : []), "--filter", `label=${CONTAINER_LABEL}`, "--format", format],
+    {
+      encoding: "utf8",
+      timeout: 10_000,
+    },
+  )
     .split("\n")
     .filter(Boolean);
 }
 
 /** Those of them that a sandbox in process `pid` made. */
-export function containersOwnedBy(pid: number): string[] {
-  return selfhealContainerOwners().filter((owner) => owner.startsWith(`${pid}-`));
+export function containersOwnedBy(pid: number, which: "running" | "all" = "all"): string[] {
+  return selfhealContainerOwners(which).filter((owner) => owner.startsWith(`${pid}-`));
 }

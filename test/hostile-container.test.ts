@@ -21,7 +21,7 @@ if (missing !== null) {
     maxProcesses: MAX_PROCESSES,
     memoryMb: limits.memoryMb,
     cpuSeconds: limits.cpuSeconds,
-    // Only what describe() admits: the CPU budget (the engine's cgroup throttles, never stops a run).
+    // Only what describe() admits; with the engine on this host it admits nothing.
     uncontained: isolationGaps(createSandbox({ kind: "container", limits, container, prewarm: false }).describe()),
   });
 }

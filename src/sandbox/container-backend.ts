@@ -1,12 +1,19 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { cgroupCpuReader } from "./cgroups.js";
 import { startContainerReaper } from "./container-reaper.js";
 import type { ManagedSandbox } from "./index.js";
 import { MAX_DISK_FILES, MAX_OPEN_FILES, MIB } from "./limits.js";
 import type { PrewarmMode } from "./local-sandbox.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
-import { collectRun, killProcessGroup, unavailableResult, wholeRunMemoryNote } from "./run-child.js";
+import {
+  collectRun,
+  killProcessGroup,
+  type RunWideLimits,
+  unavailableResult,
+  wholeRunMemoryNote,
+} from "./run-child.js";
 import { seccompProfileFile } from "./seccomp.js";
 import type { Language, RunHooks, RunRequest, RunResult, SandboxIsolation, SandboxLimits } from "./types.js";
 import { safeRelativePath } from "./work-dir.js";
@@ -178,8 +185,9 @@ export class ContainerSandbox implements ManagedSandbox {
       }
       killProcessGroup(started.child);
     };
+    const cpuBudget = this.cpuBudget(started);
     const result = await collectRun(
-      { child: started.child, killAll, exitCodeEncodesSignal: true },
+      { child: started.child, killAll, exitCodeEncodesSignal: true, ...(cpuBudget ? { runLimits: cpuBudget } : {}) },
       {
         language: request.language,
         stdin: encodeTar(files),
@@ -189,7 +197,7 @@ export class ContainerSandbox implements ManagedSandbox {
         startedAt,
       },
     );
-    const oomKilled = !removing && (await this.inspectState(started.name, "OOMKilled")) === "true";
+    const oomKilled = !removing && (await this.inspect(started.name, "{{.State.OOMKilled}}")) === "true";
     if (!removing) this.remove([started.name]);
     if (result.exitCode === ENGINE_FAILURE_EXIT_CODE) {
       this.engineReady = false;
@@ -213,7 +221,12 @@ export class ContainerSandbox implements ManagedSandbox {
         by: `${this.engine} --memory ${memoryMb}m (the container's cgroup); OOM-killed as \`memory_limit\``,
       },
       processes: { scope: "run", by: `${this.engine} --pids-limit ${maxProcesses}` },
-      cpu: { scope: "process", by: `--ulimit cpu=${cpuSeconds} per process` },
+      cpu: this.engineIsLocal()
+        ? {
+            scope: "run",
+            by: `the container's cgroup CPU time, read from this host every 100 ms: killed at ${cpuSeconds} s in all`,
+          }
+        : { scope: "process", by: `--ulimit cpu=${cpuSeconds} per process (the engine is not on this host)` },
       disk: {
         scope: "run",
         by: `tmpfs /work and /tmp of ${halfDiskMb(this.limits)} MiB and ${MAX_DISK_FILES / 2} inodes each`,
@@ -221,7 +234,9 @@ export class ContainerSandbox implements ManagedSandbox {
       syscalls: ownProfile
         ? { scope: "run", by: "selfheal's seccomp deny-list as the container's profile" }
         : { scope: "process", by: `the engine's default seccomp profile (Docker 20.10's allows ptrace and io_uring)` },
-      notes: ["the engine's cgroup has no CPU-time budget: --cpus throttles, it never stops a run"],
+      notes: this.engineIsLocal()
+        ? []
+        : ["a remote engine's cgroups cannot be read from here, and --cpus only throttles, it never stops a run"],
     };
   }
 
@@ -281,12 +296,45 @@ export class ContainerSandbox implements ManagedSandbox {
     return { child, name };
   }
 
-  /** One field of the container's `inspect` state (`OOMKilled`, `Running`); null when the engine cannot say. */
-  private inspectState(name: string, field: string): Promise<string | null> {
+  /**
+   * The CPU budget for the whole container, as bwrap's cgroup gives it: `collectRun` polls the
+   * container's cgroup (found through its init's pid as soon as the engine reports one) and kills
+   * the run past `cpuSeconds`. Memory stays the engine's: its OOM kill is read after the exit.
+   */
+  private cpuBudget(started: StartedContainer): RunWideLimits | undefined {
+    if (!this.engineIsLocal()) return undefined;
+    let readNs: (() => number | null) | null = null;
+    const running = (): boolean => started.child.exitCode === null && started.child.signalCode === null;
+    void (async () => {
+      while (readNs === null && running()) {
+        const [pid = 0, id = ""] = (await this.inspect(started.name, "{{.State.Pid}} {{.Id}}"))?.split(" ") ?? [];
+        if (Number(pid) > 0) readNs = cgroupCpuReader(Number(pid), id) ?? (() => null);
+        else await new Promise((resolve) => setTimeout(resolve, WARM_POLL_MS));
+      }
+    })();
+    const { memoryMb, cpuSeconds } = this.limits;
+    return {
+      memoryMb,
+      cpuSeconds,
+      memoryExceeded: () => false,
+      // The container is fresh (or waited idle in `tar -x`): all it used is the run's.
+      startCpuBudget: () => undefined,
+      cpuSecondsUsed: () => (readNs?.() ?? 0) / 1e9,
+    };
+  }
+
+  /** Whether the engine's containers live on this machine, so their cgroups can be read here. */
+  private engineIsLocal(): boolean {
+    const host = this.engine === "docker" ? process.env.DOCKER_HOST : process.env.CONTAINER_HOST;
+    return process.platform === "linux" && (!host || host.startsWith("unix://"));
+  }
+
+  /** The container's `inspect --format template`; null when the engine cannot say. */
+  private inspect(name: string, template: string): Promise<string | null> {
     return new Promise((resolve) => {
       execFile(
         this.engine,
-        ["inspect", "--format", `{{.State.${field}}}`, name],
+        ["inspect", "--format", template, name],
         { timeout: ENGINE_CHECK_TIMEOUT_MS },
         (error, stdout) => resolve(error ? null : stdout.trim()),
       );
@@ -297,7 +345,7 @@ export class ContainerSandbox implements ManagedSandbox {
   private async waitUntilRunning(container: StartedContainer): Promise<void> {
     const deadline = performance.now() + WARM_START_TIMEOUT_MS;
     while (performance.now() < deadline && container.child.exitCode === null) {
-      if ((await this.inspectState(container.name, "Running")) === "true") return;
+      if ((await this.inspect(container.name, "{{.State.Running}}")) === "true") return;
       await new Promise((resolve) => setTimeout(resolve, WARM_POLL_MS));
     }
   }
