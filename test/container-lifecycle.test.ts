@@ -58,7 +58,7 @@ describe.skipIf(missing !== null)(`container runs and their owner${missing ? ` (
     const owner = startOwner(`import subprocess\nprint("up", flush=True)\nsubprocess.run(["sleep", "${marker}"])\n`);
     const pid = owner.pid ?? 0;
     for await (const line of linesOf(owner)) if (line === "ready") break;
-    // The program runs, and (pre-warming) the next container waits beside it.
+    // The program runs, in a container of this owner.
     expect(pidsWithMarker(marker).length).toBeGreaterThan(0);
     expect(containersOwnedBy(pid).length).toBeGreaterThan(0);
 

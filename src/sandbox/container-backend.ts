@@ -171,7 +171,6 @@ export class ContainerSandbox implements ManagedSandbox {
     if (problem !== null) return unavailableResult(problem, startedAt);
 
     const started = this.takeWarm(request.language) ?? this.start(request.language);
-    if (this.prewarmMode === "after-first-use") this.keepWarm(request.language);
     const files: Record<string, string> = {
       ...request.files,
       [CODE_FILE_NAME[request.language]]: request.code,
@@ -197,6 +196,8 @@ export class ContainerSandbox implements ManagedSandbox {
         startedAt,
       },
     );
+    // The next container starts now, not during the run, where it would take CPU from the program.
+    if (this.prewarmMode === "after-first-use") this.keepWarm(request.language);
     const oomKilled = !removing && (await this.inspect(started.name, "{{.State.OOMKilled}}")) === "true";
     if (!removing) this.remove([started.name]);
     if (result.exitCode === ENGINE_FAILURE_EXIT_CODE) {
