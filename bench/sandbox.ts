@@ -1,7 +1,8 @@
 /**
  * Sandbox latency and throughput, side by side: a bare interpreter spawn, the process backend,
- * bwrap cold and pre-warmed, and gVisor where runsc is installed, each running `print(1)`. Prints a
- * table; asserts nothing.
+ * bwrap cold and pre-warmed, gVisor where runsc is installed, and containers cold and pre-warmed
+ * where a container engine answers (image: $SELFHEAL_CONTAINER_IMAGE, else the official images),
+ * each running `print(1)`. Prints a table; asserts nothing.
  *
  *   npm run bench:sandbox [-- --runs 100 --throughput-runs 40]
  */
@@ -10,7 +11,7 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { createSandbox, type ManagedSandbox, probeBwrap, probeGvisor } from "../src/sandbox/index.js";
+import { checkSandbox, createSandbox, type ManagedSandbox, probeBwrap, probeGvisor } from "../src/sandbox/index.js";
 import { resolveInterpreters } from "../src/sandbox/interpreters.js";
 import type { RunRequest } from "../src/sandbox/types.js";
 
@@ -129,6 +130,17 @@ async function main(): Promise<void> {
     console.log(`gvisor skipped: ${gvisorMissing}`);
   }
 
+  // A container starts per run unless one waits pre-warmed, which prewarm() resolves once it is up.
+  try {
+    await checkSandbox({ kind: "container" });
+    contenders.push(
+      sandboxContender("container (docker), cold", createSandbox({ kind: "container", prewarm: false }), false),
+      sandboxContender("container (docker), pre-warmed", createSandbox({ kind: "container" }), true),
+    );
+  } catch (error) {
+    console.log(`container skipped: ${(error as Error).message}`);
+  }
+
   const load = (): string =>
     loadavg()
       .map((value) => value.toFixed(2))
@@ -171,6 +183,16 @@ async function main(): Promise<void> {
     console.log(
       `bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)${bare ? `, ${(warm.p50 / bare.p50).toFixed(3)} x bare spawn` : ""}`,
     );
+  const containerCold = rows.find((row) => row.name === "container (docker), cold");
+  const containerWarm = rows.find((row) => row.name === "container (docker), pre-warmed");
+  for (const row of [containerCold, containerWarm]) {
+    if (!row) continue;
+    const ratios = [
+      bare ? `${(row.p50 / bare.p50).toFixed(2)} x bare spawn` : "",
+      cold ? `${(row.p50 / cold.p50).toFixed(2)} x bwrap cold` : "",
+    ];
+    console.log(`${row.name} p50 = ${row.p50.toFixed(1)} ms, ${ratios.filter(Boolean).join(", ")}`);
+  }
   if (bwrap.usable) {
     const isolation = createSandbox({ kind: "bwrap", prewarm: false }).describe();
     const held = (["memory", "processes", "cpu", "disk", "syscalls"] as const).map(

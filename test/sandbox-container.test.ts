@@ -5,24 +5,16 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
+import { cgroupCpuReader } from "../src/sandbox/cgroups.js";
 import { buildContainerCommand, encodeTar } from "../src/sandbox/container-backend.js";
 import { createSandbox, DEFAULT_LIMITS } from "../src/sandbox/index.js";
 import { findOnPath } from "../src/sandbox/interpreters.js";
+import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
 
 /** The value that follows `flag` in an argv, e.g. `--memory` -> `512m`. */
 function flagValue(argv: string[], flag: string): string | undefined {
   const index = argv.indexOf(flag);
   return index === -1 ? undefined : argv[index + 1];
-}
-
-function dockerDaemonReachable(): boolean {
-  if (!findOnPath("docker")) return false;
-  try {
-    execFileSync("docker", ["version", "--format", "{{.Server.Version}}"], { stdio: "ignore", timeout: 5_000 });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("the container command", () => {
@@ -32,17 +24,26 @@ describe("the container command", () => {
     language: "python",
     limits: DEFAULT_LIMITS,
     name: "selfheal-test",
+    owner: "1234-abc",
+    seccompProfile: "/cache/seccomp-profile.json",
   });
 
-  it("runs a throwaway container reading the program from stdin", () => {
-    expect(command.slice(0, 4)).toEqual(["docker", "run", "--rm", "-i"]);
+  it("runs a named container reading the program from stdin, kept until the backend inspects it", () => {
+    expect(command.slice(0, 3)).toEqual(["docker", "run", "-i"]);
+    expect(command).not.toContain("--rm");
     expect(flagValue(command, "--name")).toBe("selfheal-test");
+  });
+
+  it("labels the container with its owner, for the reaper", () => {
+    expect(command).toContain("selfheal.owner=1234-abc");
+    expect(command).toContain("selfheal.sandbox=1");
   });
 
   it("cuts the network and drops every capability", () => {
     expect(flagValue(command, "--network")).toBe("none");
     expect(flagValue(command, "--cap-drop")).toBe("ALL");
-    expect(flagValue(command, "--security-opt")).toBe("no-new-privileges");
+    expect(command).toContain("no-new-privileges");
+    expect(command).toContain("seccomp=/cache/seccomp-profile.json");
     expect(flagValue(command, "--user")).toBe("65534:65534");
   });
 
@@ -54,15 +55,15 @@ describe("the container command", () => {
     expect(command).toContain(`fsize=${16 * 1024 * 1024}:${16 * 1024 * 1024}`);
   });
 
-  it("mounts the image read-only with a tmpfs work dir", () => {
+  it("mounts the image read-only with a tmpfs work dir it enters with cd, not --workdir (moby#39466)", () => {
     expect(command).toContain("--read-only");
     expect(flagValue(command, "--tmpfs")).toMatch(/^\/work:rw,/);
-    expect(flagValue(command, "--workdir")).toBe("/work");
+    expect(command).not.toContain("--workdir");
   });
 
   it("runs the code as `python3 -I -u main.py` after unpacking it", () => {
     expect(command.at(-4)).toBe("python:3.12-slim");
-    expect(command.at(-1)).toMatch(/^tar -x -C \/work && .* exec python3 -I -u main\.py$/);
+    expect(command.at(-1)).toMatch(/^cd \/work && tar -x && .* exec python3 -I -u main\.py$/);
   });
 
   it("caps the Node heap for JavaScript and can use podman", () => {
@@ -72,8 +73,11 @@ describe("the container command", () => {
       language: "javascript",
       limits: DEFAULT_LIMITS,
       name: "n",
+      owner: "o",
+      seccompProfile: null,
     });
     expect(node[0]).toBe("podman");
+    expect(node.some((flag) => flag.startsWith("seccomp="))).toBe(false);
     expect(node.at(-1)).toMatch(/exec node --max-old-space-size=512 main\.js$/);
   });
 
@@ -91,21 +95,95 @@ describe("the container command", () => {
   });
 });
 
-describe.skipIf(dockerDaemonReachable())("the container backend without a reachable engine", () => {
-  it("returns unavailable with docker's own message, quickly", async () => {
-    const sandbox = createSandbox({ kind: "container" });
-    const started = Date.now();
-    const result = await sandbox.run({ language: "python", code: "print(1)" });
-    expect(sandbox.kind).toBe("container");
-    expect(result.status).toBe("unavailable");
-    expect(result.stderr.trim().length).toBeGreaterThan(0);
-    if (findOnPath("docker")) expect(result.stderr).toMatch(/docker/i);
-    expect(Date.now() - started).toBeLessThan(6_000);
+describe("the container backend's CPU budget", () => {
+  it("reads no cgroup for a pid whose group does not name the container (a remote engine's pid)", () => {
+    expect(cgroupCpuReader(process.pid, "0123456789abcdef")).toBeNull();
   });
 
-  it("returns unavailable when the engine CLI is not installed", async () => {
+  it("says CPU holds per process only when the engine is on another machine", () => {
+    const saved = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = "tcp://build-farm.example:2376";
+    try {
+      expect(createSandbox({ kind: "container", prewarm: false }).describe().cpu.scope).toBe("process");
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = saved;
+    }
+    if (process.platform === "linux" && saved === undefined) {
+      expect(createSandbox({ kind: "container", prewarm: false }).describe().cpu.scope).toBe("run");
+    }
+  });
+});
+
+describe("the container backend without a reachable engine", () => {
+  it("returns unavailable with docker's own message, quickly", async () => {
+    // An engine that is not there, even where docker runs: the CLI follows DOCKER_HOST.
+    const saved = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = "unix:///nonexistent/selfheal-docker.sock";
+    try {
+      const sandbox = createSandbox({ kind: "container" });
+      const started = Date.now();
+      const result = await sandbox.run({ language: "python", code: "print(1)" });
+      await sandbox.close();
+      expect(sandbox.kind).toBe("container");
+      expect(result.status).toBe("unavailable");
+      expect(result.stderr.trim().length).toBeGreaterThan(0);
+      if (findOnPath("docker")) expect(result.stderr).toMatch(/docker/i);
+      expect(Date.now() - started).toBeLessThan(6_000);
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = saved;
+    }
+  });
+
+  it.skipIf(findOnPath("podman") !== null)("returns unavailable when the engine CLI is not installed", async () => {
     const sandbox = createSandbox({ kind: "container", container: { command: "podman" } });
     const result = await sandbox.run({ language: "javascript", code: "console.log(1)" });
     expect(result.status).toBe("unavailable");
   });
 });
+
+const engineMissing = containerEngineMissing();
+
+describe.skipIf(engineMissing !== null)(
+  `the container backend on a real engine${engineMissing ? ` (skipped: ${engineMissing})` : ""}`,
+  () => {
+    const ours = (): string[] => containersOwnedBy(process.pid);
+
+    it("runs both languages in $SELFHEAL_CONTAINER_IMAGE when no image is given", async () => {
+      const saved = process.env.SELFHEAL_CONTAINER_IMAGE;
+      process.env.SELFHEAL_CONTAINER_IMAGE = TEST_CONTAINER_IMAGE;
+      const sandbox = createSandbox({ kind: "container", prewarm: false });
+      try {
+        const python = await sandbox.run({ language: "python", code: "print(6 * 7)" });
+        const javascript = await sandbox.run({ language: "javascript", code: "console.log(6 * 7)" });
+        expect([python.status, python.stdout, javascript.status, javascript.stdout]).toEqual([
+          "ok",
+          "42\n",
+          "ok",
+          "42\n",
+        ]);
+      } finally {
+        await sandbox.close();
+        if (saved === undefined) delete process.env.SELFHEAL_CONTAINER_IMAGE;
+        else process.env.SELFHEAL_CONTAINER_IMAGE = saved;
+      }
+    });
+
+    it("keeps one container waiting for the next program, and close() removes every container of the run", async () => {
+      const sandbox = createSandbox({ kind: "container", container: { image: TEST_CONTAINER_IMAGE } });
+      const first = await sandbox.run({ language: "python", code: "print('first')" });
+      await sandbox.prewarm(["python"]);
+      // The first run's container may still be on its way out; the waiting one runs.
+      expect(containersOwnedBy(process.pid, "running")).toHaveLength(1);
+      const second = await sandbox.run({
+        language: "python",
+        code: "import sys\nprint(sys.stdin.read())",
+        stdin: "2nd",
+      });
+      await sandbox.close();
+      expect([first.stdout, second.stdout]).toEqual(["first\n", "2nd\n"]);
+      expect(ours()).toEqual([]);
+    });
+  },
+);

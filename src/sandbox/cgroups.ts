@@ -90,6 +90,46 @@ export function ownCgroupPath(selfCgroup: string, controller: string | null): st
   return null;
 }
 
+/**
+ * A reader of the CPU nanoseconds used so far by the cgroup another process is in (a container's
+ * init, seen through `/proc/<pid>/cgroup`), or null where this host cannot read it: v1's cpuacct
+ * (mounted as `cpuacct` or `cpu,cpuacct`) or v2's `cpu.stat`. The group's path must contain
+ * `containerId` (docker's `/docker/<id>`, `docker-<id>.scope`, podman's `libpod-<id>.scope`), so a
+ * pid an engine on another machine reported never picks an unrelated local process's group.
+ */
+export function cgroupCpuReader(
+  pid: number,
+  containerId: string,
+  root = "/sys/fs/cgroup",
+): (() => number | null) | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/cgroup`, "utf8");
+  } catch {
+    return null;
+  }
+  const v1 = ownCgroupPath(text, "cpuacct");
+  if (containerId === "" || !(v1 ?? ownCgroupPath(text, null) ?? "").includes(containerId)) return null;
+  const candidates =
+    v1 === null
+      ? [join(root, ownCgroupPath(text, null) ?? "/nonexistent", "cpu.stat")]
+      : ["cpuacct", "cpu,cpuacct"].map((mount) => join(root, mount, v1, "cpuacct.usage"));
+  const file = candidates.find((candidate) => existsSync(candidate));
+  if (file === undefined) return null;
+  return file.endsWith("cpu.stat")
+    ? () => {
+        const usec = readCounter(file, "usage_usec", -1);
+        return usec < 0 ? null : usec * 1000;
+      }
+    : () => {
+        try {
+          return Number(readFileSync(file, "utf8").trim());
+        } catch {
+          return null;
+        }
+      };
+}
+
 function detectV1(host: CgroupHost): CgroupSupport {
   const place = (controller: string, file: string): string | { reason: string } => {
     const mount = join(host.root, controller);

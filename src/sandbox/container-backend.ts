@@ -1,25 +1,51 @@
-import { execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { MIB } from "./limits.js";
+import { cgroupCpuReader } from "./cgroups.js";
+import { startContainerReaper } from "./container-reaper.js";
+import type { ManagedSandbox } from "./index.js";
+import { MAX_DISK_FILES, MAX_OPEN_FILES, MIB } from "./limits.js";
+import type { PrewarmMode } from "./local-sandbox.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
-import { collectRun, killProcessGroup, unavailableResult } from "./run-child.js";
-import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "./types.js";
+import {
+  collectRun,
+  killProcessGroup,
+  type RunWideLimits,
+  unavailableResult,
+  wholeRunMemoryNote,
+} from "./run-child.js";
+import { seccompProfileFile } from "./seccomp.js";
+import type { Language, RunHooks, RunRequest, RunResult, SandboxIsolation, SandboxLimits } from "./types.js";
 import { safeRelativePath } from "./work-dir.js";
 
 /** How long we give the engine to answer before calling it unreachable. */
 const ENGINE_CHECK_TIMEOUT_MS = 5_000;
 /** `docker run` and `podman run` exit with 125 when the engine itself failed, not the program. */
 const ENGINE_FAILURE_EXIT_CODE = 125;
+/** How long `prewarm()` waits for a container to come up, and how often it asks. */
+const WARM_START_TIMEOUT_MS = 10_000;
+const WARM_POLL_MS = 20;
+/** The label every container of ours carries; `docker ps -a --filter label=selfheal.sandbox` finds them. */
+export const CONTAINER_LABEL = "selfheal.sandbox";
+/** The label naming the sandbox instance that owns a container, which its reaper removes. */
+export const OWNER_LABEL = "selfheal.owner";
+/** Replaces the default images, for both languages, when the caller names none (CLI and graphs). */
+export const CONTAINER_IMAGE_ENV = "SELFHEAL_CONTAINER_IMAGE";
 
 export type ContainerEngine = "docker" | "podman";
 
 export interface ContainerOptions {
   command?: ContainerEngine;
-  /** One image for both languages, or one per language. */
+  /** One image for both languages, or one per language. Default: $SELFHEAL_CONTAINER_IMAGE, else the official images. */
   image?: string | Partial<Record<Language, string>>;
+  /**
+   * `selfheal` (default): the deny-list the bwrap backend uses (seccomp.ts) replaces the engine's
+   * default profile, which in Docker 20.10 allows ptrace and io_uring. `engine`: keep the engine's own.
+   */
+  seccomp?: "selfheal" | "engine";
 }
 
+/** For registries: the official images. Offline, scripts/build-container-image.sh builds one for both. */
 export const DEFAULT_CONTAINER_IMAGES: Record<Language, string> = {
   python: "python:3.12-slim",
   javascript: "node:20-slim",
@@ -33,13 +59,19 @@ export interface ContainerCommandInput {
   image: string;
   language: Language;
   limits: SandboxLimits;
-  /** Container name, so a timed-out run can be killed by name (killing the client leaves it running). */
+  /** Container name, so a timed-out run can be removed by name (killing the client leaves it running). */
   name: string;
+  /** The owning sandbox's token, for its reaper (see container-reaper.ts). */
+  owner: string;
+  /** The seccomp profile file to use instead of the engine's default; null keeps the engine's. */
+  seccompProfile: string | null;
 }
 
 /**
  * The `docker run` / `podman run` command line for one run. The code, extra files and stdin arrive
- * as a tar archive on the container's stdin, so nothing of the host is mounted.
+ * as a tar archive on the container's stdin, so nothing of the host is mounted. No `--rm`: the
+ * container must outlive its program so that `inspect` can tell whether the kernel OOM-killed any of
+ * its processes; the backend removes it then.
  */
 export function buildContainerCommand(input: ContainerCommandInput): string[] {
   const { limits } = input;
@@ -48,12 +80,14 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
     input.language === "python"
       ? `python3 -I -u ${codeFile}`
       : `node --max-old-space-size=${limits.memoryMb} ${codeFile}`;
-  // Unpack, hand the saved stdin to the program, and delete it so the program cannot find it.
-  const script = `tar -x -C /work && exec 0< /work/${STDIN_FILE} && rm -f /work/${STDIN_FILE} && exec ${interpreter}`;
+  // `cd` rather than `--workdir /work`: with --workdir, Docker creates /work in the image before the
+  // tmpfs is mounted there, and the tmpfs comes up root-owned 0755, unwritable for --user 65534
+  // (moby/moby#39466). Unpack, hand the saved stdin to the program, and delete it so it cannot find it.
+  const tmpfsOptions = `rw,nosuid,nodev,size=${halfDiskMb(limits)}m,nr_inodes=${MAX_DISK_FILES / 2},mode=1777`;
+  const script = `cd /work && tar -x && exec 0< ${STDIN_FILE} && rm -f ${STDIN_FILE} && exec ${interpreter}`;
   return [
     input.engine,
     "run",
-    "--rm",
     "-i",
     "--name",
     input.name,
@@ -70,14 +104,13 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
     "ALL",
     "--security-opt",
     "no-new-privileges",
+    ...(input.seccompProfile === null ? [] : ["--security-opt", `seccomp=${input.seccompProfile}`]),
     "--user",
     "65534:65534",
     "--tmpfs",
-    `/work:rw,nosuid,nodev,size=${4 * limits.maxFileMb}m,mode=1777`,
+    `/work:${tmpfsOptions}`,
     "--tmpfs",
-    `/tmp:rw,nosuid,nodev,size=${4 * limits.maxFileMb}m,mode=1777`,
-    "--workdir",
-    "/work",
+    `/tmp:${tmpfsOptions}`,
     "--env",
     "HOME=/work",
     "--ulimit",
@@ -85,9 +118,11 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
     "--ulimit",
     `fsize=${limits.maxFileMb * MIB}:${limits.maxFileMb * MIB}`,
     "--ulimit",
-    "nofile=256:256",
+    `nofile=${MAX_OPEN_FILES}:${MAX_OPEN_FILES}`,
     "--label",
-    "selfheal.sandbox=1",
+    `${CONTAINER_LABEL}=1`,
+    "--label",
+    `${OWNER_LABEL}=${input.owner}`,
     input.image,
     "sh",
     "-c",
@@ -95,15 +130,37 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
   ];
 }
 
-/** Runs each program in a fresh container through the docker or podman CLI. */
-export class ContainerSandbox implements Sandbox {
+/** /work and /tmp are two tmpfs mounts (an engine mounts no tmpfs twice): each gets half the disk budget. */
+function halfDiskMb(limits: SandboxLimits): number {
+  return Math.max(1, Math.floor(limits.maxDiskMb / 2));
+}
+
+/** A `docker run` client started for one language, its program not yet sent. */
+interface StartedContainer {
+  child: ChildProcess;
+  name: string;
+}
+
+/**
+ * Runs each program in a fresh container through the docker or podman CLI. Pre-warming starts the
+ * next container (the engine's slow part: namespaces, cgroup, mounts) while nothing runs; it then
+ * waits in `tar -x` for the program.
+ */
+export class ContainerSandbox implements ManagedSandbox {
   readonly kind = "container" as const;
   private readonly engine: ContainerEngine;
+  private readonly owner = `${process.pid}-${randomBytes(6).toString("hex")}`;
   private engineReady = false;
+  private reaper: { release(): void } | undefined;
+  private readonly warm = new Map<Language, StartedContainer>();
+  /** Removals still running; `close()` waits for them. */
+  private readonly removals = new Set<Promise<void>>();
+  private closed = false;
 
   constructor(
     private readonly limits: SandboxLimits,
     private readonly options: ContainerOptions = {},
+    private readonly prewarmMode: PrewarmMode = "after-first-use",
   ) {
     this.engine = options.command ?? "docker";
   }
@@ -113,32 +170,23 @@ export class ContainerSandbox implements Sandbox {
     const problem = await this.checkEngine();
     if (problem !== null) return unavailableResult(problem, startedAt);
 
-    const name = `selfheal-${randomBytes(6).toString("hex")}`;
-    const argv = buildContainerCommand({
-      engine: this.engine,
-      image: this.imageFor(request.language),
-      language: request.language,
-      limits: this.limits,
-      name,
-    });
+    const started = this.takeWarm(request.language) ?? this.start(request.language);
     const files: Record<string, string> = {
       ...request.files,
       [CODE_FILE_NAME[request.language]]: request.code,
       [STDIN_FILE]: request.stdin ?? "",
     };
-    const [file = "", ...args] = argv;
-    // The engine CLI is ours, not the program's: it gets our environment (DOCKER_HOST and so on).
-    const child = spawn(file, args, { detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    let removing = false;
     const killAll = (): void => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const killer = spawn(this.engine, ["kill", name], { stdio: "ignore", detached: true });
-        killer.on("error", () => undefined);
-        killer.unref();
+      if (started.child.exitCode === null && started.child.signalCode === null && !removing) {
+        removing = true;
+        this.remove([started.name]);
       }
-      killProcessGroup(child);
+      killProcessGroup(started.child);
     };
+    const cpuBudget = this.cpuBudget(started);
     const result = await collectRun(
-      { child, killAll, exitCodeEncodesSignal: true },
+      { child: started.child, killAll, exitCodeEncodesSignal: true, ...(cpuBudget ? { runLimits: cpuBudget } : {}) },
       {
         language: request.language,
         stdin: encodeTar(files),
@@ -148,39 +196,177 @@ export class ContainerSandbox implements Sandbox {
         startedAt,
       },
     );
+    // The next container starts now, not during the run, where it would take CPU from the program.
+    if (this.prewarmMode === "after-first-use") this.keepWarm(request.language);
+    const oomKilled = !removing && (await this.inspect(started.name, "{{.State.OOMKilled}}")) === "true";
+    if (!removing) this.remove([started.name]);
     if (result.exitCode === ENGINE_FAILURE_EXIT_CODE) {
       this.engineReady = false;
       return { ...result, status: "unavailable", error: undefined };
     }
+    // The kernel's OOM kill prints nothing; the engine saw it in the container's memory cgroup.
+    if (oomKilled) {
+      return { ...result, status: "memory_limit", stderr: result.stderr + wholeRunMemoryNote(this.limits.memoryMb) };
+    }
     return result;
   }
 
-  /** What the flags of `buildContainerCommand` ask the engine for; this process measures none of it. */
+  /** What the flags of `buildContainerCommand` ask the engine for; test/hostile-container.test.ts measures it. */
   describe(): SandboxIsolation {
-    const { memoryMb, maxProcesses, cpuSeconds, maxFileMb } = this.limits;
+    const { memoryMb, maxProcesses, cpuSeconds } = this.limits;
+    const ownProfile = (this.options.seccomp ?? "selfheal") === "selfheal";
     return {
       kind: "container",
-      memory: { scope: "run", by: `${this.engine} --memory ${memoryMb}m (the engine's cgroup)` },
+      memory: {
+        scope: "run",
+        by: `${this.engine} --memory ${memoryMb}m (the container's cgroup); OOM-killed as \`memory_limit\``,
+      },
       processes: { scope: "run", by: `${this.engine} --pids-limit ${maxProcesses}` },
-      cpu: { scope: "process", by: `--ulimit cpu=${cpuSeconds} per process` },
-      disk: { scope: "run", by: `tmpfs /work and /tmp of ${4 * maxFileMb} MiB each` },
-      syscalls: { scope: "run", by: `the engine's default seccomp profile` },
+      cpu: this.engineIsLocal()
+        ? {
+            scope: "run",
+            by: `the container's cgroup CPU time, read from this host every 100 ms: killed at ${cpuSeconds} s in all`,
+          }
+        : { scope: "process", by: `--ulimit cpu=${cpuSeconds} per process (the engine is not on this host)` },
+      disk: {
+        scope: "run",
+        by: `tmpfs /work and /tmp of ${halfDiskMb(this.limits)} MiB and ${MAX_DISK_FILES / 2} inodes each`,
+      },
+      syscalls: ownProfile
+        ? { scope: "run", by: "selfheal's seccomp deny-list as the container's profile" }
+        : { scope: "process", by: `the engine's default seccomp profile (Docker 20.10's allows ptrace and io_uring)` },
       notes: [
-        "as the engine promises for these flags; not probed",
+        ...(this.engineIsLocal()
+          ? []
+          : ["a remote engine's cgroups cannot be read from here, and --cpus only throttles, it never stops a run"]),
         "installed packages (settings.packages) are not mounted: the cache is built for the host's interpreters, not the image's",
       ],
     };
   }
 
-  /** Containers start per run; there is nothing to warm. (Pulling the images is up to the operator.) */
-  async prewarm(): Promise<void> {}
+  /** Starts a container per language now; resolves once each waits for its program. */
+  async prewarm(languages: readonly Language[] = ["python"]): Promise<void> {
+    if (this.prewarmMode === "off" || (await this.checkEngine()) !== null) return;
+    for (const language of languages) this.keepWarm(language);
+    await Promise.all(
+      languages.map((language) => {
+        const container = this.warm.get(language);
+        return container ? this.waitUntilRunning(container) : undefined;
+      }),
+    );
+  }
 
-  async close(): Promise<void> {}
+  /** Removes the waiting containers and releases the reaper (which sweeps anything left). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const waiting = [...this.warm.values()];
+    this.warm.clear();
+    if (waiting.length > 0) this.remove(waiting.map((container) => container.name));
+    for (const container of waiting) killProcessGroup(container.child);
+    await Promise.all([...this.removals]);
+    this.reaper?.release();
+    this.reaper = undefined;
+  }
+
+  private keepWarm(language: Language): void {
+    if (this.closed || this.warm.has(language)) return;
+    this.warm.set(language, this.start(language));
+  }
+
+  /** A waiting container whose client is still alive (the engine may have refused it meanwhile). */
+  private takeWarm(language: Language): StartedContainer | undefined {
+    const container = this.warm.get(language);
+    this.warm.delete(language);
+    if (container && container.child.exitCode === null && container.child.signalCode === null) return container;
+    if (container) this.remove([container.name]);
+    return undefined;
+  }
+
+  private start(language: Language): StartedContainer {
+    this.reaper ??= startContainerReaper(this.engine, `${OWNER_LABEL}=${this.owner}`);
+    const name = `selfheal-${randomBytes(6).toString("hex")}`;
+    const seccompProfile = (this.options.seccomp ?? "selfheal") === "selfheal" ? seccompProfileFile() : null;
+    const [file = "", ...args] = buildContainerCommand({
+      engine: this.engine,
+      image: this.imageFor(language),
+      language,
+      limits: this.limits,
+      name,
+      owner: this.owner,
+      seccompProfile,
+    });
+    // The engine CLI is ours, not the program's: it gets our environment (DOCKER_HOST and so on).
+    const child = spawn(file, args, { detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    return { child, name };
+  }
+
+  /**
+   * The CPU budget for the whole container, as bwrap's cgroup gives it: `collectRun` polls the
+   * container's cgroup (found through its init's pid as soon as the engine reports one) and kills
+   * the run past `cpuSeconds`. Memory stays the engine's: its OOM kill is read after the exit.
+   */
+  private cpuBudget(started: StartedContainer): RunWideLimits | undefined {
+    if (!this.engineIsLocal()) return undefined;
+    let readNs: (() => number | null) | null = null;
+    const running = (): boolean => started.child.exitCode === null && started.child.signalCode === null;
+    void (async () => {
+      while (readNs === null && running()) {
+        const [pid = 0, id = ""] = (await this.inspect(started.name, "{{.State.Pid}} {{.Id}}"))?.split(" ") ?? [];
+        if (Number(pid) > 0) readNs = cgroupCpuReader(Number(pid), id) ?? (() => null);
+        else await new Promise((resolve) => setTimeout(resolve, WARM_POLL_MS));
+      }
+    })();
+    const { memoryMb, cpuSeconds } = this.limits;
+    return {
+      memoryMb,
+      cpuSeconds,
+      memoryExceeded: () => false,
+      // The container is fresh (or waited idle in `tar -x`): all it used is the run's.
+      startCpuBudget: () => undefined,
+      cpuSecondsUsed: () => (readNs?.() ?? 0) / 1e9,
+    };
+  }
+
+  /** Whether the engine's containers live on this machine, so their cgroups can be read here. */
+  private engineIsLocal(): boolean {
+    const host = this.engine === "docker" ? process.env.DOCKER_HOST : process.env.CONTAINER_HOST;
+    return process.platform === "linux" && (!host || host.startsWith("unix://"));
+  }
+
+  /** The container's `inspect --format template`; null when the engine cannot say. */
+  private inspect(name: string, template: string): Promise<string | null> {
+    return new Promise((resolve) => {
+      execFile(
+        this.engine,
+        ["inspect", "--format", template, name],
+        { timeout: ENGINE_CHECK_TIMEOUT_MS },
+        (error, stdout) => resolve(error ? null : stdout.trim()),
+      );
+    });
+  }
+
+  /** Polls until the engine has the container running (waiting in `tar -x`), or its client gave up. */
+  private async waitUntilRunning(container: StartedContainer): Promise<void> {
+    const deadline = performance.now() + WARM_START_TIMEOUT_MS;
+    while (performance.now() < deadline && container.child.exitCode === null) {
+      if ((await this.inspect(container.name, "{{.State.Running}}")) === "true") return;
+      await new Promise((resolve) => setTimeout(resolve, WARM_POLL_MS));
+    }
+  }
+
+  /** `rm -f` kills and removes at once; tracked so that `close()` returns only once they are gone. */
+  private remove(names: string[]): void {
+    const removal = new Promise<void>((resolve) => {
+      execFile(this.engine, ["rm", "-f", ...names], { timeout: 30_000 }, () => resolve());
+    });
+    this.removals.add(removal);
+    void removal.then(() => this.removals.delete(removal));
+  }
 
   private imageFor(language: Language): string {
     const { image } = this.options;
     if (typeof image === "string") return image;
-    return image?.[language] ?? DEFAULT_CONTAINER_IMAGES[language];
+    return image?.[language] ?? (process.env[CONTAINER_IMAGE_ENV] || DEFAULT_CONTAINER_IMAGES[language]);
   }
 
   private async checkEngine(): Promise<string | null> {

@@ -62,7 +62,9 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
     warnProcessBackendOnce();
     sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
   } else if (kind === "container") {
-    return new ContainerSandbox(limits, options.container);
+    const container = new ContainerSandbox(limits, options.container, prewarmMode);
+    if (Array.isArray(options.prewarm)) void container.prewarm(options.prewarm);
+    return container;
   } else if (kind === "gvisor") {
     return new GvisorSandbox(limits);
   } else {

@@ -210,13 +210,16 @@ export function classifyRun(outcome: RunOutcome): RunStatus {
  */
 function runLimitNote(runLimits: RunWideLimits | undefined, status: RunStatus, killedFor: KillReason | null): string {
   if (!runLimits) return "";
-  if (status === "memory_limit" && runLimits.memoryExceeded()) {
-    return `\n[selfheal] the run's processes together used more than ${runLimits.memoryMb} MiB of memory, the limit for the whole run, and the kernel killed them\n`;
-  }
+  if (status === "memory_limit" && runLimits.memoryExceeded()) return wholeRunMemoryNote(runLimits.memoryMb);
   if (killedFor === "cpu_budget") {
     return `\n[selfheal] the run's processes together used more than ${runLimits.cpuSeconds} CPU seconds, the limit for the whole run, and were killed\n`;
   }
   return "";
+}
+
+/** The stderr line for a run whose processes the kernel killed at the whole-run memory limit. */
+export function wholeRunMemoryNote(memoryMb: number): string {
+  return `\n[selfheal] the run's processes together used more than ${memoryMb} MiB of memory, the limit for the whole run, and the kernel killed them\n`;
 }
 
 function signalName(signalNumber: number): NodeJS.Signals | null {

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { homedir } from "node:os";
+import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { homedir, constants as osConstants } from "node:os";
 import { join } from "node:path";
 
 import { findOnPath } from "./interpreters.js";
@@ -82,6 +82,33 @@ export const SECCOMP_DENIED_EPERM = [
  * clone3's live in memory it cannot).
  */
 export const SECCOMP_DENIED_ENOSYS = ["io_uring_setup", "io_uring_enter", "io_uring_register", "clone3"] as const;
+
+/**
+ * The same deny-list as an OCI / Docker seccomp profile for the container backend, written once by
+ * content next to the BPF filter; the engine CLI reads it from there
+ * (`--security-opt seccomp=FILE`). Everything else is allowed, as in the BPF filter.
+ */
+export function seccompProfileFile(cacheDir = defaultCacheDir()): string {
+  const errno = osConstants.errno;
+  const profile = JSON.stringify({
+    defaultAction: "SCMP_ACT_ALLOW",
+    syscalls: [
+      { names: SECCOMP_DENIED_EPERM, action: "SCMP_ACT_ERRNO", errnoRet: errno.EPERM },
+      { names: SECCOMP_DENIED_ENOSYS, action: "SCMP_ACT_ERRNO", errnoRet: errno.ENOSYS },
+    ],
+  });
+  const file = join(
+    cacheDir,
+    `seccomp-profile-${createHash("sha256").update(profile).digest("hex").slice(0, 16)}.json`,
+  );
+  if (!existsSync(file)) {
+    mkdirSync(cacheDir, { recursive: true });
+    const partial = `${file}.${process.pid}.tmp`;
+    writeFileSync(partial, profile);
+    renameSync(partial, file);
+  }
+  return file;
+}
 
 /**
  * Builds the BPF with libseccomp's Python binding (Debian's python3-seccomp): a maintained
