@@ -3,12 +3,15 @@ import { Command } from "commander";
 import { z } from "zod";
 import { formatIssues, SelfhealError } from "../index.js";
 import { registerBenchCommand } from "./commands/bench.js";
+import { registerCancelCommand } from "./commands/cancel.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerHistoryCommand } from "./commands/history.js";
 import { registerResumeCommand } from "./commands/resume.js";
 import { registerRunCommand } from "./commands/run.js";
 import { registerRunsCommand } from "./commands/runs.js";
+import { registerSubmitCommand } from "./commands/submit.js";
+import { registerWorkerCommand } from "./commands/worker.js";
 import { EXIT } from "./stream-run.js";
 import { colorsFor, terminalStyle } from "./terminal.js";
 
@@ -44,6 +47,9 @@ export function buildProgram(): Command {
   registerResumeCommand(program);
   registerHistoryCommand(program);
   registerRunsCommand(program);
+  registerSubmitCommand(program);
+  registerWorkerCommand(program);
+  registerCancelCommand(program);
   registerDemoCommand(program);
   registerBenchCommand(program);
   registerDoctorCommand(program);

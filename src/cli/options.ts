@@ -18,7 +18,13 @@ export function positiveInteger(value: string): number {
   return parsed;
 }
 
-function integer(value: string): number {
+export function nonNegativeInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError("expected a whole number of at least 0");
+  return parsed;
+}
+
+export function integer(value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed)) throw new InvalidArgumentError("expected a whole number");
   return parsed;

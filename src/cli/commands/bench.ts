@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { SingleBar } from "cli-progress";
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, Option } from "commander";
 import {
   BENCH_SANDBOX_LIMITS,
   type BenchmarkReport,
@@ -31,7 +31,7 @@ import {
   type SandboxKind,
   type Settings,
 } from "../../index.js";
-import { positiveInteger, sandboxOption, settingDefaults } from "../options.js";
+import { nonNegativeInteger, positiveInteger, sandboxOption, settingDefaults } from "../options.js";
 
 interface BenchFlags {
   dataset: string;
@@ -51,12 +51,6 @@ interface BenchFlags {
   html?: string;
   verifyDataset?: boolean;
   sandbox?: SandboxKind;
-}
-
-function nonNegativeInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError("expected a whole number of at least 0");
-  return parsed;
 }
 
 /**

@@ -19,6 +19,7 @@ import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
 import { addOutputOptions, addSettingOptions, type SettingFlags, settingsWithFlags } from "../options.js";
 import { ProgressReporter } from "../progress.js";
+import { planResume } from "../queued-run.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
@@ -31,7 +32,7 @@ import {
   withThreadLease,
   withThreadStore,
 } from "../session.js";
-import { type ApprovalHandler, checkOutputFile, EXIT, type RunStart, streamRun, summarizeRun } from "../stream-run.js";
+import { type ApprovalHandler, checkOutputFile, EXIT, streamRun, summarizeRun } from "../stream-run.js";
 
 export interface ResumeFlags extends StoreFlags, SettingFlags {
   approve?: boolean;
@@ -64,26 +65,6 @@ async function decisionFromFlags(flags: ResumeFlags): Promise<ApprovalDecision |
 }
 
 const awaitingApproval = (snapshot: StateSnapshot) => snapshot.tasks.some((task) => task.interrupts.length > 0);
-
-/**
- * How to continue a thread from its head:
- * - paused for approval, or stopped between steps (killed, Ctrl-C): run on from the checkpoint;
- * - ended on a model error: run the node whose call failed again, with the run marked running;
- * - ended otherwise: nothing to run.
- */
-function planResume(snapshot: StateSnapshot, agent: Agent): { start: RunStart } | { finished: AgentState } {
-  const values: AgentState = snapshot.values;
-  if (snapshot.next.length > 0) return { start: null };
-  if (values.status === "model_error" && values.resumeFrom && values.resumeFrom in agent.nodes) {
-    return {
-      start: new GraphCommand({
-        goto: values.resumeFrom,
-        update: { status: "running", reason: undefined, resumeFrom: undefined },
-      }),
-    };
-  }
-  return { finished: values };
-}
 
 /**
  * The decision given on the command line answers the first approval request, whether it is
