@@ -31,6 +31,7 @@ interface SubmitFlags extends SettingFlags, QueueFlags {
   thread?: string;
   priority?: number;
   retries?: number;
+  retryDelay?: number;
   expireIn?: number;
   json?: boolean;
 }
@@ -112,6 +113,7 @@ export async function submitRuns(task: string | undefined, flags: SubmitFlags): 
   const delivery: DeliveryPolicy = {
     ...DEFAULT_DELIVERY,
     ...(flags.retries !== undefined ? { retryLimit: flags.retries } : {}),
+    ...(flags.retryDelay !== undefined ? { retryDelaySeconds: flags.retryDelay } : {}),
     ...(flags.expireIn !== undefined ? { expireInSeconds: flags.expireIn } : {}),
   };
   return withStore(flags, async (store) => {
@@ -142,6 +144,11 @@ export function registerSubmitCommand(program: Command): void {
     .option(
       "--retries <n>",
       `deliveries after a failed or lost one before the job is dead-lettered (default ${DEFAULT_DELIVERY.retryLimit})`,
+      nonNegativeInteger,
+    )
+    .option(
+      "--retry-delay <seconds>",
+      `seconds before the first retry, doubled for each further one (default ${DEFAULT_DELIVERY.retryDelaySeconds})`,
       nonNegativeInteger,
     )
     .option(
