@@ -54,3 +54,12 @@ export function twoAttemptAnswer(request: StubRequest, delayMs = 150): StubAnswe
     delayMs,
   };
 }
+
+/** Like waitFor, for a condition that has to ask the database. */
+export async function waitUntil(condition: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
