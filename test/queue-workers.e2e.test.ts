@@ -1,9 +1,11 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { loadDataset } from "../src/benchmark/dataset.js";
 import { createAgent, createChatModel, createSandbox, parseSettings } from "../src/index.js";
 import { type RunningCli, runCli, startCli, waitFor } from "./cli-helpers.js";
+import { fence } from "./helpers.js";
 import { startOpenAIStub } from "./openai-stub.js";
 import {
   cleanUpQueueTest,
@@ -172,6 +174,60 @@ describe.skipIf(!POSTGRES_URL)("the run queue: many worker processes", () => {
       await stub.close();
     }
   }, 120_000);
+});
+
+describe.skipIf(!POSTGRES_URL)("selfheal bench --queue", () => {
+  const url = POSTGRES_URL ?? "";
+  const schema = queueSchemaName("bench");
+  afterAll(() => cleanUpQueueTest(url, schema, "bench-"));
+
+  it("hands the dataset to the workers and reports what a run in one process reports", async () => {
+    const tasks = await loadDataset({ taskIds: ["HumanEval/0", "HumanEval/2"] });
+    // The first answer of each task is wrong, the fix is the reference solution: two attempts each.
+    const stub = await startOpenAIStub((request) => {
+      const text = request.messages.map((message) => message.content).join("\n");
+      const task = tasks.find((candidate) => text.includes(candidate.entry_point))!;
+      const fixing = text.includes("Latest failure");
+      const code = fixing
+        ? `${task.prompt}${task.canonical_solution}`
+        : `def ${task.entry_point}(*args):\n    return None\n`;
+      return { content: fence(code), usage: { prompt_tokens: fixing ? 300 : 200, completion_tokens: 50 } };
+    });
+    const env = { OPENAI_BASE_URL: stub.url, SELFHEAL_POSTGRES_URL: url, SELFHEAL_QUEUE_SCHEMA: schema };
+    const dir = scratchDir("bench-queue");
+    const args = ["bench", "--model", "stub-model", "--tasks", "0,2", "--max-attempts", "3", "--sandbox", "process"];
+    const worker = startCli(["worker", "--poll-interval", "0.5", "--concurrency", "2"], { env, cwd: dir });
+    try {
+      const direct = await runCli([...args, "--json", join(dir, "direct.json")], { env, cwd: dir });
+      expect(direct.code).toBe(0);
+      await waitFor(() => worker.stderr().includes("taking jobs"), "the worker to start");
+      const queued = await runCli([...args, "--queue", "--json", join(dir, "queued.json")], { env, cwd: dir });
+      expect(queued.stderr).not.toContain("HarnessError");
+      expect(queued.code).toBe(0);
+      const outcomes = (file: string) =>
+        (JSON.parse(readFileSync(join(dir, file), "utf8")) as { perTask: Array<Record<string, unknown>> }).perTask.map(
+          ({ taskId, status, attempts, solved, inputTokens, outputTokens, attemptOutcomes }) => ({
+            taskId,
+            status,
+            attempts,
+            solved,
+            inputTokens,
+            outputTokens,
+            attemptOutcomes,
+          }),
+        );
+      expect(outcomes("queued.json")).toEqual(outcomes("direct.json"));
+      expect(outcomes("queued.json")).toEqual([
+        expect.objectContaining({ taskId: "HumanEval/0", solved: true, attempts: 2 }),
+        expect.objectContaining({ taskId: "HumanEval/2", solved: true, attempts: 2 }),
+      ]);
+      worker.child.kill("SIGTERM");
+      expect((await worker.done).code).toBe(0);
+    } finally {
+      worker.child.kill("SIGKILL");
+      await stub.close();
+    }
+  }, 90_000);
 });
 
 function taskOrder(task: string): number {

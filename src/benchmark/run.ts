@@ -4,6 +4,7 @@ import {
   type AgentState,
   createAgent,
   parseSettings,
+  type RunInput,
   type RunStatusValue,
   type Sandbox,
   type Settings,
@@ -197,6 +198,8 @@ export interface RunBenchmarkOptions {
   models?: AgentModels;
   /** A ready agent; when given, `models` is ignored. */
   agent?: Agent;
+  /** Runs each task somewhere else (the queue's workers); when given, `agent` and `models` are ignored. */
+  runner?: TaskRunner;
   sandbox: Sandbox;
   /** What failed attempts learn from; `visible` unless asked. */
   feedback?: FeedbackMode;
@@ -240,14 +243,14 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
     ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
     ...(options.tokenBudget !== undefined ? { tokenBudget: options.tokenBudget } : {}),
   });
-  const agent = options.agent ?? createAgent({ ...options.models, sandbox });
+  const runner = options.runner ?? streamingRunner(options.agent ?? createAgent({ ...options.models, sandbox }));
   const judge = createJudge(sandbox, judgeTimeoutMs);
   const started = performance.now();
   let done = 0;
   const outcomes = await mapWithConcurrency(tasks, concurrency, async (task) => {
-    const outcome = await runTask(agent, task, settings, feedback, judge);
+    const outcome = await runTask(runner, task, settings, feedback, judge);
     if (samples > 0 && outcome.status !== "error")
-      outcome.samples = await drawSamples(agent, task, settings, feedback, judge, samples);
+      outcome.samples = await drawSamples(runner, task, settings, feedback, judge, samples);
     done += 1;
     onProgress?.({ done, total: tasks.length, outcome });
     return outcome;
@@ -311,14 +314,31 @@ interface CapturedAttempt {
   score: number;
 }
 
+/** What a benchmark task's run starts from: the run input, and the hidden tests the judge keeps to itself. */
+export type BenchmarkInput = RunInput & { hiddenTests: string };
+
+/**
+ * Runs one task to its end and yields the run's state after each step. The default streams the
+ * agent in this process; `selfheal bench --queue` hands the task to the queue's workers and replays
+ * the finished thread's checkpoints, which hold the same states.
+ */
+export type TaskRunner = (input: BenchmarkInput, settings: Settings) => AsyncIterable<AgentState>;
+
+export function streamingRunner(agent: Agent): TaskRunner {
+  return async function* (input, settings) {
+    for await (const values of await agent.stream(input, { context: settings, streamMode: "values" }))
+      yield values as AgentState;
+  };
+}
+
 async function runCapturing(
-  agent: Agent,
+  runner: TaskRunner,
   task: BenchmarkTask,
   settings: Settings,
   feedback: FeedbackMode,
 ): Promise<{ state: AgentState; attempts: CapturedAttempt[]; hiddenTests: string; hasVisibleTests: boolean }> {
   const { tests, hiddenTests } = testsForTask(task, feedback);
-  const input = {
+  const input: BenchmarkInput = {
     task: buildBenchmarkTask(task),
     language: "python" as const,
     ...(tests !== undefined ? { tests } : {}),
@@ -326,8 +346,8 @@ async function runCapturing(
   };
   const attempts: CapturedAttempt[] = [];
   let state: AgentState | undefined;
-  for await (const values of await agent.stream(input, { context: settings, streamMode: "values" })) {
-    state = values as AgentState;
+  for await (const values of runner(input, settings)) {
+    state = values;
     while (state.history.length > attempts.length) {
       const entry = state.history[attempts.length]!;
       const code = state.draft?.hasCode === false ? "" : state.code;
@@ -348,7 +368,7 @@ async function runCapturing(
 }
 
 async function runTask(
-  agent: Agent,
+  runner: TaskRunner,
   task: BenchmarkTask,
   settings: Settings,
   feedback: FeedbackMode,
@@ -356,7 +376,7 @@ async function runTask(
 ): Promise<TaskOutcome> {
   const started = performance.now();
   try {
-    const { state, attempts, hiddenTests, hasVisibleTests } = await runCapturing(agent, task, settings, feedback);
+    const { state, attempts, hiddenTests, hasVisibleTests } = await runCapturing(runner, task, settings, feedback);
     const records: AttemptRecord[] = [];
     for (const attempt of attempts) {
       records.push({
@@ -408,7 +428,7 @@ async function runTask(
  * first sample its feedback passes, else the best scored so far, the same rule as a repair run.
  */
 async function drawSamples(
-  agent: Agent,
+  runner: TaskRunner,
   task: BenchmarkTask,
   settings: Settings,
   feedback: FeedbackMode,
@@ -421,7 +441,7 @@ async function drawSamples(
     let captured: CapturedAttempt | undefined;
     let hiddenTests = buildHiddenTests(task);
     try {
-      const run = await runCapturing(agent, task, { ...settings, maxAttempts: 1 }, feedback);
+      const run = await runCapturing(runner, task, { ...settings, maxAttempts: 1 }, feedback);
       captured = run.attempts[0];
       hiddenTests = run.hiddenTests;
     } catch {

@@ -32,7 +32,8 @@ export const DEFAULT_DELIVERY: DeliveryPolicy = { retryLimit: 5, retryDelaySecon
 /** What a job carries: the thread to run and the input it starts from. Settings live in the run store. */
 export interface RunJobData {
   threadId: string;
-  input: RunInput;
+  /** The benchmark adds its hidden tests, which the graph keeps from the model. */
+  input: RunInput & { hiddenTests?: string };
 }
 
 export interface QueueLocation {
@@ -238,8 +239,8 @@ export class TaskQueue {
     return Number(rows[0]?.pending ?? 0);
   }
 
-  list(): Promise<QueuedRun[]> {
-    return listQueuedRuns(this.pool, this.location.schema);
+  list(threadId?: string): Promise<QueuedRun[]> {
+    return listQueuedRuns(this.pool, this.location.schema, threadId);
   }
 
   /** Stops taking jobs; waits up to `graceMs` for running ones to end (they are aborted first by the caller). */
@@ -253,17 +254,18 @@ export class TaskQueue {
  * Every job of the run queue, live and archived, with the heartbeat of the worker that has it.
  * A read only: it needs no pg-boss instance, and finds nothing when the schema does not exist.
  */
-export async function listQueuedRuns(pool: pg.Pool, schema: string): Promise<QueuedRun[]> {
+export async function listQueuedRuns(pool: pg.Pool, schema: string, threadId?: string): Promise<QueuedRun[]> {
   const { rows: exists } = await pool.query<{ job: string | null }>("SELECT to_regclass($1) AS job", [`${schema}.job`]);
   if (!exists[0]?.job) return [];
-  const columns = "id, state::text AS state, priority, retry_count, data->>'threadId' AS thread_id, output";
+  const columns = "id, state::text AS state, priority, retry_count, data->>'threadId' AS thread_id, output, created_on";
+  const which = "name = $1 AND ($2::text IS NULL OR data->>'threadId' = $2)";
   const { rows } = await pool.query<JobRow>(
     `SELECT j.*, h.worker, h.heartbeat_at, h.step FROM (
-       SELECT ${columns}, created_on FROM ${schema}.job WHERE name = $1
-       UNION ALL SELECT ${columns}, created_on FROM ${schema}.archive WHERE name = $1
+       SELECT ${columns} FROM ${schema}.job WHERE ${which}
+       UNION ALL SELECT ${columns} FROM ${schema}.archive WHERE ${which}
      ) j LEFT JOIN ${schema}.selfheal_heartbeats h ON h.job_id = j.id
      ORDER BY j.created_on`,
-    [RUN_QUEUE],
+    [RUN_QUEUE, threadId ?? null],
   );
   return rows.map((row) => {
     const state = PG_BOSS_STATE_TO_QUEUE_STATE[row.state] ?? "queued";

@@ -20,9 +20,11 @@ import {
   SIMULATED_MODEL_LABEL,
   SIMULATED_MODEL_NAME,
   SimulatedBenchmarkModel,
+  type TaskRunner,
   verifyDataset,
 } from "../../benchmark/index.js";
 import {
+  createAgent,
   createSandbox,
   hasModelConfig,
   MissingModelConfigError,
@@ -30,8 +32,12 @@ import {
   type Sandbox,
   type SandboxKind,
   type Settings,
+  UsageError,
 } from "../../index.js";
 import { nonNegativeInteger, positiveInteger, sandboxOption, settingDefaults } from "../options.js";
+import { queueRunner } from "../queue-bench.js";
+import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
+import { addStoreOptions, withStore } from "../session.js";
 
 interface BenchFlags {
   dataset: string;
@@ -51,6 +57,10 @@ interface BenchFlags {
   html?: string;
   verifyDataset?: boolean;
   sandbox?: SandboxKind;
+  queue?: boolean;
+  postgres?: string;
+  db?: string;
+  queueSchema?: string;
 }
 
 /**
@@ -115,6 +125,20 @@ async function verifyCommand(
   return trusted ? 0 : 1;
 }
 
+/** With --queue, a runner that gives each task to the queue's workers; otherwise none (tasks run here). */
+async function withRunner<T>(flags: BenchFlags, use: (runner?: TaskRunner) => Promise<T>): Promise<T> {
+  if (!flags.queue) return use();
+  if (flags.simulated) {
+    throw new UsageError("--simulated cannot be used with --queue: the workers build their model from the environment");
+  }
+  const location = resolveQueueLocation(flags);
+  return withStore(flags, (store) =>
+    withQueue(location, { supervise: false }, (queue) =>
+      use(queueRunner(store, queue, createAgent({ checkpointer: store.checkpointer }))),
+    ),
+  );
+}
+
 /** A benchmark run: the table on stdout, and the JSON and HTML reports when asked for. */
 async function benchCommand(
   flags: BenchFlags,
@@ -130,27 +154,31 @@ async function benchCommand(
   }
   if (flags.feedback === "oracle") process.stderr.write(`selfheal bench: ${FEEDBACK_LABELS.oracle}\n`);
   const progress = new BenchProgress(tasks.length, "bench");
-  const report: BenchmarkReport = await runBenchmark({
-    tasks,
-    sandbox,
-    ...(simulated ? { models: { model: simulated } } : {}),
-    concurrency: flags.concurrency,
-    settings,
-    feedback: flags.feedback,
-    samples: flags.samples,
-    dataset: datasetName,
-    modelLabel: simulated
-      ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
-      : { name: settings.model, simulated: false },
-    onProgress: ({ done, total, outcome }) => {
-      const tokens = outcome.inputTokens + outcome.outputTokens;
-      progress.step(
-        done,
-        total,
-        `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), hidden tests: ${outcome.solved ? "solved" : "not solved"}, ${tokens} tokens`,
-      );
-    },
-  });
+  const report: BenchmarkReport = await withRunner(flags, (runner) =>
+    runBenchmark({
+      tasks,
+      sandbox,
+      ...(simulated ? { models: { model: simulated } } : {}),
+      ...(runner ? { runner } : {}),
+      // With the queue every task is handed out at once: the workers' own concurrency is the limit.
+      concurrency: runner ? tasks.length : flags.concurrency,
+      settings,
+      feedback: flags.feedback,
+      samples: flags.samples,
+      dataset: datasetName,
+      modelLabel: simulated
+        ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
+        : { name: settings.model, simulated: false },
+      onProgress: ({ done, total, outcome }) => {
+        const tokens = outcome.inputTokens + outcome.outputTokens;
+        progress.step(
+          done,
+          total,
+          `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), hidden tests: ${outcome.solved ? "solved" : "not solved"}, ${tokens} tokens`,
+        );
+      },
+    }),
+  );
   progress.stop();
   process.stdout.write(`${formatBenchmarkTable(report)}\n`);
   await writeJson(flags.json, report);
@@ -177,7 +205,8 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     model: flags.simulated ? SIMULATED_MODEL_NAME : flags.model,
     sandbox: flags.sandbox,
   });
-  if (!flags.verifyDataset && !flags.simulated && !hasModelConfig()) throw new MissingModelConfigError();
+  // With --queue the workers call the model, not this process.
+  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !hasModelConfig()) throw new MissingModelConfigError();
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
@@ -200,7 +229,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
 /** Adds `selfheal bench` to the CLI; called from main.ts. */
 export function registerBenchCommand(program: Command): Command {
   const defaults = settingDefaults();
-  return program
+  const command = program
     .command("bench")
     .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
     .option(
@@ -253,14 +282,15 @@ export function registerBenchCommand(program: Command): Command {
       "no model: check that every reference solution passes and every behaviour-changing mutant fails",
     )
     .addOption(sandboxOption())
-    .action(async (flags: BenchFlags) => {
-      try {
-        process.exitCode = await runBenchCommand(flags);
-      } catch (error) {
-        // A bad dataset is a usage problem: say which file and line, and exit 2 like other usage errors.
-        if (!(error instanceof DatasetError)) throw error;
-        process.stderr.write(`selfheal: ${error.message}\n`);
-        process.exitCode = 2;
-      }
-    });
+    .option("--queue", "hand the tasks to `selfheal worker`s through the queue, and gather the same report");
+  return addQueueOptions(addStoreOptions(command)).action(async (flags: BenchFlags) => {
+    try {
+      process.exitCode = await runBenchCommand(flags);
+    } catch (error) {
+      // A bad dataset is a usage problem: say which file and line, and exit 2 like other usage errors.
+      if (!(error instanceof DatasetError)) throw error;
+      process.stderr.write(`selfheal: ${error.message}\n`);
+      process.exitCode = 2;
+    }
+  });
 }
