@@ -206,7 +206,8 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     sandbox: flags.sandbox,
   });
   // With --queue the workers call the model, not this process.
-  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !hasModelConfig()) throw new MissingModelConfigError();
+  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !hasModelConfig())
+    throw new MissingModelConfigError();
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
