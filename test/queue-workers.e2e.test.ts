@@ -142,7 +142,8 @@ describe.skipIf(!POSTGRES_URL)("the run queue: many worker processes", () => {
       const victimRequests = byTask.get(victimTask) ?? [];
       expect(victimRequests.length).toBeGreaterThanOrEqual(1);
       expect(victimRequests.length).toBeLessThanOrEqual(3);
-      if (victimRequests.length === 3) expect(victimRequests[2]?.messages).toEqual(victimRequests[1]?.messages);
+      // Its generator and fixer calls, one of them twice: the one the kill cut off.
+      expect(new Set(victimRequests.map((request) => JSON.stringify(request.messages))).size).toBe(2);
 
       // One job per thread, each completed once; `runs` reports what a single process reports.
       const client = new pg.Client({ connectionString: url });

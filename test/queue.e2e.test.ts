@@ -239,7 +239,7 @@ describe.skipIf(!POSTGRES_URL)("the run queue", () => {
       const requests = (n: number) => stub.requests.filter((request) => taskNumberOf(request) === n).length;
       // The first delivery and one retry each asked once; the failed run asked once, the cancelled one never.
       expect([requests(1), requests(2), requests(3)]).toEqual([2, 1, 0]);
-    }, 60_000);
+    }, 120_000);
   });
 
   async function query<T extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<T[]> {

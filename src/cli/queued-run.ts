@@ -1,7 +1,15 @@
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { Command as GraphCommand, type StateSnapshot } from "@langchain/langgraph";
-import { type Agent, type AgentState, checkSandbox, createAgent, parseSettings } from "../index.js";
+import {
+  type Agent,
+  type AgentState,
+  checkSandbox,
+  createAgent,
+  parseSettings,
+  type Sandbox,
+  type SandboxKind,
+} from "../index.js";
 import type { Delivery } from "../queue/index.js";
 import type { RunStore } from "../store/index.js";
 import { createDemoModel, DEMO_MODEL_NAME } from "./demo-model.js";
@@ -52,6 +60,11 @@ export interface QueuedRunDeps {
   model?: BaseChatModel;
   /** Passed to the run, so they see every model call (the shared rate limit). */
   callbacks?: BaseCallbackHandler[];
+  /**
+   * The worker's sandboxes, one per kind, shared by its jobs: a sandbox keeps interpreters warm
+   * after first use, which a sandbox made per job would throw away.
+   */
+  sandboxFor?: (kind: SandboxKind) => Sandbox;
   /** Called after each step, with the node that ran. */
   onStep?: (node: string) => void;
 }
@@ -81,7 +94,11 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
   const lease = await store.lease(threadId);
   try {
     const scripted = settings.model === DEMO_MODEL_NAME ? createDemoModel() : undefined;
-    const agent = createAgent({ model: deps.model ?? scripted, checkpointer: store.checkpointer });
+    const agent = createAgent({
+      model: deps.model ?? scripted,
+      checkpointer: store.checkpointer,
+      sandbox: deps.sandboxFor?.(settings.sandbox),
+    });
     const config = { configurable: { thread_id: threadId } };
     const head = await agent.getState(config);
     let start: RunStart = input;

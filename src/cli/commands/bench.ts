@@ -37,7 +37,7 @@ import {
 import { nonNegativeInteger, positiveInteger, sandboxOption, settingDefaults } from "../options.js";
 import { queueRunner } from "../queue-bench.js";
 import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
-import { addStoreOptions, withStore } from "../session.js";
+import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
 
 interface BenchFlags {
   dataset: string;
@@ -215,15 +215,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     await benchCommand(flags, tasks, sandbox, settings, datasetName);
     return 0;
   } finally {
-    // The sandbox's idle interpreters are unreferenced, so while close() waits for them to exit
-    // nothing else may hold the event loop open; without this timer Node can exit mid-close and
-    // drop the exit code.
-    const keepAlive = setInterval(() => undefined, 1_000);
-    try {
-      await sandbox.close();
-    } finally {
-      clearInterval(keepAlive);
-    }
+    await closeSandboxes([sandbox]);
   }
 }
 

@@ -1,11 +1,17 @@
 import type { Command } from "commander";
-import { hasModelConfig, MissingModelConfigError, modelRetriesFromEnv } from "../../index.js";
+import {
+  createSandbox,
+  hasModelConfig,
+  MissingModelConfigError,
+  modelRetriesFromEnv,
+  type SandboxKind,
+} from "../../index.js";
 import { type Delivery, ModelCallGate, SharedTokenBucket, type TaskQueue, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
 import { positiveInteger } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { runQueuedThread } from "../queued-run.js";
-import { addStoreOptions, withStore } from "../session.js";
+import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
 import { EXIT } from "../stream-run.js";
 
 interface WorkerFlags extends QueueFlags {
@@ -66,7 +72,32 @@ function untilStopped(queue: TaskQueue, flags: WorkerFlags): Promise<void> {
   });
 }
 
-async function work(store: RunStore, queue: TaskQueue, flags: WorkerFlags, gate?: ModelCallGate): Promise<number> {
+/** One sandbox per kind for the worker's life; `close` ends them when it stops. */
+type WorkerSandbox = ReturnType<typeof createSandbox>;
+
+function workerSandboxes() {
+  const made = new Map<SandboxKind, WorkerSandbox>();
+  return {
+    sandboxFor(kind: SandboxKind): WorkerSandbox {
+      let sandbox = made.get(kind);
+      if (!sandbox) {
+        sandbox = createSandbox({ kind });
+        made.set(kind, sandbox);
+      }
+      return sandbox;
+    },
+    close: () => closeSandboxes(made.values()),
+  };
+}
+
+interface WorkerParts {
+  store: RunStore;
+  queue: TaskQueue;
+  sandboxes: ReturnType<typeof workerSandboxes>;
+  gate?: ModelCallGate;
+}
+
+async function work({ store, queue, sandboxes, gate }: WorkerParts, flags: WorkerFlags): Promise<number> {
   const report = reporter(flags.json);
   // Aborted on shutdown: running threads stop between steps, their jobs are retried elsewhere.
   const shutdown = new AbortController();
@@ -80,6 +111,7 @@ async function work(store: RunStore, queue: TaskQueue, flags: WorkerFlags, gate?
           { ...delivery, signal: AbortSignal.any([delivery.signal, shutdown.signal]) },
           {
             store,
+            sandboxFor: sandboxes.sandboxFor,
             callbacks: gate ? [gate] : undefined,
             onStep: (node) => report({ event: "step", ...ids, node }),
           },
@@ -97,6 +129,7 @@ async function work(store: RunStore, queue: TaskQueue, flags: WorkerFlags, gate?
   );
   await untilStopped(queue, flags);
   shutdown.abort(new Error("the worker is shutting down"));
+  // The caller closes the queue (which waits for the aborted runs), then the sandboxes.
   return EXIT.passed;
 }
 
@@ -111,13 +144,16 @@ export async function runWorker(flags: WorkerFlags): Promise<number> {
         burst: flags.burst ?? 1,
       })
     : undefined;
+  const sandboxes = workerSandboxes();
+  const gate = bucket ? new ModelCallGate(bucket) : undefined;
   try {
     return await withStore(flags, (store) =>
       withQueue(location, { maintenanceIntervalSeconds: flags.expiryCheck }, (queue) =>
-        work(store, queue, flags, bucket ? new ModelCallGate(bucket) : undefined),
+        work({ store, queue, sandboxes, gate }, flags),
       ),
     );
   } finally {
+    await sandboxes.close();
     await bucket?.close();
   }
 }
