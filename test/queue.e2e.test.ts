@@ -159,7 +159,7 @@ describe.skipIf(!POSTGRES_URL)("the run queue", () => {
     const t = queueTest("cancel");
     afterAll(() => t.cleanUp());
 
-    it("shows a running job's worker and heartbeat, and stops it between steps when it is cancelled", async () => {
+    it("shows a running job's worker and heartbeat, and stops it when it is cancelled", async () => {
       const queue = await t.open();
       await queue.submit([{ threadId: `${t.prefix}-running`, input: input(1) }], FAST);
       let delivery: Delivery | undefined;
@@ -239,6 +239,40 @@ describe.skipIf(!POSTGRES_URL)("the run queue", () => {
       const requests = (n: number) => stub.requests.filter((request) => taskNumberOf(request) === n).length;
       // The first delivery and one retry each asked once; the failed run asked once, the cancelled one never.
       expect([requests(1), requests(2), requests(3)]).toEqual([2, 1, 0]);
+    }, 120_000);
+  });
+
+  describe("cancelling a running run from the command line", () => {
+    const t = queueTest("cancel_cli");
+    afterAll(() => t.cleanUp());
+
+    it("stops the worker's run at once, keeping its checkpoints", async () => {
+      // The first program is slow to arrive; by the time it does, the job is cancelled.
+      const stub = await startOpenAIStub(() => ({ content: fence("print(1 / 0)"), delayMs: 10_000 }));
+      const env = { OPENAI_BASE_URL: stub.url, SELFHEAL_POSTGRES_URL: url, SELFHEAL_QUEUE_SCHEMA: t.schema };
+      const dir = scratchDir("queue-cancel");
+      const thread = `${t.prefix}-1`;
+      const worker = startCli(["worker", "--json", "--poll-interval", "0.5", "--heartbeat", "0.5"], { env, cwd: dir });
+      let out = "";
+      worker.child.stdout?.on("data", (chunk) => (out += chunk));
+      try {
+        await runCli(["submit", scriptedTask(1), "--thread", thread, "--sandbox", "process"], { env, cwd: dir });
+        // Its stderr in the message: a worker that failed to start says why there.
+        await waitFor(() => stub.requests.length === 1, "the generator's request", 30_000).catch((error: Error) => {
+          throw new Error(`${error.message}; worker said: ${worker.stderr()}`);
+        });
+        expect((await runCli(["cancel", thread], { env, cwd: dir })).stdout).toBe(`cancelled ${thread}\n`);
+        await waitFor(() => out.includes('"event":"cancelled"'), "the worker to stop the run", 30_000);
+        const runs = await runCli(["runs", "--json"], { env, cwd: dir });
+        expect(statusOf(runs.stdout, thread)).toBe("cancelled");
+        const history = await runCli(["history", thread], { env, cwd: dir });
+        expect(history.stdout).toContain("generator");
+        expect(stub.requests).toHaveLength(1);
+      } finally {
+        worker.child.kill("SIGTERM");
+        await worker.done;
+        await stub.close();
+      }
     }, 120_000);
   });
 

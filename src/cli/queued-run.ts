@@ -126,9 +126,7 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
       }
     } catch (error) {
       if (delivery.signal.aborted) {
-        throw new EnvironmentFailure(
-          `stopped between steps: ${(delivery.signal.reason as Error)?.message ?? "aborted"}`,
-        );
+        throw new EnvironmentFailure(`stopped: ${(delivery.signal.reason as Error)?.message ?? "aborted"}`);
       }
       throw error;
     }

@@ -5,7 +5,7 @@ import { StoreConnectionError } from "../core/errors.js";
 import type { RunInput } from "../core/state.js";
 import { describeLocation } from "../store/location.js";
 import { HEARTBEAT_TABLE_SQL, type Heartbeats, startHeartbeat } from "./heartbeat.js";
-import { createTablesOnce } from "./setup.js";
+import { withSchemaSetupLock } from "./setup.js";
 
 /** The pg-boss queue that holds one job per thread, and the one its jobs go to when retries run out. */
 export const RUN_QUEUE = "selfheal-runs";
@@ -67,6 +67,8 @@ export interface Delivery {
   signal: AbortSignal;
   /** Tells `runs` what the job is doing now (the node that just ran). */
   setStep(step: string): void;
+  /** True once a heartbeat has found the job cancelled. */
+  wasCancelled(): boolean;
 }
 
 export interface WorkOptions {
@@ -138,20 +140,24 @@ export class TaskQueue {
       schedule: false,
     });
     boss.on("error", (error) => process.stderr.write(`selfheal queue: ${error.message}\n`));
+    const pool = new pg.Pool({ connectionString: location.url, max: 2 });
+    pool.on("error", () => undefined);
     try {
-      await boss.start();
+      await withSchemaSetupLock(pool, location.schema, async (client) => {
+        await boss.start();
+        await client.query(HEARTBEAT_TABLE_SQL(location.schema));
+        // Both are no-ops when the queue exists (pg-boss inserts ON CONFLICT DO NOTHING).
+        await boss.createQueue(DEAD_LETTER_QUEUE);
+        await boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, deadLetter: DEAD_LETTER_QUEUE });
+      });
     } catch (error) {
+      await boss.stop({ graceful: false, wait: false }).catch(() => undefined);
+      await pool.end();
       throw new StoreConnectionError(
         `cannot start the queue in PostgreSQL at ${describeLocation({ kind: "postgres", url: location.url })}: ${(error as Error).message}`,
         { cause: error },
       );
     }
-    const pool = new pg.Pool({ connectionString: location.url, max: 2 });
-    pool.on("error", () => undefined);
-    await createTablesOnce(pool, location.schema, [HEARTBEAT_TABLE_SQL(location.schema)]);
-    // Both are no-ops when the queue exists (pg-boss inserts ON CONFLICT DO NOTHING).
-    await boss.createQueue(DEAD_LETTER_QUEUE);
-    await boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, deadLetter: DEAD_LETTER_QUEUE });
     return new TaskQueue(location, boss, pool);
   }
 
@@ -193,7 +199,7 @@ export class TaskQueue {
             isCancelled: () => this.isCancelled(job.id),
           });
           // pg-boss gives up on a handler at the expiry and fails the job; stopping the run then
-          // (between steps, checkpoint kept) frees its thread for the next delivery.
+          // (as on Ctrl-C, checkpoints kept) frees its thread for the next delivery.
           const expired = AbortSignal.timeout(Math.max(1, job.expireInSeconds - 1) * 1000);
           try {
             return await handle({
@@ -201,6 +207,7 @@ export class TaskQueue {
               data: job.data,
               signal: AbortSignal.any([heartbeat.cancelled, expired]),
               setStep: heartbeat.setStep,
+              wasCancelled: () => heartbeat.cancelled.aborted,
             });
           } finally {
             await heartbeat.stop();
@@ -215,7 +222,7 @@ export class TaskQueue {
     return job?.state === "cancelled";
   }
 
-  /** Cancels the jobs of these threads that have not finished; a running one stops after its current step. */
+  /** Cancels the jobs of these threads that have not finished; a running one is stopped by its next heartbeat. */
   async cancel(threadIds: string[]): Promise<string[]> {
     const { rows } = await this.pool.query<{ id: string; thread_id: string }>(
       `SELECT id, data->>'threadId' AS thread_id FROM ${this.location.schema}.job
@@ -254,7 +261,7 @@ export class TaskQueue {
  * Every job of the run queue, live and archived, with the heartbeat of the worker that has it.
  * A read only: it needs no pg-boss instance, and finds nothing when the schema does not exist.
  */
-export async function listQueuedRuns(pool: pg.Pool, schema: string, threadId?: string): Promise<QueuedRun[]> {
+async function listQueuedRuns(pool: pg.Pool, schema: string, threadId?: string): Promise<QueuedRun[]> {
   const { rows: exists } = await pool.query<{ job: string | null }>("SELECT to_regclass($1) AS job", [`${schema}.job`]);
   if (!exists[0]?.job) return [];
   const columns = "id, state::text AS state, priority, retry_count, data->>'threadId' AS thread_id, output, created_on";

@@ -3,7 +3,7 @@ import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } fro
 import { addStoreOptions } from "../session.js";
 import { EXIT } from "../stream-run.js";
 
-/** `selfheal cancel`: a queued run is never started; a running one stops after its current step, checkpoint kept. */
+/** `selfheal cancel`: a queued run is never started; a running one stops as on Ctrl-C, checkpoints kept. */
 export async function cancelRuns(threadIds: string[], flags: QueueFlags): Promise<number> {
   const location = resolveQueueLocation(flags);
   const cancelled = new Set(await withQueue(location, { supervise: false }, (queue) => queue.cancel(threadIds)));
@@ -18,7 +18,7 @@ export async function cancelRuns(threadIds: string[], flags: QueueFlags): Promis
 export function registerCancelCommand(program: Command): void {
   const command = program
     .command("cancel")
-    .description("cancel queued or running runs; a running one stops after its current step")
+    .description("cancel queued or running runs; a running one stops at once, its checkpoints kept")
     .argument("<thread...>", "thread ids printed by `selfheal submit`");
   addQueueOptions(addStoreOptions(command)).action(async (threadIds: string[], flags: QueueFlags) => {
     process.exitCode = await cancelRuns(threadIds, flags);

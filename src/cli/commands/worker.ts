@@ -28,7 +28,8 @@ interface WorkerFlags extends QueueFlags {
 type WorkerEvent =
   | { event: "started" | "step"; threadId: string; jobId: string; node?: string }
   | { event: "finished"; threadId: string; jobId: string; status: string; attempts: number; tokens: number }
-  | { event: "retrying"; threadId: string; jobId: string; error: string };
+  | { event: "retrying"; threadId: string; jobId: string; error: string }
+  | { event: "cancelled"; threadId: string; jobId: string };
 
 function describeEvent(event: WorkerEvent): string {
   switch (event.event) {
@@ -40,6 +41,8 @@ function describeEvent(event: WorkerEvent): string {
       return `finished ${event.status} after ${event.attempts} attempt(s), ${event.tokens} tokens`;
     case "retrying":
       return `will be retried: ${event.error}`;
+    case "cancelled":
+      return "cancelled; stopped, checkpoints kept";
   }
 }
 
@@ -99,7 +102,7 @@ interface WorkerParts {
 
 async function work({ store, queue, sandboxes, gate }: WorkerParts, flags: WorkerFlags): Promise<number> {
   const report = reporter(flags.json);
-  // Aborted on shutdown: running threads stop between steps, their jobs are retried elsewhere.
+  // Aborted on shutdown: running threads stop (as on Ctrl-C), their jobs are retried elsewhere.
   const shutdown = new AbortController();
   await queue.work(
     { concurrency: flags.concurrency, pollingIntervalSeconds: flags.pollInterval, heartbeatSeconds: flags.heartbeat },
@@ -119,6 +122,11 @@ async function work({ store, queue, sandboxes, gate }: WorkerParts, flags: Worke
         report({ event: "finished", ...ids, ...outcome });
         return outcome;
       } catch (error) {
+        // pg-boss leaves a cancelled job cancelled whatever the handler does: nothing to retry.
+        if (delivery.wasCancelled()) {
+          report({ event: "cancelled", ...ids });
+          return { cancelled: true };
+        }
         report({ event: "retrying", ...ids, error: error instanceof Error ? error.message : String(error) });
         throw error;
       }
