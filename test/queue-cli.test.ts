@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { describeQueuedStatus } from "../src/cli/commands/runs.js";
 import { parseTaskLines } from "../src/cli/commands/submit.js";
+import { secondsAtLeast } from "../src/cli/options.js";
 import { resolveQueueLocation } from "../src/cli/queue-session.js";
 
 const job = { jobId: "j", priority: 0, retries: 0 };
@@ -65,5 +66,14 @@ describe("where the queue lives", () => {
     expect(() => resolveQueueLocation({ postgres: "postgresql://h/db", queueSchema: "x; drop" }, {})).toThrow(
       "--queue-schema",
     );
+  });
+});
+
+describe("selfheal worker's intervals", () => {
+  it("refuses to poll faster than pg-boss allows, and a heartbeat of no time at all", () => {
+    expect(secondsAtLeast(0.5)("2")).toBe(2);
+    expect(() => secondsAtLeast(0.5)("0.1")).toThrow("expected a number of seconds, at least 0.5");
+    expect(() => secondsAtLeast(0.1)("0")).toThrow("at least 0.1");
+    expect(() => secondsAtLeast(0.1)("soon")).toThrow("at least 0.1");
   });
 });

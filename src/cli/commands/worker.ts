@@ -8,7 +8,7 @@ import {
 } from "../../index.js";
 import { type Delivery, ModelCallGate, SharedTokenBucket, type TaskQueue, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
-import { positiveInteger } from "../options.js";
+import { positiveInteger, secondsAtLeast } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { runQueuedThread } from "../queued-run.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
@@ -178,8 +178,13 @@ export function registerWorkerCommand(program: Command): void {
       positiveInteger,
     )
     .option("--burst <n>", "model calls allowed at once before the rate applies (default 1)", positiveInteger)
-    .option("--poll-interval <seconds>", "how often an idle worker looks for jobs", Number, 2)
-    .option("--heartbeat <seconds>", "how often the worker records that it is alive", Number, 5)
+    .option(
+      "--poll-interval <seconds>",
+      "how often an idle worker looks for jobs (at least 0.5)",
+      secondsAtLeast(0.5),
+      2,
+    )
+    .option("--heartbeat <seconds>", "how often the worker records that it is alive", secondsAtLeast(0.1), 5)
     .option("--expiry-check <seconds>", "how often the queue looks for jobs whose worker has gone", positiveInteger, 30)
     .option("--until-empty", "exit once no job is waiting or running")
     .option("--json", "print one JSON line per event on stdout");
