@@ -8,7 +8,7 @@ import { scratchDir } from "./scratch.js";
  * it; benchmark and cli stand on the public entries only, as a user's code would.
  */
 const SRC = resolve(import.meta.dirname, "../src");
-const ENTRIES = ["index.ts", "store/index.ts", "report/index.ts", "benchmark/index.ts"];
+const ENTRIES = ["index.ts", "store/index.ts", "report/index.ts", "queue/index.ts", "benchmark/index.ts"];
 const MAY_IMPORT: Record<string, string[]> = {
   core: [],
   sandbox: ["core"],
@@ -16,6 +16,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   nodes: ["core", "sandbox", "tools"],
   graph: ["core", "sandbox", "tools", "nodes"],
   store: ["core"],
+  queue: ["core", "store"],
   // The public entry (src/index.ts) re-exports the layers below the benchmark and the CLI.
   ".": ["core", "sandbox", "tools", "nodes", "graph"],
   // The HTML reports stand on the public entry too; the benchmark's report shares their page parts.

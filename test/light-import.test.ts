@@ -63,6 +63,12 @@ describe("the package entries", () => {
     for (const name of DATABASE_PACKAGES) expect(loaded).toContain(name);
   });
 
+  it("load pg-boss only with the queue entry", () => {
+    expect(packagesLoadedBy("./src/index.ts")).not.toContain("pg-boss");
+    expect(packagesLoadedBy("./src/store/index.ts")).not.toContain("pg-boss");
+    expect(packagesLoadedBy("./src/queue/index.ts")).toContain("pg-boss");
+  });
+
   it("run the benchmark without loading the run store", () => {
     const loaded = packagesLoadedBy("./src/benchmark/index.ts");
     expect(loaded).toContain("@langchain/langgraph");

@@ -49,6 +49,7 @@ const TSCONFIG = {
 const APP = `
 import { createAgent, createSandbox, parseSettings, ScriptedChatModel, type AgentState } from "selfheal";
 import type { RunStore, StoreLocation } from "selfheal/store";
+import type { QueueState } from "selfheal/queue";
 
 const fence = (code: string): string => "\`\`\`python\\n" + code + "\\n\`\`\`";
 const model = new ScriptedChatModel([
@@ -66,6 +67,8 @@ function kindOf(store: Pick<RunStore, "location">): StoreLocation["kind"] {
 }
 const { resolveStoreLocation } = await import("selfheal/store");
 const { loadDataset } = await import("selfheal/bench");
+const { DEFAULT_QUEUE_SCHEMA } = await import("selfheal/queue");
+const finished: QueueState = "finished";
 
 console.log(JSON.stringify({
   status: result.status,
@@ -73,6 +76,7 @@ console.log(JSON.stringify({
   stdout: result.lastRun?.stdout,
   storeKind: kindOf({ location: resolveStoreLocation({ db: "runs.db" }, {}, "/") }),
   loadDataset: typeof loadDataset,
+  queue: DEFAULT_QUEUE_SCHEMA + " " + finished,
 }));
 `;
 
@@ -140,6 +144,7 @@ describe("the packed package, installed into a strict TypeScript application", (
       stdout: "None\n",
       storeKind: "sqlite",
       loadDataset: "function",
+      queue: "selfheal_queue finished",
     });
   });
 

@@ -22,6 +22,7 @@ export { type HtmlReportOptions, renderHtmlReport, taskAnchor } from "./html-rep
 export { passAtK } from "./metrics.js";
 export {
   type AttemptRecord,
+  type BenchmarkInput,
   type BenchmarkReport,
   buildBenchmarkTask,
   FEEDBACK_LABELS,
@@ -33,8 +34,10 @@ export {
   runBenchmark,
   type SampleRecord,
   type SamplingSummary,
+  streamingRunner,
   summarizeBenchmark,
   type TaskOutcome,
+  type TaskRunner,
   type TaskStatus,
   testsForTask,
 } from "./run.js";

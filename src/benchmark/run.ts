@@ -4,6 +4,7 @@ import {
   type AgentState,
   createAgent,
   parseSettings,
+  type RunInput,
   type RunStatusValue,
   type Sandbox,
   type Settings,
@@ -198,6 +199,8 @@ export interface RunBenchmarkOptions {
   models?: AgentModels;
   /** A ready agent; when given, `models` is ignored. */
   agent?: Agent;
+  /** Runs each task somewhere else (the queue's workers); when given, `agent` and `models` are ignored. */
+  runner?: TaskRunner;
   sandbox: Sandbox;
   /** What failed attempts learn from; `visible` unless asked. */
   feedback?: FeedbackMode;
@@ -244,16 +247,17 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
     ...(options.tokenBudget !== undefined ? { tokenBudget: options.tokenBudget } : {}),
   });
   const agent = options.agent ?? createAgent({ ...options.models, sandbox });
+  const runner = options.runner ?? streamingRunner(agent);
   const judge = createJudge(sandbox, judgeTimeoutMs);
   const tracing = options.onRunTrace ? await traceMeta(agent, options.modelLabel.name) : undefined;
   const started = performance.now();
   let done = 0;
   const outcomes = await mapWithConcurrency(tasks, concurrency, async (task) => {
     const steps: RunStep[] | undefined = tracing ? [] : undefined;
-    const outcome = await runTask(agent, task, settings, feedback, judge, steps);
+    const outcome = await runTask(runner, task, settings, feedback, judge, steps);
     if (tracing && steps && steps.length > 0) await options.onRunTrace?.(task.task_id, traceRun(steps, tracing));
     if (samples > 0 && outcome.status !== "error")
-      outcome.samples = await drawSamples(agent, task, settings, feedback, judge, samples);
+      outcome.samples = await drawSamples(runner, task, settings, feedback, judge, samples);
     done += 1;
     onProgress?.({ done, total: tasks.length, outcome });
     return outcome;
@@ -328,15 +332,52 @@ interface CapturedAttempt {
   score: number;
 }
 
+/** What a benchmark task's run starts from: the run input, and the hidden tests the judge keeps to itself. */
+export type BenchmarkInput = RunInput & { hiddenTests: string };
+
+/**
+ * Runs one task to its end and yields the run's state after each step. The default streams the
+ * agent in this process; `selfheal bench --queue` hands the task to the queue's workers and replays
+ * the finished thread's checkpoints, which hold the same states.
+ */
+/**
+ * Runs one benchmark task and yields the run's states as they come, each with the node(s) that
+ * made it where known: in this process (`streamingRunner`) or elsewhere (the CLI's queue runner).
+ */
+export type TaskRunner = (input: BenchmarkInput, settings: Settings) => AsyncIterable<RunStep>;
+
+export function streamingRunner(agent: Agent): TaskRunner {
+  return async function* (input, settings) {
+    // The node names come only with updates, each step's before its values.
+    let ran: string[] = [];
+    for await (const [mode, chunk] of await agent.stream(input, {
+      context: settings,
+      streamMode: ["updates", "values"],
+    })) {
+      if (mode === "updates") {
+        ran.push(...Object.keys(chunk));
+        continue;
+      }
+      // No checkpoint to read the time from: the time the step reached us is as good for a report.
+      yield {
+        values: chunk as AgentState,
+        createdAt: new Date().toISOString(),
+        ...(ran.length > 0 ? { node: ran.join(", ") } : {}),
+      };
+      ran = [];
+    }
+  };
+}
+
 async function runCapturing(
-  agent: Agent,
+  runner: TaskRunner,
   task: BenchmarkTask,
   settings: Settings,
   feedback: FeedbackMode,
   steps?: RunStep[],
 ): Promise<{ state: AgentState; attempts: CapturedAttempt[]; hiddenTests: string; hasVisibleTests: boolean }> {
   const { tests, hiddenTests } = testsForTask(task, feedback);
-  const input = {
+  const input: BenchmarkInput = {
     task: buildBenchmarkTask(task),
     language: "python" as const,
     ...(tests !== undefined ? { tests } : {}),
@@ -344,24 +385,9 @@ async function runCapturing(
   };
   const attempts: CapturedAttempt[] = [];
   let state: AgentState | undefined;
-  // The node names come only with updates, each step's before its values.
-  let ran: string[] = [];
-  for await (const [mode, chunk] of await agent.stream(input, {
-    context: settings,
-    streamMode: ["updates", "values"],
-  })) {
-    if (mode === "updates") {
-      ran.push(...Object.keys(chunk));
-      continue;
-    }
-    state = chunk as AgentState;
-    // No checkpoint to read the time from: the time the step reached us is as good for a report.
-    steps?.push({
-      values: state,
-      createdAt: new Date().toISOString(),
-      ...(ran.length > 0 ? { node: ran.join(", ") } : {}),
-    });
-    ran = [];
+  for await (const step of runner(input, settings)) {
+    state = step.values as AgentState;
+    steps?.push(step);
     while (state.history.length > attempts.length) {
       const entry = state.history[attempts.length]!;
       const code = state.draft?.hasCode === false ? "" : state.code;
@@ -382,7 +408,7 @@ async function runCapturing(
 }
 
 async function runTask(
-  agent: Agent,
+  runner: TaskRunner,
   task: BenchmarkTask,
   settings: Settings,
   feedback: FeedbackMode,
@@ -392,7 +418,7 @@ async function runTask(
   const started = performance.now();
   try {
     const { state, attempts, hiddenTests, hasVisibleTests } = await runCapturing(
-      agent,
+      runner,
       task,
       settings,
       feedback,
@@ -449,7 +475,7 @@ async function runTask(
  * first sample its feedback passes, else the best scored so far, the same rule as a repair run.
  */
 async function drawSamples(
-  agent: Agent,
+  runner: TaskRunner,
   task: BenchmarkTask,
   settings: Settings,
   feedback: FeedbackMode,
@@ -462,7 +488,7 @@ async function drawSamples(
     let captured: CapturedAttempt | undefined;
     let hiddenTests = buildHiddenTests(task);
     try {
-      const run = await runCapturing(agent, task, { ...settings, maxAttempts: 1 }, feedback);
+      const run = await runCapturing(runner, task, { ...settings, maxAttempts: 1 }, feedback);
       captured = run.attempts[0];
       hiddenTests = run.hiddenTests;
     } catch {

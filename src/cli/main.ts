@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { z } from "zod";
 import { formatIssues, SelfhealError } from "../index.js";
 import { registerBenchCommand } from "./commands/bench.js";
+import { registerCancelCommand } from "./commands/cancel.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerHistoryCommand } from "./commands/history.js";
@@ -10,6 +11,8 @@ import { registerReportCommand } from "./commands/report.js";
 import { registerResumeCommand } from "./commands/resume.js";
 import { registerRunCommand } from "./commands/run.js";
 import { registerRunsCommand } from "./commands/runs.js";
+import { registerSubmitCommand } from "./commands/submit.js";
+import { registerWorkerCommand } from "./commands/worker.js";
 import { EXIT } from "./stream-run.js";
 import { colorsFor, terminalStyle } from "./terminal.js";
 
@@ -46,6 +49,9 @@ export function buildProgram(): Command {
   registerHistoryCommand(program);
   registerRunsCommand(program);
   registerReportCommand(program);
+  registerSubmitCommand(program);
+  registerWorkerCommand(program);
+  registerCancelCommand(program);
   registerDemoCommand(program);
   registerBenchCommand(program);
   registerDoctorCommand(program);

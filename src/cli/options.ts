@@ -28,7 +28,23 @@ export function positiveInteger(value: string): number {
   return parsed;
 }
 
-function integer(value: string): number {
+/** A parser for a number of seconds no smaller than `min` (pg-boss polls at most every 0.5 s). */
+export function secondsAtLeast(min: number): (value: string) => number {
+  return (value) => {
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed < min)
+      throw new InvalidArgumentError(`expected a number of seconds, at least ${min}`);
+    return parsed;
+  };
+}
+
+export function nonNegativeInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError("expected a whole number of at least 0");
+  return parsed;
+}
+
+export function integer(value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed)) throw new InvalidArgumentError("expected a whole number");
   return parsed;

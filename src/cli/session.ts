@@ -124,3 +124,17 @@ export function describeModel(
   ].filter(Boolean);
   return `model ${describeModelEndpoint(`${settings.model}${others.length ? ` (${others.join(", ")})` : ""}`, env)}`;
 }
+
+/**
+ * Closes sandboxes. Their idle interpreters are unreferenced, so while close() waits for them to
+ * exit nothing else may hold the event loop open; without this timer Node can exit mid-close and
+ * drop the exit code.
+ */
+export async function closeSandboxes(sandboxes: Iterable<{ close(): Promise<void> }>): Promise<void> {
+  const keepAlive = setInterval(() => undefined, 1_000);
+  try {
+    await Promise.all([...sandboxes].map((sandbox) => sandbox.close()));
+  } finally {
+    clearInterval(keepAlive);
+  }
+}

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { SingleBar } from "cli-progress";
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, Option } from "commander";
 import {
   BENCH_SANDBOX_LIMITS,
   type BenchmarkReport,
@@ -21,10 +21,12 @@ import {
   SIMULATED_MODEL_LABEL,
   SIMULATED_MODEL_NAME,
   SimulatedBenchmarkModel,
+  type TaskRunner,
   taskAnchor,
   verifyDataset,
 } from "../../benchmark/index.js";
 import {
+  createAgent,
   createSandbox,
   hasModelConfig,
   MissingModelConfigError,
@@ -32,9 +34,13 @@ import {
   type Sandbox,
   type SandboxKind,
   type Settings,
+  UsageError,
 } from "../../index.js";
 import { type RunTrace, renderRunReport } from "../../report/index.js";
-import { positiveInteger, sandboxOption, settingDefaults } from "../options.js";
+import { nonNegativeInteger, positiveInteger, sandboxOption, settingDefaults } from "../options.js";
+import { queueRunner } from "../queue-bench.js";
+import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
+import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
 
 interface BenchFlags {
   dataset: string;
@@ -54,12 +60,10 @@ interface BenchFlags {
   html?: string;
   verifyDataset?: boolean;
   sandbox?: SandboxKind;
-}
-
-function nonNegativeInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError("expected a whole number of at least 0");
-  return parsed;
+  queue?: boolean;
+  postgres?: string;
+  db?: string;
+  queueSchema?: string;
 }
 
 /**
@@ -140,6 +144,20 @@ export function runReportsBeside(html: string): {
   };
 }
 
+/** With --queue, a runner that gives each task to the queue's workers; otherwise none (tasks run here). */
+async function withRunner<T>(flags: BenchFlags, use: (runner?: TaskRunner) => Promise<T>): Promise<T> {
+  if (!flags.queue) return use();
+  if (flags.simulated) {
+    throw new UsageError("--simulated cannot be used with --queue: the workers build their model from the environment");
+  }
+  const location = resolveQueueLocation(flags);
+  return withStore(flags, (store) =>
+    withQueue(location, { supervise: false }, (queue) =>
+      use(queueRunner(store, queue, createAgent({ checkpointer: store.checkpointer }))),
+    ),
+  );
+}
+
 /** A benchmark run: the table on stdout, and the JSON and HTML reports when asked for. */
 async function benchCommand(
   flags: BenchFlags,
@@ -157,30 +175,36 @@ async function benchCommand(
   const progress = new BenchProgress(tasks.length, "bench");
   const runReports = flags.html === undefined ? undefined : runReportsBeside(flags.html);
   if (runReports) await mkdir(runReports.dir, { recursive: true });
-  const report: BenchmarkReport = await runBenchmark({
-    tasks,
-    sandbox,
-    ...(simulated ? { models: { model: simulated } } : {}),
-    concurrency: flags.concurrency,
-    settings,
-    feedback: flags.feedback,
-    samples: flags.samples,
-    dataset: datasetName,
-    modelLabel: simulated
-      ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
-      : { name: settings.model, simulated: false },
-    ...(runReports
-      ? { onRunTrace: (taskId: string, trace: RunTrace) => writeFile(runReports.path(taskId), renderRunReport(trace)) }
-      : {}),
-    onProgress: ({ done, total, outcome }) => {
-      const tokens = outcome.inputTokens + outcome.outputTokens;
-      progress.step(
-        done,
-        total,
-        `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), hidden tests: ${outcome.solved ? "solved" : "not solved"}, ${tokens} tokens`,
-      );
-    },
-  });
+  const report: BenchmarkReport = await withRunner(flags, (runner) =>
+    runBenchmark({
+      tasks,
+      sandbox,
+      ...(simulated ? { models: { model: simulated } } : {}),
+      ...(runner ? { runner } : {}),
+      // With the queue every task is handed out at once: the workers' own concurrency is the limit.
+      concurrency: runner ? tasks.length : flags.concurrency,
+      settings,
+      feedback: flags.feedback,
+      samples: flags.samples,
+      dataset: datasetName,
+      modelLabel: simulated
+        ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
+        : { name: settings.model, simulated: false },
+      ...(runReports
+        ? {
+            onRunTrace: (taskId: string, trace: RunTrace) => writeFile(runReports.path(taskId), renderRunReport(trace)),
+          }
+        : {}),
+      onProgress: ({ done, total, outcome }) => {
+        const tokens = outcome.inputTokens + outcome.outputTokens;
+        progress.step(
+          done,
+          total,
+          `${outcome.taskId}: ${outcome.status} in ${outcome.attempts} attempt(s), hidden tests: ${outcome.solved ? "solved" : "not solved"}, ${tokens} tokens`,
+        );
+      },
+    }),
+  );
   progress.stop();
   process.stdout.write(`${formatBenchmarkTable(report)}\n`);
   await writeJson(flags.json, report);
@@ -207,7 +231,9 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     model: flags.simulated ? SIMULATED_MODEL_NAME : flags.model,
     sandbox: flags.sandbox,
   });
-  if (!flags.verifyDataset && !flags.simulated && !hasModelConfig()) throw new MissingModelConfigError();
+  // With --queue the workers call the model, not this process.
+  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !hasModelConfig())
+    throw new MissingModelConfigError();
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
@@ -215,22 +241,14 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     await benchCommand(flags, tasks, sandbox, settings, datasetName);
     return 0;
   } finally {
-    // The sandbox's idle interpreters are unreferenced, so while close() waits for them to exit
-    // nothing else may hold the event loop open; without this timer Node can exit mid-close and
-    // drop the exit code.
-    const keepAlive = setInterval(() => undefined, 1_000);
-    try {
-      await sandbox.close();
-    } finally {
-      clearInterval(keepAlive);
-    }
+    await closeSandboxes([sandbox]);
   }
 }
 
 /** Adds `selfheal bench` to the CLI; called from main.ts. */
 export function registerBenchCommand(program: Command): Command {
   const defaults = settingDefaults();
-  return program
+  const command = program
     .command("bench")
     .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
     .option(
@@ -283,14 +301,15 @@ export function registerBenchCommand(program: Command): Command {
       "no model: check that every reference solution passes and every behaviour-changing mutant fails",
     )
     .addOption(sandboxOption())
-    .action(async (flags: BenchFlags) => {
-      try {
-        process.exitCode = await runBenchCommand(flags);
-      } catch (error) {
-        // A bad dataset is a usage problem: say which file and line, and exit 2 like other usage errors.
-        if (!(error instanceof DatasetError)) throw error;
-        process.stderr.write(`selfheal: ${error.message}\n`);
-        process.exitCode = 2;
-      }
-    });
+    .option("--queue", "hand the tasks to `selfheal worker`s through the queue, and gather the same report");
+  return addQueueOptions(addStoreOptions(command)).action(async (flags: BenchFlags) => {
+    try {
+      process.exitCode = await runBenchCommand(flags);
+    } catch (error) {
+      // A bad dataset is a usage problem: say which file and line, and exit 2 like other usage errors.
+      if (!(error instanceof DatasetError)) throw error;
+      process.stderr.write(`selfheal: ${error.message}\n`);
+      process.exitCode = 2;
+    }
+  });
 }

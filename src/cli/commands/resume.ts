@@ -25,6 +25,7 @@ import {
   settingsWithFlags,
 } from "../options.js";
 import { ProgressReporter } from "../progress.js";
+import { planResume } from "../queued-run.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
@@ -72,26 +73,6 @@ async function decisionFromFlags(flags: ResumeFlags): Promise<ApprovalDecision |
 }
 
 const awaitingApproval = (snapshot: StateSnapshot) => snapshot.tasks.some((task) => task.interrupts.length > 0);
-
-/**
- * How to continue a thread from its head:
- * - paused for approval, or stopped between steps (killed, Ctrl-C): run on from the checkpoint;
- * - ended on a model error: run the node whose call failed again, with the run marked running;
- * - ended otherwise: nothing to run.
- */
-function planResume(snapshot: StateSnapshot, agent: Agent): { start: RunStart } | { finished: AgentState } {
-  const values: AgentState = snapshot.values;
-  if (snapshot.next.length > 0) return { start: null };
-  if (values.status === "model_error" && values.resumeFrom && values.resumeFrom in agent.nodes) {
-    return {
-      start: new GraphCommand({
-        goto: values.resumeFrom,
-        update: { status: "running", reason: undefined, resumeFrom: undefined },
-      }),
-    };
-  }
-  return { finished: values };
-}
 
 /**
  * The decision given on the command line answers the first approval request, whether it is

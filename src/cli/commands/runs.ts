@@ -1,9 +1,11 @@
 import type { StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
 import { type Agent, type AgentState, createAgent } from "../../index.js";
+import { type QueuedRun, readQueuedRuns } from "../../queue/index.js";
 import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
 import { positiveInteger } from "../options.js";
-import { addStoreOptions, type StoreFlags, withExistingStore } from "../session.js";
+import { addQueueOptions, type QueueFlags, resolveQueueLocation } from "../queue-session.js";
+import { addStoreOptions, withExistingStore } from "../session.js";
 import { EXIT } from "../stream-run.js";
 import { formatTable } from "./history.js";
 
@@ -17,6 +19,8 @@ export interface RunRow {
   tokens: number;
   updatedAt?: string;
   forkedFrom?: RunRecord["forkedFrom"];
+  /** The run's job, for a run given to the queue by `selfheal submit`. */
+  queue?: Omit<QueuedRun, "threadId" | "output">;
 }
 
 export function describeStatus(snapshot: StateSnapshot): string {
@@ -30,7 +34,14 @@ export function describeStatus(snapshot: StateSnapshot): string {
  * Every thread in the store: the ones the CLI started or forked, and any other run a program
  * checkpointed there (found by its first, input checkpoint). Newest update first.
  */
-export async function listRuns(store: RunStore, agent: Agent, limit: number): Promise<RunRow[]> {
+export async function listRuns(
+  store: RunStore,
+  agent: Agent,
+  limit: number,
+  queued: QueuedRun[] = [],
+): Promise<RunRow[]> {
+  // A thread submitted again after a cancel has several jobs; the newest (listed last) is the one that counts.
+  const jobs = new Map(queued.map(({ threadId, output: _output, ...job }) => [threadId, job]));
   const records = new Map((await store.listRuns()).map((record) => [record.threadId, record]));
   const threadIds = new Set(records.keys());
   for await (const tuple of store.checkpointer.list({ configurable: {} }, { filter: { step: -1 } })) {
@@ -42,18 +53,48 @@ export async function listRuns(store: RunStore, agent: Agent, limit: number): Pr
     const snapshot = await agent.getState({ configurable: { thread_id: threadId } });
     const values: Partial<AgentState> = snapshot.values;
     const record = records.get(threadId);
+    const job = jobs.get(threadId);
+    const runStatus = snapshot.createdAt ? describeStatus(snapshot) : "not started";
     rows.push({
       threadId,
       task: values.task ?? record?.task ?? "",
-      status: snapshot.createdAt ? describeStatus(snapshot) : "not started",
+      status: job ? describeQueuedStatus(job, runStatus) : runStatus,
       attempts: values.attempt ?? 0,
       tokens: values.usage?.totalTokens ?? 0,
       updatedAt: snapshot.createdAt ?? record?.createdAt,
       ...(record?.forkedFrom ? { forkedFrom: record.forkedFrom } : {}),
+      ...(job ? { queue: job } : {}),
     });
   }
   rows.sort((a, b) => (b.updatedAt ?? "").localeCompare(a.updatedAt ?? ""));
   return rows.slice(0, limit);
+}
+
+function secondsAgo(iso: string, now: number): string {
+  return `${Math.max(0, Math.round((now - Date.parse(iso)) / 1000))}s ago`;
+}
+
+/**
+ * A queued run's status says where its job is: waiting (and why, after a failed delivery), on
+ * which worker and how lately it was heard from, dead-lettered with the reason, or cancelled.
+ * A finished job shows the run's own status, as any other run.
+ */
+export function describeQueuedStatus(job: NonNullable<RunRow["queue"]>, runStatus: string, now = Date.now()): string {
+  switch (job.state) {
+    case "queued":
+      return job.retries > 0 || job.reason ? `queued (retry ${job.retries}: ${job.reason ?? "worker lost"})` : "queued";
+    case "running": {
+      const where = job.worker ? ` on ${job.worker}` : "";
+      const beat = job.heartbeatAt ? `, heartbeat ${secondsAgo(job.heartbeatAt, now)}` : "";
+      return `running${where}${beat}${job.step ? `, after ${job.step}` : ""}`;
+    }
+    case "dead-lettered":
+      return `dead-lettered: ${job.reason ?? "no reason recorded"}`;
+    case "cancelled":
+      return "cancelled";
+    case "finished":
+      return runStatus;
+  }
 }
 
 const oneLine = (text: string, width: number) => {
@@ -83,11 +124,13 @@ export function registerRunsCommand(program: Command): void {
     .description("list the runs in the store: thread, status, attempts, tokens, last update, task")
     .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
     .option("--json", "print JSON");
-  addStoreOptions(command).action(async (flags: StoreFlags & { json?: boolean; limit: number }) => {
+  addQueueOptions(addStoreOptions(command)).action(async (flags: QueueFlags & { json?: boolean; limit: number }) => {
     process.exitCode = await withExistingStore(
       flags,
       async (store) => {
-        const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit);
+        const queued =
+          store.location.kind === "postgres" ? await readQueuedRuns(resolveQueueLocation(flags)) : undefined;
+        const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit, queued);
         process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
         return EXIT.passed;
       },

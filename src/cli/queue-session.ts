@@ -1,0 +1,43 @@
+import type { Command } from "commander";
+import { DEFAULT_QUEUE_SCHEMA, type QueueLocation, TaskQueue } from "../queue/index.js";
+import { resolveStoreLocation } from "../store/index.js";
+import { type StoreFlags, UsageError } from "./session.js";
+
+export interface QueueFlags extends StoreFlags {
+  queueSchema?: string;
+}
+
+export function addQueueOptions(command: Command): Command {
+  return command.option(
+    "--queue-schema <name>",
+    `PostgreSQL schema of the queue (default $SELFHEAL_QUEUE_SCHEMA or ${DEFAULT_QUEUE_SCHEMA})`,
+  );
+}
+
+/** The queue lives in the PostgreSQL database of the run store, so workers share checkpoints and jobs alike. */
+export function resolveQueueLocation(flags: QueueFlags, env: NodeJS.ProcessEnv = process.env): QueueLocation {
+  const store = resolveStoreLocation(flags, env);
+  if (store.kind !== "postgres") {
+    throw new UsageError("the queue needs the PostgreSQL store: give --postgres URL or set SELFHEAL_POSTGRES_URL");
+  }
+  const schema = flags.queueSchema ?? env.SELFHEAL_QUEUE_SCHEMA ?? DEFAULT_QUEUE_SCHEMA;
+  // The name goes into SQL as an identifier: allow only what needs no quoting.
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) {
+    throw new UsageError(`--queue-schema must be lower-case letters, digits and underscores (got "${schema}")`);
+  }
+  return { url: store.url, schema };
+}
+
+/** Opens the queue, runs `use`, and always closes it. */
+export async function withQueue<T>(
+  location: QueueLocation,
+  options: Parameters<typeof TaskQueue.open>[1],
+  use: (queue: TaskQueue) => Promise<T>,
+): Promise<T> {
+  const queue = await TaskQueue.open(location, options);
+  try {
+    return await use(queue);
+  } finally {
+    await queue.close();
+  }
+}
