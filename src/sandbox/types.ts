@@ -34,6 +34,24 @@ export interface RunRequest {
   timeoutMs?: number;
   /** Extra files written into the work dir before the run (name -> content). */
   files?: Record<string, string>;
+  /** Input files put into the work dir read-only (mode 0444, not owned by the program's uid where it has its own). */
+  inputs?: readonly InputFile[];
+  /** Copy what the program leaves under `out/` to the host before the work dir goes. */
+  collectArtifacts?: ArtifactRequest;
+}
+
+export interface InputFile {
+  /** Relative to the work dir; a name that escapes it is refused. */
+  name: string;
+  content: Uint8Array;
+}
+
+export interface ArtifactRequest {
+  /** Host folder to copy `out/...` into; it is created. */
+  into: string;
+  maxFiles: number;
+  /** For all files together. */
+  maxBytes: number;
 }
 
 export type OutputStream = "stdout" | "stderr";
