@@ -35,11 +35,9 @@ export const InputsSchema = z.record(
 
 /** Artifacts the task must produce, e.g. `["out/chart.png"]`. */
 export const ExpectedArtifactsSchema = z.array(
-  z
-    .string()
-    .refine((name) => pathInsideWorkDir(name)?.startsWith(`${ARTIFACTS_FOLDER}${sep}`) === true, {
-      error: (issue) => `expect: ${JSON.stringify(issue.input)} must name a file under ${ARTIFACTS_FOLDER}/`,
-    }),
+  z.string().refine((name) => pathInsideWorkDir(name)?.startsWith(`${ARTIFACTS_FOLDER}${sep}`) === true, {
+    error: (issue) => `expect: ${JSON.stringify(issue.input)} must name a file under ${ARTIFACTS_FOLDER}/`,
+  }),
 );
 
 /** One file the program left under `out/`: what the state keeps of it (the bytes stay on disk). */

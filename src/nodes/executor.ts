@@ -1,6 +1,13 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Settings } from "../core/settings.js";
 import { type Execution, objectionsFor } from "../core/state.js";
+import type { ArtifactRequest } from "../sandbox/types.js";
 import { assembleProgram, locateFailure } from "../tools/assemble.js";
-import type { AgentNode, NodeDeps } from "./types.js";
+import { loadInputs } from "../tools/inputs.js";
+import type { AgentNode, AgentRuntime, NodeDeps } from "./types.js";
 
 /** Custom stream event: one line the program printed, sent while it runs. */
 export interface OutputEvent {
@@ -26,6 +33,28 @@ function notRun(type: string, message: string): Execution {
   };
 }
 
+/**
+ * Where this attempt's artifacts go: `<artifactsDir>/<thread>/attempt-<n>`, emptied first (a
+ * resumed run may execute an attempt again), or a temp dir that is removed once they are listed.
+ */
+async function artifactFolder(
+  settings: Settings,
+  runtime: AgentRuntime,
+  attempt: number,
+): Promise<{ request: ArtifactRequest; keep: boolean }> {
+  const limits = { maxFiles: settings.maxArtifacts, maxBytes: settings.maxArtifactBytes };
+  if (!settings.artifactsDir) {
+    return { request: { into: await mkdtemp(join(tmpdir(), "selfheal-artifacts-")), ...limits }, keep: false };
+  }
+  const thread = runtime.configurable?.thread_id;
+  // A thread id is the caller's string: only its safe characters name a folder.
+  const threadFolder =
+    typeof thread === "string" && thread !== "" ? thread.replace(/[^\w.-]/g, "_") : `run-${randomUUID()}`;
+  const into = join(settings.artifactsDir, threadFolder, `attempt-${attempt}`);
+  await rm(into, { recursive: true, force: true });
+  return { request: { into, ...limits }, keep: true };
+}
+
 /** Runs the program, then the acceptance tests, in the sandbox; every run counts as an attempt, even one an objection kept from running. */
 export function createExecutorNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
@@ -34,12 +63,32 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
     const [objection] = objectionsFor(state, attempt);
     if (objection) return { attempt, lastRun: notRun(objection.type, objection.message) };
 
+    // Read again for every attempt: a file that went away since the generator looked fails this one.
+    const inputs = await loadInputs(state.inputs, settings.maxInputBytes);
+    if (!inputs.ok) return { attempt, lastRun: notRun("InputUnavailable", inputs.reason) };
+    const artifacts = await artifactFolder(settings, runtime, attempt);
     const program = assembleProgram(state.code, state.tests, state.language);
     const sandbox = deps.getSandbox(settings.sandbox);
-    const result = await sandbox.run(
-      { language: state.language, code: program.source, timeoutMs: settings.timeoutMs },
-      { onOutput: (stream, line) => runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent) },
-    );
-    return { attempt, lastRun: { ...result, ran: true, ...locateFailure(result.error?.line, program) } };
+    try {
+      const result = await sandbox.run(
+        {
+          language: state.language,
+          code: program.source,
+          timeoutMs: settings.timeoutMs,
+          inputs: inputs.files,
+          collectArtifacts: artifacts.request,
+        },
+        {
+          onOutput: (stream, line) => runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent),
+        },
+      );
+      const collected = result.artifacts && !artifacts.keep ? { ...result.artifacts, folder: null } : result.artifacts;
+      return {
+        attempt,
+        lastRun: { ...result, artifacts: collected, ran: true, ...locateFailure(result.error?.line, program) },
+      };
+    } finally {
+      if (!artifacts.keep) await rm(artifacts.request.into, { recursive: true, force: true });
+    }
   };
 }
