@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createAgent, createSandbox, type Execution, loadInputs, RunInputSchema, State } from "../src/index.js";
@@ -126,16 +126,29 @@ describe("the critic's artifact findings", () => {
   });
 
   it("keep the new best attempt's artifacts and delete the ones it replaces", async () => {
-    const older = scratchDir("kept");
-    const newer = scratchDir("kept");
-    const kept = { attempt: 1, folder: older, files: [] };
-    expect(await keepBestArtifacts(kept, ran([], [], newer), 2, true)).toMatchObject({ attempt: 2, folder: newer });
-    expect(existsSync(older)).toBe(false);
-    const worse = scratchDir("kept");
-    expect(await keepBestArtifacts({ ...kept, folder: newer }, ran([], [], worse), 3, false)).toMatchObject({
-      folder: newer,
-    });
-    expect([existsSync(newer), existsSync(worse)]).toEqual([true, false]);
+    const thread = scratchDir("thread");
+    const [first, second] = [join(thread, "attempt-1"), join(thread, "attempt-2")];
+    for (const folder of [first, second]) mkdirSync(folder);
+    const kept = { attempt: 1, folder: first, files: [] };
+    expect(await keepBestArtifacts(kept, ran([], [], second), 2, true)).toMatchObject({ attempt: 2, folder: second });
+    expect([existsSync(first), existsSync(second)]).toEqual([false, true]);
+  });
+
+  it("keep the earlier artifacts when the new attempt is worse, and delete the new ones", async () => {
+    const thread = scratchDir("thread");
+    const [first, second] = [join(thread, "attempt-1"), join(thread, "attempt-2")];
+    for (const folder of [first, second]) mkdirSync(folder);
+    const kept = { attempt: 1, folder: first, files: [] };
+    expect(await keepBestArtifacts(kept, ran([], [], second), 2, false)).toBe(kept);
+    expect([existsSync(first), existsSync(second)]).toEqual([true, false]);
+  });
+
+  it("never delete the artifacts a fork started from, which belong to another thread", async () => {
+    const [parent, fork] = [scratchDir("thread"), scratchDir("thread")];
+    const [kept, mine] = [join(parent, "attempt-1"), join(fork, "attempt-2")];
+    for (const folder of [kept, mine]) mkdirSync(folder);
+    await keepBestArtifacts({ attempt: 1, folder: kept, files: [] }, ran([], [], mine), 2, true);
+    expect(existsSync(kept)).toBe(true);
   });
 });
 

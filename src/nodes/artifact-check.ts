@@ -1,4 +1,5 @@
 import { rm } from "node:fs/promises";
+import { dirname } from "node:path";
 import type { Execution, KeptArtifacts, Objection } from "../core/state.js";
 
 /**
@@ -37,7 +38,18 @@ export async function keepBestArtifacts(
   isBest: boolean,
 ): Promise<KeptArtifacts | undefined> {
   const current = run.artifacts ? { attempt, folder: run.artifacts.folder, files: run.artifacts.files } : undefined;
-  const [winner, loser] = isBest ? [current ?? kept, current ? kept : undefined] : [kept, current];
-  if (loser?.folder && loser.folder !== winner?.folder) await rm(loser.folder, { recursive: true, force: true });
-  return winner;
+  if (!isBest || !current) {
+    if (current?.folder && current.folder !== kept?.folder) await rm(current.folder, { recursive: true, force: true });
+    return kept;
+  }
+  // Only this thread's own folders: a fork starts from another thread's kept artifacts, which stay its.
+  if (
+    kept?.folder &&
+    current.folder &&
+    kept.folder !== current.folder &&
+    dirname(kept.folder) === dirname(current.folder)
+  ) {
+    await rm(kept.folder, { recursive: true, force: true });
+  }
+  return current;
 }
