@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
+import { DATA_DEMO_TASK, scriptedDemoModelFor } from "../src/cli/data-demo-model.js";
 import { createAgent, createSandbox, type Execution, loadInputs, RunInputSchema, State } from "../src/index.js";
 import { artifactObjections, keepBestArtifacts } from "../src/nodes/artifact-check.js";
 import { buildFixerPrompt } from "../src/nodes/fixer.prompt.js";
@@ -221,5 +223,14 @@ describe("a data task through the agent", () => {
     );
     expect(result.status).toBe("passed");
     expect(result.history.map((entry) => entry.outcome)).toEqual(["ArtifactLimit", "passed"]);
+  });
+});
+
+describe("the data demo's scripted model", () => {
+  it("comes back on resume for the data task, and the plain demo's for any other", async () => {
+    const ask = async (task: string) =>
+      String((await scriptedDemoModelFor(task).invoke([new HumanMessage("go")])).content);
+    expect(await ask(DATA_DEMO_TASK)).toContain("import pandas as pd");
+    expect(await ask("anything else")).toContain("calculate_statistics");
   });
 });
