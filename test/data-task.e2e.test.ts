@@ -1,7 +1,9 @@
 import { existsSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./cli-helpers.js";
+import { fence } from "./helpers.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -28,6 +30,40 @@ describe("selfheal demo --data", () => {
     // Only the passing attempt's files are kept.
     expect(existsSync(summary.artifacts.folder.replace(/attempt-2$/, "attempt-1"))).toBe(false);
   }, 120_000);
+});
+
+describe("selfheal run --input --expect --artifacts", () => {
+  let stub: OpenAIStub;
+  beforeAll(async () => {
+    stub = await startOpenAIStub(() => ({
+      content: fence(
+        "rows = open('numbers.csv').read().split()\nopen('out/total.txt', 'w').write(str(sum(map(int, rows))))",
+      ),
+    }));
+  });
+  afterAll(() => stub.close());
+
+  it("reads an input file through a real model client and copies the expected artifact out", async () => {
+    const cwd = scratchDir("cwd");
+    writeFileSync(join(cwd, "numbers.csv"), "1\n2\n39\n");
+    const result = await runCli(
+      ["run", "Total numbers.csv into out/total.txt.", "--input", "numbers.csv", "--expect", "out/total.txt"].concat([
+        "--artifacts",
+        "got",
+        "--json",
+        "--model",
+        "stub-model",
+      ]),
+      { cwd, env: { OPENAI_BASE_URL: stub.url } },
+    );
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout).artifacts.files).toEqual([
+      expect.objectContaining({ name: "out/total.txt", bytes: 2 }),
+    ]);
+    expect(readFileSync(join(cwd, "got", "total.txt"), "utf8")).toBe("42");
+    const prompt = stub.requests[0]?.messages.map((message) => message.content).join("\n") ?? "";
+    expect(prompt).toContain("- numbers.csv (7 bytes, text/csv), first lines:");
+  });
 });
 
 describe("selfheal run with bad input", () => {

@@ -60,7 +60,7 @@ export function describeDataFiles(inputs: InputSummary[], expected: string[]): s
       ...(input.text === undefined ? [] : previewLines(input.text)),
     ]);
     parts.push(
-      `Input files, read-only in the working directory (open them by these names; they are the only files to read):\n${lines.join("\n")}`,
+      `Input files you may read, read-only in the working directory (open them by these names):\n${lines.join("\n")}`,
     );
   }
   const must = expected.length > 0 ? ` The task must produce: ${expected.join(", ")}.` : "";
