@@ -24,6 +24,9 @@ function isText(content: Uint8Array): boolean {
   }
 }
 
+const overLimit = (name: string, bytes: number, maxBytes: number) =>
+  `input ${name}: the inputs come to ${bytes} bytes or more, over the limit of ${maxBytes} (maxInputBytes)`;
+
 /**
  * Reads the inputs of a run, within `maxBytes` for all of them together; a missing file, a name
  * that escapes the work dir or too many bytes is a one-line reason, not an exception. Sizes are
@@ -47,21 +50,20 @@ export async function loadInputs(
       bytes = info.size;
     }
     total += bytes;
-    if (total > maxBytes) {
-      return {
-        ok: false,
-        reason: `input ${name}: the inputs come to ${total} bytes or more, over the limit of ${maxBytes} (maxInputBytes)`,
-      };
-    }
+    if (total > maxBytes) return { ok: false, reason: overLimit(name, total, maxBytes) };
     sized.push({ name, source, bytes });
   }
   const files: LoadedInput[] = [];
+  let read = 0;
   for (const { name, source } of sized) {
     const content =
       "content" in source
         ? new TextEncoder().encode(source.content)
         : await readFile(resolve(cwd, source.path)).catch(() => null);
     if (!content) return { ok: false, reason: `input ${name}: cannot read ${"path" in source ? source.path : name}` };
+    // A file that grew since it was measured is held to the same limit.
+    read += content.length;
+    if (read > maxBytes) return { ok: false, reason: overLimit(name, read, maxBytes) };
     files.push({ name, content, bytes: content.length, mediaType: mediaTypeOf(name), isText: isText(content) });
   }
   return { ok: true, files };
