@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { DATA_DEMO_TASK, scriptedDemoModelFor } from "../src/cli/data-demo-model.js";
 import { createAgent, createSandbox, type Execution, loadInputs, RunInputSchema, State } from "../src/index.js";
 import { artifactObjections, keepBestArtifacts } from "../src/nodes/artifact-check.js";
+import { threadFolderName } from "../src/nodes/executor.js";
 import { buildFixerPrompt } from "../src/nodes/fixer.prompt.js";
 import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";
 import { describeDataFiles } from "../src/nodes/prompt-parts.js";
@@ -223,6 +224,18 @@ describe("a data task through the agent", () => {
     );
     expect(result.status).toBe("passed");
     expect(result.history.map((entry) => entry.outcome)).toEqual(["ArtifactLimit", "passed"]);
+  });
+});
+
+describe("the folder of a thread's artifacts", () => {
+  it("never lets a thread id climb out of artifactsDir", () => {
+    expect(["..", ".", "../../etc", "a/b", "t 1"].map(threadFolderName)).toEqual([
+      "_.",
+      "_",
+      "_._.._etc",
+      "a_b",
+      "t_1",
+    ]);
   });
 });
 

@@ -33,6 +33,11 @@ function notRun(type: string, message: string): Execution {
   };
 }
 
+/** A thread id is the caller's string: only its safe characters name a folder, and never `..`. */
+export function threadFolderName(threadId: string): string {
+  return threadId.replace(/[^\w.-]/g, "_").replace(/^\./, "_");
+}
+
 /**
  * Where this attempt's artifacts go: `<artifactsDir>/<thread>/attempt-<n>`, emptied first (a
  * resumed run may execute an attempt again), or a temp dir that is removed once they are listed.
@@ -47,9 +52,7 @@ async function artifactFolder(
     return { request: { into: await mkdtemp(join(tmpdir(), "selfheal-artifacts-")), ...limits }, keep: false };
   }
   const thread = runtime.configurable?.thread_id;
-  // A thread id is the caller's string: only its safe characters name a folder.
-  const threadFolder =
-    typeof thread === "string" && thread !== "" ? thread.replace(/[^\w.-]/g, "_") : `run-${randomUUID()}`;
+  const threadFolder = typeof thread === "string" && thread !== "" ? threadFolderName(thread) : `run-${randomUUID()}`;
   const into = join(settings.artifactsDir, threadFolder, `attempt-${attempt}`);
   await rm(into, { recursive: true, force: true });
   return { request: { into, ...limits }, keep: true };
