@@ -1,5 +1,13 @@
 // Heavy parts have their own entries so importing the agent loads neither database driver:
 // the run store is `selfheal/store` (src/store/index.ts), the benchmark `selfheal/bench` (src/benchmark/index.ts).
+
+export {
+  ARTIFACTS_FOLDER,
+  type ArtifactCollection,
+  type ArtifactFile,
+  type InputSource,
+  mediaTypeOf,
+} from "./core/data-files.js";
 export {
   InvalidSettingsError,
   MissingModelConfigError,
@@ -42,6 +50,7 @@ export type {
   ErrorRecord,
   Execution,
   HistoryEntry,
+  KeptArtifacts,
   ModelCallUsage,
   Note,
   Objection,
@@ -103,6 +112,7 @@ export { checkSandbox, createSandbox } from "./sandbox/index.js";
 export type * from "./sandbox/types.js";
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
+export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.js";
 export { describeModelEndpoint } from "./tools/model-errors.js";
 export {
   type AgentModels,

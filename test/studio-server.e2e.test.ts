@@ -105,7 +105,11 @@ describe("the LangGraph server (what Studio talks to)", () => {
     const assistant = assistants[0];
     expect(assistant?.graph_id).toBe("selfheal");
     const schemas = await client.assistants.getSchemas(assistant!.assistant_id);
-    expect(Object.keys(schemas.input_schema?.properties ?? {})).toContain("task");
+    expect(Object.keys(schemas.input_schema?.properties ?? {})).toEqual(
+      expect.arrayContaining(["task", "inputs", "expect"]),
+    );
+    // The kept artifacts are part of the state Studio shows.
+    expect(Object.keys(schemas.state_schema?.properties ?? {})).toContain("artifacts");
 
     const thread = await client.threads.create();
     const nodes: string[] = [];

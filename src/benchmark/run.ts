@@ -616,6 +616,7 @@ export function summarizeBenchmark(
     stuck: 0,
     budget_exhausted: 0,
     model_error: 0,
+    invalid_input: 0,
     error: 0,
   };
   const failuresByErrorClass: Record<string, number> = {};

@@ -1,12 +1,13 @@
 import { closeSync, existsSync, openSync, statSync, unlinkSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
-import { dirname, resolve } from "node:path";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
+import { dirname, join, relative, resolve } from "node:path";
 import { Command, isInterrupted } from "@langchain/langgraph";
 import {
   type Agent,
   type AgentState,
   type ApprovalDecision,
   type ApprovalRequest,
+  ARTIFACTS_FOLDER,
   type OutputEvent,
   type RunInput,
   type Settings,
@@ -52,6 +53,8 @@ export interface RunOptions {
   extraSummary?: Record<string, unknown>;
   /** Aborted on Ctrl-C: the run stops, its checkpoints stay. */
   signal?: AbortSignal;
+  /** Folder to copy the kept artifacts into once the run ends (`--artifacts`). */
+  artifactsTo?: string;
 }
 
 /** The `--json` result: the fields a script needs to act on the run. */
@@ -66,6 +69,7 @@ export function summarizeRun(state: AgentState, threadId?: string) {
     usage: state.usage,
     best: state.best,
     notes: state.notes,
+    artifacts: state.artifacts,
     ...(threadId ? { threadId } : {}),
   };
 }
@@ -134,6 +138,31 @@ function describeDecision(decision: ApprovalDecision): string {
 export function checkOutputFile(out: string, flag = "--out"): void {
   const problem = outputFileProblem(resolve(out));
   if (problem) throw new UsageError(`${flag} ${out}: ${problem}`);
+}
+
+/** Throws a UsageError unless `dir` is a folder or can become one; checked before the run starts. */
+export function checkArtifactsDir(dir: string): void {
+  const path = resolve(dir);
+  if (existsSync(path)) {
+    if (!statSync(path).isDirectory()) throw new UsageError(`--artifacts ${dir}: it is a file; give a folder`);
+  } else if (!existsSync(dirname(path))) {
+    throw new UsageError(`--artifacts ${dir}: the directory ${dirname(path)} does not exist; create it first`);
+  }
+}
+
+/** Copies the kept artifacts to `dir`, named as under out/ (`out/chart.png` becomes `dir/chart.png`). */
+async function copyArtifacts(state: AgentState, dir: string, reporter: ProgressReporter): Promise<void> {
+  const kept = state.artifacts;
+  if (!kept?.folder || kept.files.length === 0) {
+    reporter.note(`--artifacts: the run kept no artifacts to copy into ${dir}`);
+    return;
+  }
+  for (const file of kept.files) {
+    const target = join(dir, relative(ARTIFACTS_FOLDER, file.name));
+    await mkdir(dirname(target), { recursive: true });
+    await copyFile(join(kept.folder, file.name), target);
+  }
+  reporter.note(`copied ${kept.files.length} artifact(s) of attempt ${kept.attempt} into ${dir}`);
 }
 
 function outputFileProblem(path: string): string | null {
@@ -251,6 +280,7 @@ export async function streamRun(
       `the run is saved: \`${options.resumeCommand}\` repeats the ${final.resumeFrom ?? "failed"} call once the model server answers`,
     );
   }
+  if (options.artifactsTo) await copyArtifacts(final, options.artifactsTo, reporter);
   const summary = { ...summarizeRun(final, options.threadId), ...options.extraSummary };
   const shown =
     final.status === "passed"

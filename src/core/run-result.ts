@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ArtifactCollectionSchema } from "./data-files.js";
 
 /**
  * The shapes every layer shares, declared once as zod schemas with their types inferred: the
@@ -46,5 +47,7 @@ export const RunResultSchema = z.object({
   truncated: z.boolean(),
   durationMs: z.number(),
   error: ParsedErrorSchema.optional(),
+  /** What the program left under `out/`, when the request asked for it. */
+  artifacts: ArtifactCollectionSchema.optional(),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;

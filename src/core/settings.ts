@@ -123,6 +123,25 @@ export const SettingsSchema = z.object({
   maxOutputTokens: z.number().int().min(64).default(2048),
   /** Pause before each execution for a person to approve, reject or edit the program. */
   approval: z.boolean().default(false),
+  /** Bytes all input files of a run may hold together; more is refused before any model call. */
+  maxInputBytes: z
+    .number()
+    .int()
+    .min(0, "maxInputBytes must not be negative")
+    .default(16 * 1024 * 1024),
+  /** Files one run may leave under `out/`; the rest are not collected, and the attempt fails. */
+  maxArtifacts: z.number().int().min(0, "maxArtifacts must not be negative").default(32),
+  /** Bytes the artifacts of one run may hold together; a file past it is not collected, and the attempt fails. */
+  maxArtifactBytes: z
+    .number()
+    .int()
+    .min(0, "maxArtifactBytes must not be negative")
+    .default(32 * 1024 * 1024),
+  /**
+   * Where artifacts are kept, as `<dir>/<thread>/attempt-<n>/out/...`; the CLI uses the run
+   * store's folder (`.selfheal/artifacts`). Null: the state lists them, their bytes are not kept.
+   */
+  artifactsDir: z.string().min(1).nullable().default(null),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
   /** Packages the program may import beyond the standard library, installed on first need. */

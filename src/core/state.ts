@@ -1,8 +1,18 @@
 import { ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
+import { ArtifactFileSchema, ExpectedArtifactsSchema, InputsSchema } from "./data-files.js";
 import { LANGUAGES, RunResultSchema } from "./run-result.js";
 
-export const RUN_STATUSES = ["running", "passed", "failed", "stuck", "budget_exhausted", "model_error"] as const;
+/** `invalid_input`: an input file is missing or too big; the run ends before any model call. */
+export const RUN_STATUSES = [
+  "running",
+  "passed",
+  "failed",
+  "stuck",
+  "budget_exhausted",
+  "model_error",
+  "invalid_input",
+] as const;
 export type RunStatusValue = (typeof RUN_STATUSES)[number];
 
 /** One line a program printed, as it was streamed while the program ran. */
@@ -44,6 +54,15 @@ export const CritiqueSchema = z.object({
   diagnosis: z.string(),
 });
 export type Critique = z.infer<typeof CritiqueSchema>;
+
+/** The artifacts kept for the run: the passing attempt's, or the best attempt's when none passed. */
+export const KeptArtifactsSchema = z.object({
+  attempt: z.number().int(),
+  /** The host folder holding `out/...`; null when the run keeps no bytes (no `artifactsDir`). */
+  folder: z.string().nullable(),
+  files: z.array(ArtifactFileSchema),
+});
+export type KeptArtifacts = z.infer<typeof KeptArtifactsSchema>;
 
 /** One failure observed at one attempt; the `errors` reducer folds these into ErrorRecords. */
 export const ErrorObservationSchema = z.object({
@@ -189,6 +208,10 @@ export const RunInputSchema = z.object({
     .describe("python or javascript"),
   /** Acceptance tests in the same language, run after the program; the task passes only if they pass. */
   tests: z.string().optional().describe("Acceptance tests in the same language, run after the program"),
+  /** Files put read-only into the work dir of every attempt, by name: `{ path }` on the host or `{ content }`. */
+  inputs: InputsSchema.default(() => ({})).describe("Input files by name: { path } or { content }"),
+  /** Artifacts the task must produce, e.g. `["out/chart.png"]`; an attempt without them fails. */
+  expect: ExpectedArtifactsSchema.default(() => []).describe("Files the program must write under out/"),
 });
 export type RunInput = z.input<typeof RunInputSchema>;
 
@@ -259,6 +282,8 @@ export const State = new StateSchema({
   }),
   /** The best attempt so far; a failed run still carries its best code here. */
   best: BestAttemptSchema.optional(),
+  /** Files the kept attempt wrote under `out/`: name, size, sha256 and media type, never the bytes. */
+  artifacts: KeptArtifactsSchema.optional(),
   /** Reasons to fail an attempt other than the program's own errors, appended by any node. */
   objections: appendOnlyList(ObjectionSchema),
   /** Remarks from nodes that are worth showing the user but fail nothing, e.g. which written tests were dropped. */

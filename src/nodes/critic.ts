@@ -20,6 +20,7 @@ import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { describeError, describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
 import { invokeWithinLimits } from "../tools/models.js";
 import { countTokens } from "../tools/tokens.js";
+import { artifactObjections, keepBestArtifacts } from "./artifact-check.js";
 import { buildReviewPrompt, type Review, ReviewSchema } from "./critic.prompt.js";
 import { PACKAGE_FINDINGS } from "./install-packages.js";
 import type { AgentNode, NodeDeps } from "./types.js";
@@ -196,7 +197,8 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     if (!run) throw new Error("critic reached without an execution result; check the graph's edges");
 
     let { critique, failure } = judgeRun(run, Boolean(state.tests?.trim()));
-    const [objection] = critique.passed ? objectionsFor(state, state.attempt) : [];
+    const artifactFindings = critique.passed ? artifactObjections(state.expect, run, state.attempt) : [];
+    const [objection] = critique.passed ? [...objectionsFor(state, state.attempt), ...artifactFindings] : [];
     if (objection) {
       failure = { type: objection.type, message: objection.message };
       critique = {
@@ -258,9 +260,11 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
       settings,
     );
     const update: AgentUpdate = { critique, usage, history: [entry], errors: observed, decision };
-    if (!state.best || score >= state.best.score) {
-      update.best = { attempt: state.attempt, code: ran ? state.code : (state.best?.code ?? ""), score };
-    }
+    if (artifactFindings.length > 0) update.objections = artifactFindings;
+    const isBest = !state.best || score >= state.best.score;
+    if (isBest) update.best = { attempt: state.attempt, code: ran ? state.code : (state.best?.code ?? ""), score };
+    const artifacts = await keepBestArtifacts(state.artifacts, run, state.attempt, isBest);
+    if (artifacts) update.artifacts = artifacts;
     if (decision.next === "finish") {
       update.status = decision.status;
       update.reason = decision.reason;

@@ -66,6 +66,8 @@ export function buildFixerPrompt(args: {
   critique?: Critique;
   errors: ErrorRecord[];
   latestFingerprint?: string;
+  /** The input files and the out/ folder of a data task (describeDataFiles). */
+  dataFiles?: string;
 }): BaseMessage[] {
   const system = [
     `You are an expert ${LANGUAGE_NAMES[args.language]} programmer repairing a program that failed when it ran.`,
@@ -76,6 +78,7 @@ export function buildFixerPrompt(args: {
   const earlier = summarizeErrors(args.errors, args.latestFingerprint);
   const parts = [
     `Task:\n${taskWithoutRepeats(args.task, args.code)}`,
+    ...(args.dataFiles ? [args.dataFiles] : []),
     args.code.trim()
       ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\``
       : "Current program: none yet.",

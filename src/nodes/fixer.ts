@@ -1,4 +1,5 @@
 import type { ModelRole } from "../tools/models.js";
+import { dataFilesSection } from "./data-files.js";
 import { buildFixerPrompt } from "./fixer.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 import { writeProgram } from "./write-program.js";
@@ -19,6 +20,8 @@ export function createFixerNode(deps: NodeDeps): AgentNode {
     const run = state.lastRun;
     if (!run) throw new Error("fixer reached without an execution result; check the graph's edges");
     const latest = state.history.at(-1);
+    const dataFiles = await dataFilesSection(state, settings);
+    if ("invalid" in dataFiles) return dataFiles.invalid;
     return writeProgram({
       node: "fixer",
       getModel: () => deps.resolveModel(fixerRoleFor(run.error?.type), settings),
@@ -30,6 +33,7 @@ export function createFixerNode(deps: NodeDeps): AgentNode {
         critique: state.critique,
         errors: state.errors,
         latestFingerprint: latest?.fingerprint,
+        dataFiles: dataFiles.section,
       }),
       state,
       settings,

@@ -23,8 +23,11 @@ export function buildGeneratorPrompt(args: {
   task: string;
   language: Language;
   rewrite?: RewriteContext;
+  /** The input files and the out/ folder of a data task (describeDataFiles). */
+  dataFiles?: string;
 }): BaseMessage[] {
   const parts = [`Task:\n${args.task}`];
+  if (args.dataFiles) parts.push(args.dataFiles);
   if (args.rewrite) {
     parts.push(
       `Earlier attempts kept failing the same way and repairs did not help:\n${args.rewrite.repeatedError}`,

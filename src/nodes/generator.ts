@@ -1,4 +1,5 @@
 import type { AgentState } from "../core/state.js";
+import { dataFilesSection } from "./data-files.js";
 import { buildGeneratorPrompt, type RewriteContext } from "./generator.prompt.js";
 import { summarizeErrors } from "./prompt-parts.js";
 import type { AgentNode, NodeDeps } from "./types.js";
@@ -22,11 +23,19 @@ function rewriteContext(state: AgentState): { context: RewriteContext; fingerpri
 export function createGeneratorNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
     const settings = runtime.context;
+    // Checked before the first model call, so a missing or oversized input costs no tokens.
+    const dataFiles = await dataFilesSection(state, settings);
+    if ("invalid" in dataFiles) return dataFiles.invalid;
     const rewrite = rewriteContext(state);
     const update = await writeProgram({
       node: "generator",
       getModel: () => deps.resolveModel("generator", settings),
-      messages: buildGeneratorPrompt({ task: state.task, language: state.language, rewrite: rewrite?.context }),
+      messages: buildGeneratorPrompt({
+        task: state.task,
+        language: state.language,
+        rewrite: rewrite?.context,
+        dataFiles: dataFiles.section,
+      }),
       state,
       settings,
       signal: runtime.signal,

@@ -27,3 +27,43 @@ export function summarizeErrors(errors: ErrorRecord[], except?: string): string[
       ),
     );
 }
+
+/** How much of a text input a prompt shows: its first lines, never the whole of a big file. */
+export const INPUT_PREVIEW_LIMITS = { lines: 5, lineChars: 200 };
+
+/** What a prompt says of one input file; the bytes of a text file only as its first lines. */
+export interface InputSummary {
+  name: string;
+  bytes: number;
+  mediaType: string;
+  /** Absent for a binary file. */
+  text?: string;
+}
+
+function previewLines(text: string): string[] {
+  const lines = text.split("\n");
+  const shown = lines
+    .slice(0, INPUT_PREVIEW_LIMITS.lines)
+    .map((line) => `    ${clip(line, INPUT_PREVIEW_LIMITS.lineChars)}`);
+  return lines.length > INPUT_PREVIEW_LIMITS.lines ? [...shown, `    ... (${lines.length} lines in all)`] : shown;
+}
+
+/**
+ * The prompt section on a data task's files: each input by name, size and media type, with the
+ * first lines of a text file, and where to write what the user gets back. Empty without either.
+ */
+export function describeDataFiles(inputs: InputSummary[], expected: string[]): string {
+  const parts: string[] = [];
+  if (inputs.length > 0) {
+    const lines = inputs.flatMap((input) => [
+      `- ${input.name} (${input.bytes} bytes, ${input.mediaType})${input.text === undefined ? "" : ", first lines:"}`,
+      ...(input.text === undefined ? [] : previewLines(input.text)),
+    ]);
+    parts.push(
+      `Input files you may read, read-only in the working directory (open them by these names):\n${lines.join("\n")}`,
+    );
+  }
+  const must = expected.length > 0 ? ` The task must produce: ${expected.join(", ")}.` : "";
+  parts.push(`Files the user gets back go under out/ (it exists; create subfolders as needed).${must}`);
+  return parts.join("\n\n");
+}

@@ -345,7 +345,9 @@ export function sandboxEtcFiles(supportDir: string): SandboxEtcFile[] {
     source: join(etc, name),
     target: `/etc/${name}`,
   }));
-  for (const file of ["/etc/ld.so.cache", "/etc/ld.so.conf"]) {
+  // /etc/alternatives: Debian's switchable libraries are symlinks through it (numpy's libblas.so.3);
+  // /etc/matplotlibrc: Debian's matplotlib keeps its defaults there and will not import without them.
+  for (const file of ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/alternatives", "/etc/matplotlibrc"]) {
     if (existsSync(file)) files.push({ source: file, target: file });
   }
   const localtime = resolveOrNull("/etc/localtime");

@@ -15,7 +15,7 @@ import {
   wholeRunMemoryNote,
 } from "./run-child.js";
 import { seccompProfileFile } from "./seccomp.js";
-import type { Language, RunHooks, RunRequest, RunResult, SandboxIsolation, SandboxLimits } from "./types.js";
+import type { InputFile, Language, RunHooks, RunRequest, RunResult, SandboxIsolation, SandboxLimits } from "./types.js";
 import { safeRelativePath } from "./work-dir.js";
 
 /** How long we give the engine to answer before calling it unreachable. */
@@ -189,7 +189,7 @@ export class ContainerSandbox implements ManagedSandbox {
       { child: started.child, killAll, exitCodeEncodesSignal: true, ...(cpuBudget ? { runLimits: cpuBudget } : {}) },
       {
         language: request.language,
-        stdin: encodeTar(files),
+        stdin: encodeTar(files, request.inputs),
         timeoutMs: request.timeoutMs ?? this.limits.timeoutMs,
         maxOutputBytes: this.limits.maxOutputBytes,
         ...(hooks ? { hooks } : {}),
@@ -397,16 +397,26 @@ export function probeContainerEngine(engine: ContainerEngine): Promise<string | 
   });
 }
 
-/** A minimal ustar archive of regular files; enough for `tar -x` in any image. */
-export function encodeTar(files: Record<string, string>): Buffer {
+/**
+ * A minimal ustar archive of regular files; enough for `tar -x` in any image. The read-only files
+ * (inputs, mode 0444) come first, so the code, written last, wins a clash as on the local backends.
+ */
+export function encodeTar(files: Record<string, string>, readOnly: readonly InputFile[] = []): Buffer {
   const blocks: Buffer[] = [];
-  for (const [rawName, content] of Object.entries(files)) {
+  const entries = [
+    ...readOnly.map((input) => ({ rawName: input.name, body: Buffer.from(input.content), mode: "0000444" })),
+    ...Object.entries(files).map(([rawName, content]) => ({
+      rawName,
+      body: Buffer.from(content, "utf8"),
+      mode: "0000644",
+    })),
+  ];
+  for (const { rawName, body, mode } of entries) {
     const name = safeRelativePath(rawName);
-    const body = Buffer.from(content, "utf8");
     if (Buffer.byteLength(name) > 100) throw new Error(`file name too long for the container sandbox: ${name}`);
     const header = Buffer.alloc(512);
     header.write(name, 0, 100, "utf8");
-    header.write("0000644\0", 100, "ascii");
+    header.write(`${mode}\0`, 100, "ascii");
     header.write("0000000\0", 108, "ascii");
     header.write("0000000\0", 116, "ascii");
     header.write(`${body.length.toString(8).padStart(11, "0")}\0`, 124, "ascii");

@@ -17,7 +17,7 @@ import {
 import { resourceLimits } from "./command.js";
 import { findOnPath, InterpreterMissingError, resolveInterpreters } from "./interpreters.js";
 import { MAX_DISK_FILES, MIB } from "./limits.js";
-import { writeProgramFiles } from "./local-sandbox.js";
+import { withArtifacts, writeProgramFiles } from "./local-sandbox.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
 import { collectRun, killProcessGroup, unavailableResult } from "./run-child.js";
 import { trackRun } from "./run-reaper.js";
@@ -185,7 +185,7 @@ export class GvisorSandbox implements Sandbox {
         }
         killProcessGroup(child);
       };
-      return await collectRun(
+      const result = await collectRun(
         { child, killAll, exitCodeEncodesSignal: true },
         {
           language: request.language,
@@ -196,6 +196,8 @@ export class GvisorSandbox implements Sandbox {
           startedAt,
         },
       );
+      // Before the delete below: runsc is done with the work dir once the run has returned.
+      return await withArtifacts(result, workDir, request);
     } finally {
       await runscQuiet(runsc, ["delete", "--force", name]);
       forgetRun();

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 
+import { collectArtifacts } from "./artifacts.js";
 import { InterpreterMissingError } from "./interpreters.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
 import { collectRun, type LaunchedProgram, unavailableResult } from "./run-child.js";
@@ -104,7 +105,7 @@ export class LocalSandbox implements Sandbox {
     }
 
     try {
-      return await collectRun(program, {
+      const result = await collectRun(program, {
         language: request.language,
         stdin: request.stdin,
         timeoutMs,
@@ -113,6 +114,7 @@ export class LocalSandbox implements Sandbox {
         startedAt,
         ...(release ? { release } : {}),
       });
+      return await withArtifacts(result, reservation.workDir, request);
     } finally {
       if (warm) warm.control.destroy();
       if (this.prewarmMode !== "off") this.scheduleWarming(request.language);
@@ -259,13 +261,21 @@ export class LocalSandbox implements Sandbox {
   }
 }
 
-/** Writes the request's extra files and its code into the work dir; every backend with a host work dir uses it. */
+/** Writes the request's extra files, inputs and code into the work dir; every backend with a host work dir uses it. */
 export async function writeProgramFiles(workDir: WorkDir, request: RunRequest): Promise<void> {
   for (const [name, content] of Object.entries(request.files ?? {})) {
     await workDir.writeFile(name, content);
   }
+  for (const input of request.inputs ?? []) await workDir.writeInput(input.name, input.content);
+  if (request.collectArtifacts) await workDir.makeArtifactsFolder();
   // The code goes last so a stray `files["main.py"]` cannot replace it.
   await workDir.writeFile(CODE_FILE_NAME[request.language], request.code);
+}
+
+/** The run's result with what it left under `out/`, when the request asks; call it once the program is dead. */
+export async function withArtifacts(result: RunResult, workDir: WorkDir, request: RunRequest): Promise<RunResult> {
+  if (!request.collectArtifacts) return result;
+  return { ...result, artifacts: await collectArtifacts(workDir.path, request.collectArtifacts) };
 }
 
 function isAlive(child: ChildProcess): boolean {

@@ -39,6 +39,24 @@ export interface RunRequest {
    * end of sys.path, Node as /node_modules. Only backends with `mountsPackages` mount it.
    */
   packagesDir?: string;
+  /** Input files put into the work dir read-only (mode 0444, not owned by the program's uid where it has its own). */
+  inputs?: readonly InputFile[];
+  /** Copy what the program leaves under `out/` to the host before the work dir goes. */
+  collectArtifacts?: ArtifactRequest;
+}
+
+export interface InputFile {
+  /** Relative to the work dir; a name that escapes it is refused. */
+  name: string;
+  content: Uint8Array;
+}
+
+export interface ArtifactRequest {
+  /** Host folder to copy `out/...` into; it is created. */
+  into: string;
+  maxFiles: number;
+  /** For all files together. */
+  maxBytes: number;
 }
 
 export type OutputStream = "stdout" | "stderr";

@@ -1,8 +1,10 @@
 import { execFile, spawnSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { dirname, isAbsolute, join, normalize, sep } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+
+import { ARTIFACTS_FOLDER, pathInsideWorkDir } from "../core/data-files.js";
 
 import { tempDirPrefix } from "./temp-dirs.js";
 
@@ -107,14 +109,37 @@ export class WorkDir {
 
   /** Writes `content` at a relative path inside the work dir; anything escaping it is refused. */
   async writeFile(name: string, content: string): Promise<void> {
+    const target = await this.makeParent(name);
+    await writeFile(target, content);
+    if (this.owner) await chown(target, this.owner.uid, this.owner.gid);
+  }
+
+  /**
+   * Writes an input file the program may read but not change: mode 0444, and, where the program
+   * runs as a uid of its own, owned by us, so it cannot chmod it back either.
+   */
+  async writeInput(name: string, content: Uint8Array): Promise<void> {
+    const target = await this.makeParent(name);
+    await writeFile(target, content, { mode: 0o444, flag: "wx" });
+    await chmod(target, 0o444);
+  }
+
+  /** The empty `out/` the program's artifacts go into, writable by the program. */
+  async makeArtifactsFolder(): Promise<string> {
+    const folder = join(this.path, ARTIFACTS_FOLDER);
+    await mkdir(folder, { recursive: true });
+    if (this.owner) await chown(folder, this.owner.uid, this.owner.gid);
+    return folder;
+  }
+
+  private async makeParent(name: string): Promise<string> {
     const target = join(this.path, safeRelativePath(name));
     const parent = dirname(target);
     if (parent !== this.path) {
       await mkdir(parent, { recursive: true });
       if (this.owner) await chownUpTo(parent, this.path, this.owner);
     }
-    await writeFile(target, content);
-    if (this.owner) await chown(target, this.owner.uid, this.owner.gid);
+    return target;
   }
 
   async remove(options: { keepMount?: boolean } = {}): Promise<void> {
@@ -161,9 +186,7 @@ async function chownUpTo(directory: string, root: string, owner: { uid: number; 
 
 /** Normalises a file name from a request; refuses anything that would land outside the work dir. */
 export function safeRelativePath(name: string): string {
-  const relative = normalize(name);
-  if (name === "" || isAbsolute(relative) || relative === "." || relative === ".." || relative.startsWith(`..${sep}`)) {
-    throw new Error(`sandbox file name must stay inside the work dir: ${JSON.stringify(name)}`);
-  }
+  const relative = pathInsideWorkDir(name);
+  if (relative === null) throw new Error(`sandbox file name must stay inside the work dir: ${JSON.stringify(name)}`);
   return relative;
 }

@@ -8,6 +8,7 @@ import { openSqliteStore } from "./sqlite.js";
 export { ThreadBusyError } from "../core/errors.js";
 export { forkCheckpoint } from "./fork.js";
 export {
+  artifactsFolder,
   DEFAULT_SQLITE_PATH,
   describeLocation,
   resolveStoreLocation,

@@ -48,6 +48,16 @@ export function resolveStoreLocation(
   return { kind: "sqlite", path: resolve(findStoreRoot(cwd) ?? cwd, DEFAULT_SQLITE_PATH) };
 }
 
+/**
+ * Where the artifacts of runs are kept: `artifacts/` beside the SQLite file (in `.selfheal/` by
+ * default), or, for PostgreSQL, in the `.selfheal/` the SQLite store would use; files live on
+ * this machine either way.
+ */
+export function artifactsFolder(location: StoreLocation, cwd: string = process.cwd()): string {
+  const local = location.kind === "sqlite" ? location : resolveStoreLocation({}, {}, cwd);
+  return join(dirname(local.kind === "sqlite" ? local.path : resolve(cwd, DEFAULT_SQLITE_PATH)), "artifacts");
+}
+
 /** For messages: the SQLite path, or the PostgreSQL URL without its password. */
 export function describeLocation(location: StoreLocation): string {
   if (location.kind === "sqlite") return location.path;

@@ -16,7 +16,8 @@ import {
 } from "../../index.js";
 import { forkCheckpoint, type RunStore } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
-import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
+import { scriptedDemoModelFor } from "../data-demo-model.js";
+import { DEMO_MODEL_NAME } from "../demo-model.js";
 import {
   addOutputOptions,
   addReportOption,
@@ -107,7 +108,10 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
     // A demo run is resumed with the same scripted model; any other needs a configured one.
     const scripted = record?.settings.model === DEMO_MODEL_NAME && !flags.model;
     if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
-    const agent = createAgent({ model: scripted ? createDemoModel() : undefined, checkpointer: store.checkpointer });
+    const agent = createAgent({
+      model: scripted ? scriptedDemoModelFor(record?.task) : undefined,
+      checkpointer: store.checkpointer,
+    });
     if (!(await threadExists(store, threadId))) throw noSuchRunError(threadId, store.location);
     if (!record) reporter.note(`thread ${threadId} was not started by the CLI: resuming it with default settings`);
     const settings = settingsWithFlags(record?.settings ?? {}, flags);

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { basename, resolve } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { type Command, Option } from "commander";
 import {
@@ -7,12 +8,15 @@ import {
   createAgent,
   formatIssues,
   hasModelConfig,
+  type InputSource,
   LANGUAGES,
+  loadInputs,
   MissingModelConfigError,
   modelRetriesFromEnv,
+  type RunInput,
   RunInputSchema,
 } from "../../index.js";
-import { describeLocation } from "../../store/index.js";
+import { artifactsFolder, describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
 import {
@@ -35,7 +39,7 @@ import {
   withStore,
   withThreadLease,
 } from "../session.js";
-import { checkOutputFile, streamRun } from "../stream-run.js";
+import { checkArtifactsDir, checkOutputFile, streamRun } from "../stream-run.js";
 import { reportAtEnd } from "./report.js";
 
 /** The input with its defaults filled in (the language, for one). */
@@ -55,12 +59,31 @@ export interface RunFlags extends SettingFlags, StoreFlags {
   /** Where to write the run's HTML report once it stops. */
   report?: string;
   allowPackage?: string[];
+  /** Input files, each put into the work dir under its base name. */
+  input?: string[];
+  /** Artifacts the task must produce, e.g. out/chart.png. */
+  expect?: string[];
+  /** Folder to copy the kept artifacts into when the run ends. */
+  artifacts?: string;
+}
+
+/** `--input a/sales.csv` becomes `sales.csv` in the work dir; two files of one name would clash. */
+export function inputsFromFiles(files: string[] = []): Record<string, InputSource> {
+  const inputs: Record<string, InputSource> = {};
+  for (const file of files) {
+    const name = basename(file);
+    if (name in inputs) throw new UsageError(`--input: two files are named ${name}; rename one`);
+    inputs[name] = { path: resolve(file) };
+  }
+  return inputs;
 }
 
 /** The demo's scripted model and banner; a real run builds its model from the environment. */
 export interface ScriptedRun {
   model: BaseChatModel;
   banner: string;
+  /** Input fields the scripted task brings along, e.g. the data demo's sales.csv. */
+  input?: Partial<RunInput>;
 }
 
 /** `selfheal run` and `selfheal demo`: a new run in a new (or named) thread, checkpointed at every step. */
@@ -70,7 +93,14 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
         throw new UsageError(`--tests: cannot read ${flags.tests}`);
       })
     : undefined;
-  const input = validateInput({ task, language: flags.language, tests });
+  const input = validateInput({
+    task,
+    language: flags.language,
+    tests,
+    inputs: inputsFromFiles(flags.input),
+    ...(flags.expect ? { expect: flags.expect } : {}),
+    ...scripted?.input,
+  });
   const settings = settingsWithFlags(
     {
       approval: Boolean(flags.approve),
@@ -79,6 +109,10 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     },
     flags,
   );
+  // A missing or oversized input is a usage error now, not a failed run after a model call.
+  const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
+  if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
+  if (flags.artifacts) checkArtifactsDir(flags.artifacts);
   if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
@@ -94,7 +128,9 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       );
     }
     return withThreadLease(store, threadId, async () => {
-      await store.saveRun({ threadId, task: input.task, settings, createdAt: new Date().toISOString() });
+      // Resume and fork read the stored settings, so they keep their artifacts in the same place.
+      const stored = { ...settings, artifactsDir: settings.artifactsDir ?? artifactsFolder(store.location) };
+      await store.saveRun({ threadId, task: input.task, settings: stored, createdAt: new Date().toISOString() });
       const reporter = new ProgressReporter();
       if (scripted) reporter.warn(scripted.banner);
       reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
@@ -104,10 +140,11 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
         const exitCode = await streamRun(
           createAgent({ model: scripted?.model, checkpointer: store.checkpointer }),
           input,
-          settings,
+          stored,
           {
             json: flags.json,
             out: flags.out,
+            artifactsTo: flags.artifacts,
             threadId,
             resumeCommand: resumeCommandFor(threadId, flags),
             approve: canAskPerson() ? terminalApprover() : undefined,
@@ -136,7 +173,10 @@ export function registerRunCommand(program: Command): void {
     .option(
       "--allow-package <spec...>",
       "packages the program may import, installed on first need: NAME[@version] for the run's language, or python:NAME / javascript:NAME",
-    );
+    )
+    .option("--input <files...>", "input files, put read-only into the program's working directory by base name")
+    .option("--expect <names...>", "files the program must write under out/, e.g. out/chart.png")
+    .option("--artifacts <dir>", "copy the files the kept attempt wrote under out/ into this folder at the end");
   addOutputOptions(
     addSettingOptions(command)
       .option("--approve", "pause before each execution for a person to approve, reject or edit the program")

@@ -1,0 +1,249 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { HumanMessage } from "@langchain/core/messages";
+import { describe, expect, it } from "vitest";
+import { DATA_DEMO_TASK, scriptedDemoModelFor } from "../src/cli/data-demo-model.js";
+import { createAgent, createSandbox, type Execution, loadInputs, RunInputSchema, State } from "../src/index.js";
+import { artifactObjections, keepBestArtifacts } from "../src/nodes/artifact-check.js";
+import { threadFolderName } from "../src/nodes/executor.js";
+import { buildFixerPrompt } from "../src/nodes/fixer.prompt.js";
+import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";
+import { describeDataFiles } from "../src/nodes/prompt-parts.js";
+import { fence, promptText, scriptedModel } from "./helpers.js";
+import { scratchDir } from "./scratch.js";
+
+const sandbox = createSandbox({ kind: "process" });
+
+/** A model that fails the test if any node asks it for anything. */
+const modelNeverCalled = () =>
+  scriptedModel(() => {
+    throw new Error("the model was called");
+  });
+
+const ran = (files: { name: string }[], problems: string[] = [], folder: string | null = null): Execution => ({
+  status: "ok",
+  exitCode: 0,
+  signal: null,
+  stdout: "",
+  stderr: "",
+  truncated: false,
+  durationMs: 1,
+  ran: true,
+  failedInTests: false,
+  progress: null,
+  artifacts: {
+    folder,
+    problems,
+    files: files.map(({ name }) => ({ name, bytes: 1, sha256: "x", mediaType: "image/png" })),
+  },
+});
+
+describe("the run input of a data task", () => {
+  it("refuses input names and expected artifacts that escape the work dir", () => {
+    for (const name of ["../x", "/etc/passwd", "a/../../x"]) {
+      const result = RunInputSchema.safeParse({ task: "t", inputs: { [name]: { content: "x" } } });
+      expect(result.success, name).toBe(false);
+    }
+    for (const name of ["../out/x.png", "/out/x.png", "chart.png", "out/../x.png"]) {
+      expect(RunInputSchema.safeParse({ task: "t", expect: [name] }).success, name).toBe(false);
+    }
+    expect(RunInputSchema.parse({ task: "t", expect: ["out/chart.png"] }).expect).toEqual(["out/chart.png"]);
+  });
+
+  it("is in the schema Studio reads, with the kept artifacts in the state", () => {
+    const fields = (schema: object) => Object.keys("properties" in schema ? (schema.properties as object) : {});
+    expect(fields(State.getInputJsonSchema())).toEqual(expect.arrayContaining(["inputs", "expect"]));
+    expect(fields(State.getJsonSchema())).toContain("artifacts");
+  });
+});
+
+describe("loading inputs", () => {
+  it("says which input file is missing", async () => {
+    const loaded = await loadInputs({ "sales.csv": { path: "/nonexistent/sales.csv" } }, 1000);
+    expect(loaded).toEqual({ ok: false, reason: "input sales.csv: no such file: /nonexistent/sales.csv" });
+  });
+
+  it("refuses inputs over the size limit without reading them", async () => {
+    const big = join(scratchDir("inputs"), "big.bin");
+    writeFileSync(big, "");
+    truncateSync(big, 2000);
+    const loaded = await loadInputs({ "big.bin": { path: big } }, 1000);
+    expect(loaded.ok).toBe(false);
+    expect(!loaded.ok && loaded.reason).toMatch(/big\.bin: .* over the limit of 1000 \(maxInputBytes\)/);
+  });
+
+  it("tells text from binary", async () => {
+    const loaded = await loadInputs({ "a.csv": { content: "a,b\n" }, "b.bin": { content: "\u0000\u0001" } }, 1000);
+    expect(loaded.ok && loaded.files.map((file) => [file.name, file.isText, file.mediaType])).toEqual([
+      ["a.csv", true, "text/csv"],
+      ["b.bin", false, "application/octet-stream"],
+    ]);
+  });
+});
+
+describe("the prompts of a data task", () => {
+  const csv = ["region,revenue", ...Array.from({ length: 50 }, (_, index) => `r${index},${index}`)].join("\n");
+  const section = describeDataFiles(
+    [
+      { name: "sales.csv", bytes: csv.length, mediaType: "text/csv", text: csv },
+      { name: "logo.png", bytes: 2048, mediaType: "image/png" },
+    ],
+    ["out/chart.png"],
+  );
+
+  it("name each input with its size and the first lines of a text file, never the whole file", () => {
+    expect(section).toContain(`- sales.csv (${csv.length} bytes, text/csv), first lines:`);
+    expect(section).toContain("    region,revenue\n    r0,0");
+    expect(section).toContain("(51 lines in all)");
+    expect(section).not.toContain("r49,49");
+    expect(section).toContain("- logo.png (2048 bytes, image/png)\n");
+    expect(section).toContain("The task must produce: out/chart.png.");
+  });
+
+  it("reach both the generator and the fixer", () => {
+    const generator = promptText(buildGeneratorPrompt({ task: "t", language: "python", dataFiles: section }));
+    const fixer = promptText(
+      buildFixerPrompt({ task: "t", language: "python", code: "x", run: ran([]), errors: [], dataFiles: section }),
+    );
+    for (const prompt of [generator, fixer]) expect(prompt).toContain("- sales.csv (");
+  });
+});
+
+describe("the critic's artifact findings", () => {
+  it("fail a clean run that did not write an expected artifact", () => {
+    expect(artifactObjections(["out/chart.png", "out/t.csv"], ran([{ name: "out/t.csv" }]), 2)).toEqual([
+      {
+        attempt: 2,
+        source: "critic",
+        type: "MissingArtifact",
+        message: "the program did not write out/chart.png, which the task expects; write it under out/",
+      },
+    ]);
+  });
+
+  it("turn each collection problem (a limit, a symlink) into a finding", () => {
+    expect(artifactObjections([], ran([], ["too many artifacts: 40 files"]), 1)).toEqual([
+      expect.objectContaining({ type: "ArtifactLimit", message: "too many artifacts: 40 files" }),
+    ]);
+  });
+
+  it("keep the new best attempt's artifacts and delete the ones it replaces", async () => {
+    const thread = scratchDir("thread");
+    const [first, second] = [join(thread, "attempt-1"), join(thread, "attempt-2")];
+    for (const folder of [first, second]) mkdirSync(folder);
+    const kept = { attempt: 1, folder: first, files: [] };
+    expect(await keepBestArtifacts(kept, ran([], [], second), 2, true)).toMatchObject({ attempt: 2, folder: second });
+    expect([existsSync(first), existsSync(second)]).toEqual([false, true]);
+  });
+
+  it("keep the earlier artifacts when the new attempt is worse, and delete the new ones", async () => {
+    const thread = scratchDir("thread");
+    const [first, second] = [join(thread, "attempt-1"), join(thread, "attempt-2")];
+    for (const folder of [first, second]) mkdirSync(folder);
+    const kept = { attempt: 1, folder: first, files: [] };
+    expect(await keepBestArtifacts(kept, ran([], [], second), 2, false)).toBe(kept);
+    expect([existsSync(first), existsSync(second)]).toEqual([true, false]);
+  });
+
+  it("never delete the artifacts a fork started from, which belong to another thread", async () => {
+    const [parent, fork] = [scratchDir("thread"), scratchDir("thread")];
+    const [kept, mine] = [join(parent, "attempt-1"), join(fork, "attempt-2")];
+    for (const folder of [kept, mine]) mkdirSync(folder);
+    await keepBestArtifacts({ attempt: 1, folder: kept, files: [] }, ran([], [], mine), 2, true);
+    expect(existsSync(kept)).toBe(true);
+  });
+});
+
+describe("a data task through the agent", () => {
+  it("ends as invalid_input before any model call when an input file is missing", async () => {
+    const result = await createAgent({ model: modelNeverCalled(), sandbox }).invoke({
+      task: "Sum the numbers in data.csv.",
+      inputs: { "data.csv": { path: "/nonexistent/data.csv" } },
+    });
+    expect(result).toMatchObject({ status: "invalid_input", attempt: 0, reason: expect.stringContaining("data.csv") });
+  });
+
+  it("ends as invalid_input before any model call when the inputs are over maxInputBytes", async () => {
+    const result = await createAgent({ model: modelNeverCalled(), sandbox }).invoke(
+      { task: "Count the bytes.", inputs: { "a.txt": { content: "x".repeat(100) } } },
+      { context: { maxInputBytes: 10 } },
+    );
+    expect(result.status).toBe("invalid_input");
+    expect(result.reason).toMatch(/over the limit of 10/);
+  });
+
+  it("fails an attempt that missed its expected artifact, tells the fixer, and keeps only the passing attempt's files", async () => {
+    const artifactsDir = scratchDir("artifacts");
+    const model = scriptedModel(
+      (messages) => {
+        expect(promptText(messages)).toContain("- data.csv (4 bytes, text/csv), first lines:\n    1\n    2");
+        return fence("import os\nopen('out/wrong.txt', 'w').write('x')\nprint(sum(int(l) for l in open('data.csv')))");
+      },
+      (messages) => {
+        expect(promptText(messages)).toContain("MissingArtifact: the program did not write out/total.txt");
+        return fence("total = sum(int(l) for l in open('data.csv'))\nopen('out/total.txt', 'w').write(str(total))");
+      },
+    );
+    const result = await createAgent({ model, sandbox }).invoke(
+      {
+        task: "Sum data.csv into out/total.txt.",
+        inputs: { "data.csv": { content: "1\n2\n" } },
+        expect: ["out/total.txt"],
+      },
+      { context: { artifactsDir }, configurable: { thread_id: "t/1" } },
+    );
+    expect(result.status).toBe("passed");
+    expect(result.attempt).toBe(2);
+    expect(result.objections).toEqual([expect.objectContaining({ attempt: 1, type: "MissingArtifact" })]);
+    const folder = join(artifactsDir, "t_1", "attempt-2");
+    expect(result.artifacts).toEqual({
+      attempt: 2,
+      folder,
+      files: [
+        { name: "out/total.txt", bytes: 1, sha256: expect.stringMatching(/^[0-9a-f]{64}$/), mediaType: "text/plain" },
+      ],
+    });
+    expect(readFileSync(join(folder, "out/total.txt"), "utf8")).toBe("3");
+    expect(readdirSync(join(artifactsDir, "t_1"))).toEqual(["attempt-2"]);
+  });
+
+  it("lists artifacts but keeps no bytes without an artifactsDir", async () => {
+    const model = scriptedModel(fence("open('out/a.txt', 'w').write('hi')"));
+    const result = await createAgent({ model, sandbox }).invoke({ task: "Write out/a.txt." });
+    expect(result.artifacts).toMatchObject({ folder: null, files: [{ name: "out/a.txt", bytes: 2 }] });
+  });
+
+  it("fails an attempt whose artifact is over the limit, and the run goes on to the fixer", async () => {
+    const model = scriptedModel(
+      fence("open('out/big.bin', 'wb').write(b'x' * 500)"),
+      fence("open('out/s.txt', 'w').write('s')"),
+    );
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Write a file." },
+      { context: { maxArtifactBytes: 100 } },
+    );
+    expect(result.status).toBe("passed");
+    expect(result.history.map((entry) => entry.outcome)).toEqual(["ArtifactLimit", "passed"]);
+  });
+});
+
+describe("the folder of a thread's artifacts", () => {
+  it("never lets a thread id climb out of artifactsDir", () => {
+    expect(["..", ".", "../../etc", "a/b", "t 1"].map(threadFolderName)).toEqual([
+      "_.",
+      "_",
+      "_._.._etc",
+      "a_b",
+      "t_1",
+    ]);
+  });
+});
+
+describe("the data demo's scripted model", () => {
+  it("comes back on resume for the data task, and the plain demo's for any other", async () => {
+    const ask = async (task: string) =>
+      String((await scriptedDemoModelFor(task).invoke([new HumanMessage("go")])).content);
+    expect(await ask(DATA_DEMO_TASK)).toContain("import pandas as pd");
+    expect(await ask("anything else")).toContain("calculate_statistics");
+  });
+});
