@@ -40,8 +40,9 @@ describe("selfheal submit --file", () => {
   it("reads one task per line with its thread and priority, skipping blank lines", () => {
     const text = `{"task": "a", "thread": "t1", "priority": 5}\n\n{"task": "b", "language": "javascript"}\n`;
     expect(parseTaskLines(text, "tasks.jsonl")).toEqual([
-      { task: "a", language: "python", thread: "t1", priority: 5 },
-      { task: "b", language: "javascript" },
+      // The run input's own defaults: no input files, no expected artifacts.
+      { task: "a", language: "python", thread: "t1", priority: 5, inputs: {}, expect: [] },
+      { task: "b", language: "javascript", inputs: {}, expect: [] },
     ]);
   });
 
