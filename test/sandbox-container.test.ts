@@ -84,6 +84,23 @@ describe("the container command", () => {
     expect(node.at(-1)).toMatch(/exec node --max-old-space-size=512 main\.js$/);
   });
 
+  it("binds a host folder at /work/out when out/ is collected, and gives /work, /tmp and out/ a third of the disk each", () => {
+    expect(command.some((flag) => flag.startsWith("type=bind"))).toBe(false);
+    expect(flagValue(command, "--tmpfs")).toContain("size=32m,nr_inodes=2048,");
+    const collecting = buildContainerCommand({
+      engine: "docker",
+      image: "python:3.12-slim",
+      language: "python",
+      limits: { ...DEFAULT_LIMITS, maxDiskMb: 63 },
+      name: "n",
+      owner: "o",
+      seccompProfile: null,
+      artifactsFolder: "/tmp/selfheal-run-1-x/work/out",
+    });
+    expect(flagValue(collecting, "--mount")).toBe("type=bind,src=/tmp/selfheal-run-1-x/work/out,dst=/work/out");
+    expect(flagValue(collecting, "--tmpfs")).toContain("size=21m,nr_inodes=1365,");
+  });
+
   it("packs files into a tar archive that tar can unpack", () => {
     const directory = mkdtempSync(join(tmpdir(), "selfheal-tar-test-"));
     try {
