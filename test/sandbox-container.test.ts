@@ -275,12 +275,11 @@ describe.skipIf(engineMissing !== null)(
         expect(Number(written)).toBeLessThanOrEqual(4);
       });
 
-      it("collects out/ after a timeout too, and unmounts every tmpfs it made once closed", async () => {
-        const timed = createSandbox({
-          kind: "container",
-          prewarm: false,
-          container: { image: TEST_CONTAINER_IMAGE },
-        });
+      it("collects out/ after a timeout too, and unmounts every tmpfs it made, a waiting container's too, once closed", async () => {
+        // Pre-warmed, so that the container's start takes nothing from the 3 s, and another one waits
+        // (with its own out/ tmpfs) when close() is called.
+        const timed = createSandbox({ kind: "container", container: { image: TEST_CONTAINER_IMAGE } });
+        await timed.prewarm(["python"]);
         const result = await timed.run({
           language: "python",
           code: "import time\nopen('out/early.txt', 'w').write('before the timeout')\ntime.sleep(60)",

@@ -294,9 +294,11 @@ export class ContainerSandbox implements ManagedSandbox {
     const waiting = (await Promise.all(starting.map((entry) => entry.catch(() => undefined)))).filter(
       (container) => container !== undefined,
     );
-    this.discard(waiting);
     for (const container of waiting) killProcessGroup(container.child);
+    this.discard(waiting);
     await Promise.all([...this.removals]);
+    // A client killed just as it asked the engine for its container leaves one `rm -f` came too early for.
+    if (this.reaper) await this.removeOwned();
     // The emptied out/ tmpfs mounts work-dir.ts keeps for the next runs; a closed sandbox leaves none.
     if (this.artifactsDisk && !("reason" in this.artifactsDisk)) await WorkDir.releaseIdleMounts();
     this.reaper?.release();
@@ -440,6 +442,22 @@ export class ContainerSandbox implements ManagedSandbox {
         execFile(this.engine, ["rm", "-f", ...names], { timeout: 30_000 }, () => resolve());
       }),
     );
+  }
+
+  /** Removes every container labelled with this sandbox's owner token, as the reaper does. */
+  private removeOwned(): Promise<void> {
+    return new Promise((resolve) => {
+      execFile(
+        this.engine,
+        ["ps", "-aq", "--filter", `label=${OWNER_LABEL}=${this.owner}`],
+        { timeout: ENGINE_CHECK_TIMEOUT_MS },
+        (error, stdout) => {
+          const ids = error ? [] : stdout.split(/\s+/).filter(Boolean);
+          if (ids.length === 0) resolve();
+          else void this.remove(ids).then(resolve);
+        },
+      );
+    });
   }
 
   private track(removal: Promise<void>): Promise<void> {
