@@ -74,6 +74,28 @@ const KILL_AFTER_MS = 1_500;
 /** The fork bomb stops by itself after this many children, so a broken sandbox cannot hurt the host. */
 const FORK_BOMB_CEILING = 200;
 const FAKE_API_KEY = `sk-selfheal-test-${randomBytes(8).toString("hex")}`;
+/**
+ * A Python program that writes 1 MiB files into `folder` (relative, "" for the work dir) until
+ * `ceiling` of them or the first error, and prints how many it wrote and the error's errno name.
+ */
+export function diskFillProgram(folder: string, ceiling: number): string {
+  return [
+    "import errno",
+    "block = b'x' * (1024 * 1024)",
+    "written = 0",
+    "failure = 'none'",
+    `for index in range(${ceiling}):`,
+    "    try:",
+    `        with open(f'${folder}fill-{index}.bin', 'wb') as handle:`,
+    "            handle.write(block)",
+    "        written += 1",
+    "    except OSError as error:",
+    "        failure = errno.errorcode.get(error.errno, str(error.errno))",
+    "        break",
+    "print(written, failure)",
+  ].join("\n");
+}
+
 /** The disk cases stop by themselves here: 200 MiB and 20 000 files, far over any run's bound. */
 const DISK_FILL_CEILING_MIB = 200;
 const INODE_FILL_CEILING = 20_000;
@@ -261,21 +283,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     });
 
     hostileIt("disk fill in many small files", async () => {
-      const code = [
-        "import errno",
-        "block = b'x' * (1024 * 1024)",
-        "written = 0",
-        "failure = 'none'",
-        `for index in range(${DISK_FILL_CEILING_MIB}):`,
-        "    try:",
-        "        with open(f'fill-{index}.bin', 'wb') as handle:",
-        "            handle.write(block)",
-        "        written += 1",
-        "    except OSError as error:",
-        "        failure = errno.errorcode.get(error.errno, str(error.errno))",
-        "        break",
-        "print(written, failure)",
-      ].join("\n");
+      const code = diskFillProgram("", DISK_FILL_CEILING_MIB);
       const result = await run({ language: "python", code, timeoutMs: 20_000 });
       const [written, failure] = result.stdout.trim().split(" ");
       expect(failure).toBe("ENOSPC");

@@ -1,15 +1,18 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 
 import { cgroupCpuReader } from "../src/sandbox/cgroups.js";
 import { buildContainerCommand, encodeTar } from "../src/sandbox/container-backend.js";
 import { createSandbox, DEFAULT_LIMITS } from "../src/sandbox/index.js";
 import { findOnPath } from "../src/sandbox/interpreters.js";
 import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
+import { diskFillProgram } from "./hostile-suite.js";
+import { scratchDir } from "./scratch.js";
 
 /** The value that follows `flag` in an argv, e.g. `--memory` -> `512m`. */
 function flagValue(argv: string[], flag: string): string | undefined {
@@ -81,6 +84,23 @@ describe("the container command", () => {
     expect(node.at(-1)).toMatch(/exec node --max-old-space-size=512 main\.js$/);
   });
 
+  it("binds a host folder at /work/out when out/ is collected, and gives /work, /tmp and out/ a third of the disk each", () => {
+    expect(command.some((flag) => flag.startsWith("type=bind"))).toBe(false);
+    expect(flagValue(command, "--tmpfs")).toContain("size=32m,nr_inodes=2048,");
+    const collecting = buildContainerCommand({
+      engine: "docker",
+      image: "python:3.12-slim",
+      language: "python",
+      limits: { ...DEFAULT_LIMITS, maxDiskMb: 63 },
+      name: "n",
+      owner: "o",
+      seccompProfile: null,
+      artifactsFolder: "/tmp/selfheal-run-1-x/work/out",
+    });
+    expect(flagValue(collecting, "--mount")).toBe("type=bind,src=/tmp/selfheal-run-1-x/work/out,dst=/work/out");
+    expect(flagValue(collecting, "--tmpfs")).toContain("size=21m,nr_inodes=1365,");
+  });
+
   it("packs files into a tar archive that tar can unpack", () => {
     const directory = mkdtempSync(join(tmpdir(), "selfheal-tar-test-"));
     try {
@@ -98,6 +118,18 @@ describe("the container command", () => {
 describe("the container backend's CPU budget", () => {
   it("reads no cgroup for a pid whose group does not name the container (a remote engine's pid)", () => {
     expect(cgroupCpuReader(process.pid, "0123456789abcdef")).toBeNull();
+  });
+
+  it("says artifacts under out/ are not collected when the engine is on another machine", () => {
+    const saved = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = "tcp://build-farm.example:2376";
+    try {
+      const notes = createSandbox({ kind: "container", prewarm: false }).describe().notes.join("\n");
+      expect(notes).toMatch(/out\/ is not collected/);
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = saved;
+    }
   });
 
   it("says CPU holds per process only when the engine is on another machine", () => {
@@ -184,6 +216,85 @@ describe.skipIf(engineMissing !== null)(
       await sandbox.close();
       expect([first.stdout, second.stdout]).toEqual(["first\n", "2nd\n"]);
       expect(ours()).toEqual([]);
+    });
+
+    describe("artifacts under out/", () => {
+      // 12 MiB of disk: /work, /tmp and out/ get 4 MiB each.
+      const sandbox = createSandbox({
+        kind: "container",
+        prewarm: false,
+        limits: { maxDiskMb: 12 },
+        container: { image: TEST_CONTAINER_IMAGE },
+      });
+      afterAll(() => sandbox.close());
+      const run = (code: string, into = scratchDir("artifacts"), timeoutMs?: number) =>
+        sandbox.run({
+          language: "python",
+          code,
+          collectArtifacts: { into, maxFiles: 4, maxBytes: 1_000_000 },
+          ...(timeoutMs ? { timeoutMs } : {}),
+        });
+      const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+      it("collects the files the program writes under out/, with their size and sha256, and follows no symlink", async () => {
+        const into = scratchDir("artifacts");
+        const result = await run(
+          [
+            "import os",
+            "open('out/a.txt', 'w').write('hello')",
+            "os.makedirs('out/sub')",
+            "open('out/sub/b.bin', 'wb').write(bytes(range(256)) * 4)",
+            "os.symlink('/etc/passwd', 'out/link')",
+          ].join("\n"),
+          into,
+        );
+        expect(result.status).toBe("ok");
+        const b = Buffer.from(Array.from({ length: 1024 }, (_, index) => index % 256));
+        expect(result.artifacts?.files.map(({ name, bytes, sha256 }) => ({ name, bytes, sha256 }))).toEqual([
+          { name: "out/a.txt", bytes: 5, sha256: sha256(Buffer.from("hello")) },
+          { name: "out/sub/b.bin", bytes: 1024, sha256: sha256(b) },
+        ]);
+        expect(readFileSync(join(into, "out/sub/b.bin"))).toEqual(b);
+        expect(result.artifacts?.problems).toEqual([expect.stringMatching(/out\/link is a symlink/)]);
+        expect(existsSync(join(into, "out/link"))).toBe(false);
+      });
+
+      it("collects no more files than maxFiles, and says how many were left", async () => {
+        const result = await run("for i in range(6): open(f'out/{i}.txt', 'w').write('x')");
+        expect(result.artifacts?.files).toHaveLength(4);
+        expect(result.artifacts?.problems).toEqual([
+          expect.stringMatching(/too many artifacts: 6 files .* limit is 4; 2 not/),
+        ]);
+      });
+
+      it("stops a program that fills out/ with ENOSPC at the size of its tmpfs", async () => {
+        const code = diskFillProgram("out/", 64);
+        const result = await run(code);
+        const [written, failure] = result.stdout.trim().split(" ");
+        expect(failure).toBe("ENOSPC");
+        expect(Number(written)).toBeLessThanOrEqual(4);
+      });
+
+      it("collects out/ after a timeout too, and unmounts every tmpfs it made, a waiting container's too, once closed", async () => {
+        // Pre-warmed, so that the container's start takes nothing from the 3 s, and another one waits
+        // (with its own out/ tmpfs) when close() is called.
+        const timed = createSandbox({ kind: "container", container: { image: TEST_CONTAINER_IMAGE } });
+        await timed.prewarm(["python"]);
+        const result = await timed.run({
+          language: "python",
+          code: "import time\nopen('out/early.txt', 'w').write('before the timeout')\ntime.sleep(60)",
+          timeoutMs: 3_000,
+          collectArtifacts: { into: scratchDir("artifacts"), maxFiles: 4, maxBytes: 1000 },
+        });
+        await timed.close();
+        await sandbox.close();
+        expect(result.status).toBe("timeout");
+        expect(result.artifacts?.files.map((file) => file.name)).toEqual(["out/early.txt"]);
+        const ourMounts = readFileSync("/proc/self/mounts", "utf8")
+          .split("\n")
+          .filter((line) => line.includes(`selfheal-run-${process.pid}-`));
+        expect(ourMounts).toEqual([]);
+      });
     });
   },
 );

@@ -366,7 +366,7 @@ function minimalEtc(supportDir: string): string[] {
  * Whether a tmpfs per run can be mounted here: only root may, and a container may forbid even
  * that, so one is mounted and unmounted to find out.
  */
-function probeTmpfs(isRoot: boolean, searchPath: string): BwrapHost["tmpfs"] {
+export function probeTmpfs(isRoot: boolean, searchPath: string): BwrapHost["tmpfs"] {
   if (!isRoot) return { reason: "only root can mount a tmpfs per run" };
   const mount = findOnPath("mount", searchPath);
   const umount = findOnPath("umount", searchPath);

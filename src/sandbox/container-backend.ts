@@ -1,11 +1,15 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { chmod } from "node:fs/promises";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { ARTIFACTS_FOLDER } from "../core/data-files.js";
+import { probeTmpfs } from "./bwrap-backend.js";
 import { cgroupCpuReader } from "./cgroups.js";
 import { startContainerReaper } from "./container-reaper.js";
 import type { ManagedSandbox } from "./index.js";
 import { MAX_DISK_FILES, MAX_OPEN_FILES, MIB } from "./limits.js";
-import type { PrewarmMode } from "./local-sandbox.js";
+import { type PrewarmMode, withArtifacts } from "./local-sandbox.js";
 import { CODE_FILE_NAME } from "./parse-error.js";
 import {
   collectRun,
@@ -16,7 +20,7 @@ import {
 } from "./run-child.js";
 import { seccompProfileFile } from "./seccomp.js";
 import type { InputFile, Language, RunHooks, RunRequest, RunResult, SandboxIsolation, SandboxLimits } from "./types.js";
-import { safeRelativePath } from "./work-dir.js";
+import { type RunDisk, safeRelativePath, WorkDir } from "./work-dir.js";
 
 /** How long we give the engine to answer before calling it unreachable. */
 const ENGINE_CHECK_TIMEOUT_MS = 5_000;
@@ -65,6 +69,8 @@ export interface ContainerCommandInput {
   owner: string;
   /** The seccomp profile file to use instead of the engine's default; null keeps the engine's. */
   seccompProfile: string | null;
+  /** Host dir (on a tmpfs of its own) bound at /work/out, from which the artifacts are collected; null for none. */
+  artifactsFolder?: string | null;
 }
 
 /**
@@ -83,7 +89,8 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
   // `cd` rather than `--workdir /work`: with --workdir, Docker creates /work in the image before the
   // tmpfs is mounted there, and the tmpfs comes up root-owned 0755, unwritable for --user 65534
   // (moby/moby#39466). Unpack, hand the saved stdin to the program, and delete it so it cannot find it.
-  const tmpfsOptions = `rw,nosuid,nodev,size=${halfDiskMb(limits)}m,nr_inodes=${MAX_DISK_FILES / 2},mode=1777`;
+  const share = diskShare(limits, Boolean(input.artifactsFolder));
+  const tmpfsOptions = `rw,nosuid,nodev,size=${share.mb}m,nr_inodes=${share.inodes},mode=1777`;
   const script = `cd /work && tar -x && exec 0< ${STDIN_FILE} && rm -f ${STDIN_FILE} && exec ${interpreter}`;
   return [
     input.engine,
@@ -111,6 +118,9 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
     `/work:${tmpfsOptions}`,
     "--tmpfs",
     `/tmp:${tmpfsOptions}`,
+    ...(input.artifactsFolder
+      ? ["--mount", `type=bind,src=${input.artifactsFolder},dst=/work/${ARTIFACTS_FOLDER}`]
+      : []),
     "--env",
     "HOME=/work",
     "--ulimit",
@@ -130,15 +140,21 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
   ];
 }
 
-/** /work and /tmp are two tmpfs mounts (an engine mounts no tmpfs twice): each gets half the disk budget. */
-function halfDiskMb(limits: SandboxLimits): number {
-  return Math.max(1, Math.floor(limits.maxDiskMb / 2));
+/**
+ * /work and /tmp are two tmpfs mounts (an engine mounts no tmpfs twice), and out/, where it is
+ * collected, a host tmpfs of a third: each gets an equal share of the disk budget and its inodes.
+ */
+function diskShare(limits: SandboxLimits, withArtifacts: boolean): { mb: number; inodes: number } {
+  const parts = withArtifacts ? 3 : 2;
+  return { mb: Math.max(1, Math.floor(limits.maxDiskMb / parts)), inodes: Math.floor(MAX_DISK_FILES / parts) };
 }
 
 /** A `docker run` client started for one language, its program not yet sent. */
 interface StartedContainer {
   child: ChildProcess;
   name: string;
+  /** The host tmpfs bound at /work/out (its `out/` folder), or null where out/ is not collected. */
+  artifacts: WorkDir | null;
 }
 
 /**
@@ -152,7 +168,9 @@ export class ContainerSandbox implements ManagedSandbox {
   private readonly owner = `${process.pid}-${randomBytes(6).toString("hex")}`;
   private engineReady = false;
   private reaper: { release(): void } | undefined;
-  private readonly warm = new Map<Language, StartedContainer>();
+  private readonly warm = new Map<Language, Promise<StartedContainer>>();
+  /** The tmpfs out/ is bound from, or why out/ is not collected; found on first need. */
+  private artifactsDisk: RunDisk | { reason: string } | undefined;
   /** Removals still running; `close()` waits for them. */
   private readonly removals = new Set<Promise<void>>();
   private closed = false;
@@ -170,22 +188,21 @@ export class ContainerSandbox implements ManagedSandbox {
     const problem = await this.checkEngine();
     if (problem !== null) return unavailableResult(problem, startedAt);
 
-    const started = this.takeWarm(request.language) ?? this.start(request.language);
+    const started = (await this.takeWarm(request.language)) ?? (await this.start(request.language));
     const files: Record<string, string> = {
       ...request.files,
       [CODE_FILE_NAME[request.language]]: request.code,
       [STDIN_FILE]: request.stdin ?? "",
     };
-    let removing = false;
+    let removal: Promise<void> | undefined;
     const killAll = (): void => {
-      if (started.child.exitCode === null && started.child.signalCode === null && !removing) {
-        removing = true;
-        this.remove([started.name]);
+      if (started.child.exitCode === null && started.child.signalCode === null && !removal) {
+        removal = this.remove([started.name]);
       }
       killProcessGroup(started.child);
     };
     const cpuBudget = this.cpuBudget(started);
-    const result = await collectRun(
+    const ran = await collectRun(
       { child: started.child, killAll, exitCodeEncodesSignal: true, ...(cpuBudget ? { runLimits: cpuBudget } : {}) },
       {
         language: request.language,
@@ -198,8 +215,15 @@ export class ContainerSandbox implements ManagedSandbox {
     );
     // The next container starts now, not during the run, where it would take CPU from the program.
     if (this.prewarmMode === "after-first-use") this.keepWarm(request.language);
-    const oomKilled = !removing && (await this.inspect(started.name, "{{.State.OOMKilled}}")) === "true";
-    if (!removing) this.remove([started.name]);
+    const state = removal ? null : await this.inspect(started.name, "{{.State.OOMKilled}} {{.State.Running}}");
+    const oomKilled = state?.startsWith("true ") === true;
+    const stopped = state?.endsWith(" false") === true;
+    removal ??= this.remove([started.name]);
+    // out/ is read once nothing of the run can change it under the walk: a container not known to
+    // have stopped (we killed it, or its client died some other way) is removed first.
+    if (started.artifacts && !stopped) await removal;
+    const result = started.artifacts ? await withArtifacts(ran, started.artifacts, request) : ran;
+    if (started.artifacts) this.track(started.artifacts.remove());
     if (result.exitCode === ENGINE_FAILURE_EXIT_CODE) {
       this.engineReady = false;
       return { ...result, status: "unavailable", error: undefined };
@@ -215,6 +239,9 @@ export class ContainerSandbox implements ManagedSandbox {
   describe(): SandboxIsolation {
     const { memoryMb, maxProcesses, cpuSeconds } = this.limits;
     const ownProfile = (this.options.seccomp ?? "selfheal") === "selfheal";
+    const artifactsTmpfs = this.artifactsTmpfs();
+    const collectsArtifacts = !("reason" in artifactsTmpfs);
+    const share = diskShare(this.limits, collectsArtifacts);
     return {
       kind: "container",
       memory: {
@@ -230,7 +257,9 @@ export class ContainerSandbox implements ManagedSandbox {
         : { scope: "process", by: `--ulimit cpu=${cpuSeconds} per process (the engine is not on this host)` },
       disk: {
         scope: "run",
-        by: `tmpfs /work and /tmp of ${halfDiskMb(this.limits)} MiB and ${MAX_DISK_FILES / 2} inodes each`,
+        by: collectsArtifacts
+          ? `tmpfs /work and /tmp, and a host tmpfs bound at /work/out, of ${share.mb} MiB and ${share.inodes} inodes each`
+          : `tmpfs /work and /tmp of ${share.mb} MiB and ${share.inodes} inodes each`,
       },
       syscalls: ownProfile
         ? { scope: "run", by: "selfheal's seccomp deny-list as the container's profile" }
@@ -239,6 +268,7 @@ export class ContainerSandbox implements ManagedSandbox {
         ...(this.engineIsLocal()
           ? []
           : ["a remote engine's cgroups cannot be read from here, and --cpus only throttles, it never stops a run"]),
+        ...("reason" in artifactsTmpfs ? [`artifacts: out/ is not collected: ${artifactsTmpfs.reason}`] : []),
         "installed packages (settings.packages) are not mounted: the cache is built for the host's interpreters, not the image's",
       ],
     };
@@ -249,9 +279,9 @@ export class ContainerSandbox implements ManagedSandbox {
     if (this.prewarmMode === "off" || (await this.checkEngine()) !== null) return;
     for (const language of languages) this.keepWarm(language);
     await Promise.all(
-      languages.map((language) => {
-        const container = this.warm.get(language);
-        return container ? this.waitUntilRunning(container) : undefined;
+      languages.map(async (language) => {
+        const container = await this.warm.get(language)?.catch(() => undefined);
+        if (container) await this.waitUntilRunning(container);
       }),
     );
   }
@@ -259,32 +289,51 @@ export class ContainerSandbox implements ManagedSandbox {
   /** Removes the waiting containers and releases the reaper (which sweeps anything left). */
   async close(): Promise<void> {
     this.closed = true;
-    const waiting = [...this.warm.values()];
+    const starting = [...this.warm.values()];
     this.warm.clear();
-    if (waiting.length > 0) this.remove(waiting.map((container) => container.name));
+    const waiting = (await Promise.all(starting.map((entry) => entry.catch(() => undefined)))).filter(
+      (container) => container !== undefined,
+    );
     for (const container of waiting) killProcessGroup(container.child);
+    this.discard(waiting);
     await Promise.all([...this.removals]);
+    // A client killed just as it asked the engine for its container leaves one `rm -f` came too early for.
+    if (this.reaper) await this.removeOwned();
+    // The emptied out/ tmpfs mounts work-dir.ts keeps for the next runs; a closed sandbox leaves none.
+    if (this.artifactsDisk && !("reason" in this.artifactsDisk)) await WorkDir.releaseIdleMounts();
     this.reaper?.release();
     this.reaper = undefined;
   }
 
   private keepWarm(language: Language): void {
     if (this.closed || this.warm.has(language)) return;
-    this.warm.set(language, this.start(language));
+    const started = this.start(language);
+    // A failed start (no tmpfs could be mounted) shows in the run that takes it, which starts anew.
+    started.catch(() => undefined);
+    this.warm.set(language, started);
   }
 
   /** A waiting container whose client is still alive (the engine may have refused it meanwhile). */
-  private takeWarm(language: Language): StartedContainer | undefined {
-    const container = this.warm.get(language);
+  private async takeWarm(language: Language): Promise<StartedContainer | undefined> {
+    const entry = this.warm.get(language);
     this.warm.delete(language);
+    const container = await entry?.catch(() => undefined);
     if (container && container.child.exitCode === null && container.child.signalCode === null) return container;
-    if (container) this.remove([container.name]);
+    if (container) this.discard([container]);
     return undefined;
   }
 
-  private start(language: Language): StartedContainer {
+  /** Removes containers that ran no program, and their out/ tmpfs. */
+  private discard(containers: StartedContainer[]): void {
+    if (containers.length === 0) return;
+    const removal = this.remove(containers.map((container) => container.name));
+    for (const { artifacts } of containers) if (artifacts) this.track(removal.then(() => artifacts.remove()));
+  }
+
+  private async start(language: Language): Promise<StartedContainer> {
     this.reaper ??= startContainerReaper(this.engine, `${OWNER_LABEL}=${this.owner}`);
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
+    const artifacts = await this.makeArtifactsTmpfs();
     const seccompProfile = (this.options.seccomp ?? "selfheal") === "selfheal" ? seccompProfileFile() : null;
     const [file = "", ...args] = buildContainerCommand({
       engine: this.engine,
@@ -294,10 +343,42 @@ export class ContainerSandbox implements ManagedSandbox {
       name,
       owner: this.owner,
       seccompProfile,
+      artifactsFolder: artifacts ? join(artifacts.path, ARTIFACTS_FOLDER) : null,
     });
     // The engine CLI is ours, not the program's: it gets our environment (DOCKER_HOST and so on).
     const child = spawn(file, args, { detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    return { child, name };
+    return { child, name, artifacts };
+  }
+
+  /**
+   * Where the engine is on this host and we may mount (root), a tmpfs of its own for out/, bounded
+   * in bytes and inodes, so what the program leaves there can be read after the run (`docker cp`
+   * cannot read a stopped container's tmpfs) and it cannot fill the host's disk.
+   */
+  private async makeArtifactsTmpfs(): Promise<WorkDir | null> {
+    const disk = this.artifactsTmpfs();
+    if ("reason" in disk) return null;
+    const artifacts = await WorkDir.create(null, disk);
+    try {
+      // Sticky and world-writable, as the container's /work: the program's uid is the engine's to map.
+      await chmod(await artifacts.makeArtifactsFolder(), 0o1777);
+      return artifacts;
+    } catch (error) {
+      await artifacts.remove();
+      throw error;
+    }
+  }
+
+  private artifactsTmpfs(): RunDisk | { reason: string } {
+    if (this.artifactsDisk) return this.artifactsDisk;
+    if (!this.engineIsLocal()) {
+      this.artifactsDisk = { reason: "the engine is not on this host, where its bind mounts would come from" };
+      return this.artifactsDisk;
+    }
+    const tools = probeTmpfs(process.getuid?.() === 0, process.env.PATH ?? "");
+    const share = diskShare(this.limits, true);
+    this.artifactsDisk = "reason" in tools ? tools : { ...tools, bytes: share.mb * MIB, inodes: share.inodes };
+    return this.artifactsDisk;
   }
 
   /**
@@ -355,12 +436,35 @@ export class ContainerSandbox implements ManagedSandbox {
   }
 
   /** `rm -f` kills and removes at once; tracked so that `close()` returns only once they are gone. */
-  private remove(names: string[]): void {
-    const removal = new Promise<void>((resolve) => {
-      execFile(this.engine, ["rm", "-f", ...names], { timeout: 30_000 }, () => resolve());
+  private remove(names: string[]): Promise<void> {
+    return this.track(
+      new Promise<void>((resolve) => {
+        execFile(this.engine, ["rm", "-f", ...names], { timeout: 30_000 }, () => resolve());
+      }),
+    );
+  }
+
+  /** Removes every container labelled with this sandbox's owner token, as the reaper does. */
+  private removeOwned(): Promise<void> {
+    return new Promise((resolve) => {
+      execFile(
+        this.engine,
+        ["ps", "-aq", "--filter", `label=${OWNER_LABEL}=${this.owner}`],
+        { timeout: ENGINE_CHECK_TIMEOUT_MS },
+        (error, stdout) => {
+          const ids = error ? [] : stdout.split(/\s+/).filter(Boolean);
+          if (ids.length === 0) resolve();
+          else void this.remove(ids).then(resolve);
+        },
+      );
     });
-    this.removals.add(removal);
-    void removal.then(() => this.removals.delete(removal));
+  }
+
+  private track(removal: Promise<void>): Promise<void> {
+    const settled = removal.catch(() => undefined);
+    this.removals.add(settled);
+    void settled.then(() => this.removals.delete(settled));
+    return settled;
   }
 
   private imageFor(language: Language): string {
