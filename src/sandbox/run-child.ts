@@ -59,6 +59,9 @@ export interface CollectOptions {
   release?: () => void;
 }
 
+/** How far past `cpuSeconds` the whole run may go before the sum is enforced; see `collectRun`. */
+const WHOLE_RUN_CPU_GRACE_SECONDS = 0.3;
+
 type KillReason = "timeout" | "output_limit" | "cpu_budget";
 
 /**
@@ -84,10 +87,13 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
     const { runLimits } = program;
     runLimits?.startCpuBudget();
     // RLIMIT_CPU holds per process; this holds for the sum, so N processes cannot take N budgets.
+    // It waits a little past the budget: the sum also counts the sandbox's own start-up, and a lone
+    // busy process should be stopped by its rlimit (SIGXCPU) every time, not by whichever fires first.
     const cpuWatch =
       runLimits && runLimits.cpuSecondsUsed() !== null
         ? setInterval(() => {
-            if ((runLimits.cpuSecondsUsed() ?? 0) > runLimits.cpuSeconds) killFor("cpu_budget");
+            const used = runLimits.cpuSecondsUsed() ?? 0;
+            if (used > runLimits.cpuSeconds + WHOLE_RUN_CPU_GRACE_SECONDS) killFor("cpu_budget");
           }, CPU_POLL_MS)
         : undefined;
 
