@@ -1,7 +1,7 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadDataset } from "../src/benchmark/dataset.js";
 import { renderHtmlReport, taskAnchor } from "../src/benchmark/html-report.js";
@@ -9,12 +9,9 @@ import { type BenchmarkReport, runBenchmark } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
 import { createChatModel } from "../src/index.js";
 import { createSandbox } from "../src/sandbox/index.js";
+import { CHROMIUM, haveChromium, launchChromium, pngColours } from "./browser.js";
 import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
-
-/** Debian's `chromium` package; CI installs it (.ci/run). */
-const CHROMIUM = process.env.SELFHEAL_CHROMIUM ?? "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
 
 const sandbox = createSandbox({ prewarm: ["python"] });
 let report: BenchmarkReport;
@@ -65,12 +62,7 @@ beforeAll(async () => {
   writeFileSync(path, renderHtmlReport(report));
   const stubPath = join(dir, "stub.html");
   writeFileSync(stubPath, renderHtmlReport(stubReport));
-  // Root (CI, this machine) cannot use Chromium's own sandbox; the page is our own file.
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
+  browser = await launchChromium();
   page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 900 });
   await page.setRequestInterception(true);
@@ -98,24 +90,7 @@ afterAll(async () => {
 async function pixelStats(
   png: string,
 ): Promise<{ inked: number; hasColour: (hex: string) => boolean; colours: string[] }> {
-  const colours: string[] = await page.evaluate(async (data) => {
-    const image = new Image();
-    image.src = `data:image/png;base64,${data}`;
-    await image.decode();
-    const canvas = document.createElement("canvas");
-    canvas.width = image.width;
-    canvas.height = image.height;
-    const context = canvas.getContext("2d")!;
-    context.drawImage(image, 0, 0);
-    const pixels = context.getImageData(0, 0, canvas.width, canvas.height).data;
-    const seen: string[] = [];
-    for (let index = 0; index < pixels.length; index += 4) {
-      seen.push(
-        ((pixels[index]! << 16) | (pixels[index + 1]! << 8) | pixels[index + 2]!).toString(16).padStart(6, "0"),
-      );
-    }
-    return seen;
-  }, png);
+  const colours = await pngColours(page, png);
   const set = new Set(colours);
   return {
     inked: colours.filter((colour) => colour !== "ffffff").length,

@@ -1,18 +1,15 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { traceThread, writeRunReport } from "../src/cli/commands/report.js";
 import { createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
 import { htmlPage, REPORT_LIMITS, renderRunReport } from "../src/report/index.js";
 import { openRunStore, type RunStore } from "../src/store/index.js";
+import { CHROMIUM, haveChromium, launchChromium, pngColours } from "./browser.js";
 import { fence } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
-
-/** Debian's `chromium` package; CI installs it (.ci/run). */
-const CHROMIUM = process.env.SELFHEAL_CHROMIUM ?? "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
 
 const sandbox = createSandbox({ prewarm: ["python"] });
 const dir = scratchDir("run-report");
@@ -58,12 +55,7 @@ beforeAll(async () => {
   );
   expect(await writeRunReport(store, THREAD, reportPath)).toBe(true);
   if (!haveChromium) return;
-  // Root (CI, this machine) cannot use Chromium's own sandbox; the page is our own file.
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
+  browser = await launchChromium();
   page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 900 });
   await page.setRequestInterception(true);
@@ -88,23 +80,7 @@ afterAll(async () => {
 
 /** Distinct colours and non-white pixels of a PNG, counted by the browser itself. */
 async function pixelStats(png: string): Promise<{ inked: number; colours: Set<string> }> {
-  const colours: string[] = await page.evaluate(async (data) => {
-    const image = new Image();
-    image.src = `data:image/png;base64,${data}`;
-    await image.decode();
-    const canvas = document.createElement("canvas");
-    canvas.width = image.width;
-    canvas.height = image.height;
-    const context = canvas.getContext("2d")!;
-    context.drawImage(image, 0, 0);
-    const pixels = context.getImageData(0, 0, canvas.width, canvas.height).data;
-    const seen: string[] = [];
-    for (let index = 0; index < pixels.length; index += 4)
-      seen.push(
-        ((pixels[index]! << 16) | (pixels[index + 1]! << 8) | pixels[index + 2]!).toString(16).padStart(6, "0"),
-      );
-    return seen;
-  }, png);
+  const colours = await pngColours(page, png);
   return { inked: colours.filter((colour) => colour !== "ffffff").length, colours: new Set(colours) };
 }
 
