@@ -116,14 +116,22 @@ describe("start-up reaping", () => {
     },
   );
 
-  it("kills the recorded process group of a dead owner whose watchdog died too, and removes the record", async () => {
+  /**
+   * The record a killed selfheal process leaves (run-records.ts) for one run still going: its owner
+   * is a process that has already exited.
+   */
+  async function recordOfDeadOwner(runLine: string): Promise<string> {
     const dead = spawn("true");
     await new Promise((resolve) => dead.once("exit", resolve));
-    // The record a killed selfheal process leaves (run-records.ts), for a run still going.
-    const run = spawn("sleep", ["33"], { stdio: "ignore", detached: true });
     const record = mkdtempSync(join(tmpdir(), `selfheal-runs-${dead.pid}-`));
     writeFileSync(join(record, "owner"), `${dead.pid} 1\n`);
-    writeFileSync(join(record, "run-1"), `group ${run.pid} ${processStartTime(run.pid ?? 0)}\n`);
+    writeFileSync(join(record, "run-1"), `${runLine}\n`);
+    return record;
+  }
+
+  it("kills the recorded process group of a dead owner whose watchdog died too, and removes the record", async () => {
+    const run = spawn("sleep", ["33"], { stdio: "ignore", detached: true });
+    const record = await recordOfDeadOwner(`group ${run.pid} ${processStartTime(run.pid ?? 0)}`);
     const exit = new Promise((resolve) => run.once("exit", (_code, signal) => resolve(signal)));
     try {
       removeDeadProcessDirs();
@@ -135,13 +143,9 @@ describe("start-up reaping", () => {
   });
 
   it("leaves a recorded process group alone when its pid now names another process", async () => {
-    const dead = spawn("true");
-    await new Promise((resolve) => dead.once("exit", resolve));
     const bystander = spawn("sleep", ["34"], { stdio: "ignore", detached: true });
-    const record = mkdtempSync(join(tmpdir(), `selfheal-runs-${dead.pid}-`));
-    writeFileSync(join(record, "owner"), `${dead.pid} 1\n`);
     // Same pid, another start time: the recorded leader is gone and this is someone else.
-    writeFileSync(join(record, "run-1"), `group ${bystander.pid} 1\n`);
+    await recordOfDeadOwner(`group ${bystander.pid} 1`);
     try {
       removeDeadProcessDirs();
       await new Promise((resolve) => setTimeout(resolve, 200));
