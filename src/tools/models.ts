@@ -49,14 +49,13 @@ export function createChatModel(
   env: NodeJS.ProcessEnv = process.env,
 ): BaseChatModel {
   if (!hasModelConfig(env)) throw new MissingModelConfigError();
-  const timeout = options.timeoutMs ?? modelTimeoutFromEnv(env);
   return new ChatOpenAI({
     model: name,
     temperature: options.temperature,
     maxTokens: options.maxTokens,
     // Per HTTP request, enforced by the openai SDK, which retries a timed-out request like a
     // refused one: a hung server costs timeout x (retries + 1) plus the backoff, not forever.
-    timeout,
+    timeout: options.timeoutMs ?? modelTimeoutFromEnv(env),
     // Local OpenAI-compatible servers ignore the key, but the client refuses to start without one.
     apiKey: env.OPENAI_API_KEY ?? "not-needed",
     // Retries belong to the openai SDK, not LangChain's caller: the SDK retries 408, 409, 429,
@@ -66,9 +65,9 @@ export function createChatModel(
     configuration: {
       ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
       maxRetries: modelRetriesFromEnv(env),
-      // An HTML page or a body without choices becomes an error that names the URL; a body that
-      // stalls after the headers times out like a request that never answered.
-      fetch: inspectingFetch(idleBoundedFetch(timeout)),
+      // An HTML page or a body without choices becomes an error that names the URL. (A body that
+      // stalls after the headers is bounded for every call, in withRequestLimits.)
+      fetch: inspectingFetch(),
     },
     maxRetries: 0,
   });
