@@ -1,4 +1,3 @@
-import { END } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { decideAfterCritic, repeatStreak } from "../src/core/policy.js";
 import { type AgentState, emptyUsage, type HistoryEntry } from "../src/core/state.js";
@@ -120,8 +119,8 @@ describe("repeatStreak", () => {
 describe("routeAfterWrite", () => {
   it("executes a new program and ends a run a node already ended", () => {
     expect(routeAfterWrite({ status: "running" })).toBe("execution");
-    expect(routeAfterWrite({ status: "budget_exhausted" })).toBe(END);
-    expect(routeAfterWrite({ status: "model_error" })).toBe(END);
+    expect(routeAfterWrite({ status: "budget_exhausted" })).toBe("finish");
+    expect(routeAfterWrite({ status: "model_error" })).toBe("finish");
   });
 });
 
@@ -137,7 +136,7 @@ describe("routeAfterCritic", () => {
         status: "failed",
         decision: { next: "finish", status: "failed", reason: "spent" },
       }),
-    ).toBe(END);
+    ).toBe("finish");
   });
 
   it("says what is wrong when a replacement critic made no decision", () => {
@@ -162,6 +161,6 @@ describe("routeTowardsExecution", () => {
 describe("routeAfterCritic when the critic stopped the run itself", () => {
   it("ends a run the critic stopped, even with an older decision to repair on record", () => {
     const stopped = stateWith({ status: "model_error", resumeFrom: "critic", decision: { next: "fixer" } });
-    expect(routeAfterCritic(stopped)).toBe(END);
+    expect(routeAfterCritic(stopped)).toBe("finish");
   });
 });

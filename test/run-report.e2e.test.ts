@@ -152,7 +152,9 @@ describe.skipIf(!haveChromium)(`a run's HTML report in headless Chromium (skippe
     const nodes = await page.$$eval("#graph-path g.node", (groups) =>
       groups.map((group) => group.getAttribute("data-node")),
     );
-    expect(nodes).toEqual(expect.arrayContaining(["__start__", "generator", "executor", "critic", "fixer", "__end__"]));
+    expect(nodes).toEqual(
+      expect.arrayContaining(["__start__", "generator", "executor", "critic", "fixer", "finish", "__end__"]),
+    );
     const taken = await page.$$eval("#graph-path path.edge.taken", (paths) =>
       Object.fromEntries(
         paths.map((path) => [path.getAttribute("data-edge"), Number(path.getAttribute("data-count"))]),
@@ -161,7 +163,8 @@ describe.skipIf(!haveChromium)(`a run's HTML report in headless Chromium (skippe
     expect(taken["executor>critic"]).toBe(4);
     expect(taken["critic>fixer"]).toBe(2);
     expect(taken["critic>generator"]).toBe(1);
-    expect(taken["critic>__end__"]).toBe(1);
+    expect(taken["critic>finish"]).toBe(1);
+    expect(taken["finish>__end__"]).toBe(1);
   });
 
   it("looks like a report in a screenshot: many colours, not one blank page", async () => {

@@ -123,7 +123,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       if (part.event === "error") throw new Error(`run failed: ${JSON.stringify(part.data)}`);
     }
     // Four steps an attempt: approval is off, so the gate is skipped, and the critic ends the run itself.
-    expect(nodes).toEqual(["generator", "executor", "critic", "fixer", "executor", "critic"]);
+    expect(nodes).toEqual(["generator", "executor", "critic", "fixer", "executor", "critic", "finish"]);
     // The live output events: the real traceback of attempt 1, then the fixed program's line.
     expect(output).toContain("KeyError: 'bob'");
     expect(output).toContain("bob scored 0");

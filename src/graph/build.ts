@@ -13,6 +13,7 @@ import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
 import { createCriticNode } from "../nodes/critic.js";
 import { createExecutorNode } from "../nodes/executor.js";
+import { finishNode } from "../nodes/finish.js";
 import { createFixerNode } from "../nodes/fixer.js";
 import { createGeneratorNode } from "../nodes/generator.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
@@ -69,7 +70,7 @@ export function withSettings(node: AgentNode): GraphNode<typeof State, SettingsI
   return (state, config) => node(state, { ...config, context: parseSettings(config.context) });
 }
 
-/** Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the critic. */
+/** Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the critic (`finish` runs once, within the backstop's slack). */
 export function stepsPerAttempt(extraSteps: number): number {
   return 4 + extraSteps;
 }
@@ -84,7 +85,8 @@ export function recursionLimitFor(extraSteps: number): number {
 
 /**
  * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
- * [after steps] -> critic -> fixer | generator (a fresh rewrite) | END. Add nodes, edges or a
+ * [after steps] -> critic -> fixer | generator (a fresh rewrite) | finish -> END; a writer that
+ * stops the run (budget, model error) goes to finish too. Add nodes, edges or a
  * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
  */
 export function buildAgentGraph(options: AgentOptions = {}) {
@@ -95,6 +97,7 @@ export function buildAgentGraph(options: AgentOptions = {}) {
     executor: createExecutorNode(deps),
     critic: createCriticNode(deps),
     fixer: createFixerNode(deps),
+    finish: finishNode,
   };
   const node = (name: CoreNodeName) => withSettings(options.replace?.[name]?.(deps, core[name]) ?? core[name]);
   const { before, after } = stagedSteps(options, deps);
@@ -107,7 +110,8 @@ export function buildAgentGraph(options: AgentOptions = {}) {
       .addNode("approval", node("approval"))
       .addNode("executor", node("executor"))
       .addNode("critic", node("critic"))
-      .addNode("fixer", node("fixer")),
+      .addNode("fixer", node("fixer"))
+      .addNode("finish", node("finish")),
   );
   for (const step of [...before, ...after]) graph.addNode(step.name, withSettings(step.node));
   graph.addEdge(START, "generator");
@@ -117,9 +121,9 @@ export function buildAgentGraph(options: AgentOptions = {}) {
   const firstStep = before[0]?.name;
   const intoExecution = (state: AgentState, config: LangGraphRunnableConfig) =>
     firstStep ?? routeTowardsExecution(state, config);
-  const afterWriteTargets = firstStep ? [firstStep, END] : [...TOWARDS_EXECUTION_TARGETS, END];
+  const afterWriteTargets = firstStep ? [firstStep, "finish"] : [...TOWARDS_EXECUTION_TARGETS, "finish"];
   const afterWrite = (state: AgentState, config: LangGraphRunnableConfig) =>
-    routeAfterWrite(state) === END ? END : intoExecution(state, config);
+    routeAfterWrite(state) === "finish" ? "finish" : intoExecution(state, config);
   graph.addConditionalEdges("generator", afterWrite, afterWriteTargets);
   graph.addConditionalEdges("fixer", afterWrite, afterWriteTargets);
 
@@ -131,6 +135,7 @@ export function buildAgentGraph(options: AgentOptions = {}) {
   if (lastStep) graph.addConditionalEdges(lastStep, routeTowardsExecution, [...TOWARDS_EXECUTION_TARGETS]);
   chain(graph, ["approval", "executor", ...after.map((step) => step.name), "critic"]);
   graph.addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS]);
+  graph.addEdge("finish", END);
   return graph;
 }
 

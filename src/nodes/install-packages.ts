@@ -1,5 +1,6 @@
 import type { Settings } from "../core/settings.js";
 import type { AgentState, Note } from "../core/state.js";
+import { PACKAGE_FINDINGS } from "../core/verdict.js";
 import {
   allowedPackageFor,
   findPackageEntry,
@@ -10,8 +11,7 @@ import {
 } from "../sandbox/packages.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox } from "../sandbox/types.js";
 
-/** Failure types the executor writes for a missing package; the critic hands their message to the fixer as it is. */
-export const PACKAGE_FINDINGS = ["PackageNotAvailable", "PackageInstallFailed"] as const;
+export { PACKAGE_FINDINGS };
 
 /** The `data` of an executor note about an install, so a later attempt need not try a failed one again. */
 export interface PackageInstallNote {

@@ -39,7 +39,7 @@ import {
   withThreadLease,
   withThreadStore,
 } from "../session.js";
-import { type ApprovalHandler, checkOutputFile, EXIT, type RunStart, streamRun, summarizeRun } from "../stream-run.js";
+import { type ApprovalHandler, checkOutputFile, EXIT, streamRun, summarizeRun } from "../stream-run.js";
 import { reportAtEnd } from "./report.js";
 
 export interface ResumeFlags extends StoreFlags, SettingFlags {
