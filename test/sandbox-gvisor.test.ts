@@ -6,9 +6,9 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import { SandboxUnavailableError } from "../src/core/errors.js";
 import { buildGvisorSpec, checkSandbox, createSandbox, DEFAULT_LIMITS, probeGvisor } from "../src/sandbox/index.js";
+import { gvisorMissing } from "./capabilities.js";
 
-const missing = probeGvisor();
-if (missing !== null) console.warn(`skipping the gVisor runs: ${missing}`);
+const missing = gvisorMissing();
 
 interface SpecMount {
   destination: string;
