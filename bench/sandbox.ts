@@ -183,6 +183,11 @@ async function main(): Promise<void> {
     console.log(
       `bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)${bare ? `, ${(warm.p50 / bare.p50).toFixed(3)} x bare spawn` : ""}`,
     );
+  // The unit suite held `print(1)` once warm under 100 ms on both local backends; a speed target
+  // belongs here, where a loaded machine shows up as a figure instead of a failed test.
+  for (const row of rows.filter((entry) => entry.name.endsWith("pre-warmed") && !entry.name.startsWith("container"))) {
+    console.log(`${row.name} p50 = ${row.p50.toFixed(1)} ms (target < 100: print(1) answered quickly once warm)`);
+  }
   const containerCold = rows.find((row) => row.name === "container (docker), cold");
   const containerWarm = rows.find((row) => row.name === "container (docker), pre-warmed");
   for (const row of [containerCold, containerWarm]) {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ProgressReporter, readableReason } from "../src/cli/progress.js";
 import { terminalStyle } from "../src/cli/terminal.js";
 import { type AgentState, type Execution, emptyUsage } from "../src/core/state.js";
@@ -146,19 +146,25 @@ describe("ProgressReporter off a terminal", () => {
 
   it("announces a fresh rewrite, and says what is still running every heartbeat while a model thinks", async () => {
     const written: string[] = [];
-    const reporter = new ProgressReporter({
-      stream: { write: (text: string) => written.push(text) > 0 },
-      style: { color: false, live: false },
-      from: { attempt: 2, tokens: 900 },
-      heartbeatMs: 20,
-    });
-    reporter.taskStarted("generator");
-    await new Promise((resolve) => setTimeout(resolve, 70));
-    reporter.stop();
-    const after = written.length;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The clock is the test's: heartbeats come when it moves time on, however loaded the machine.
+    vi.useFakeTimers();
+    try {
+      const reporter = new ProgressReporter({
+        stream: { write: (text: string) => written.push(text) > 0 },
+        style: { color: false, live: false },
+        from: { attempt: 2, tokens: 900 },
+        heartbeatMs: 20,
+      });
+      reporter.taskStarted("generator");
+      vi.advanceTimersByTime(70);
+      reporter.stop();
+      const after = written.length;
+      vi.advanceTimersByTime(1_000);
+      expect(written.length).toBe(after);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(written[0]).toBe("↻ attempt 3: writing a fresh program (the same error kept coming back)\n");
     expect(written[1]).toMatch(/^… attempt 3: writing a program \(0\.\d s\)\n$/);
-    expect(written.length).toBe(after);
   });
 });
