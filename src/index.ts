@@ -116,6 +116,7 @@ export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.
 export { describeModelEndpoint } from "./tools/model-errors.js";
 export {
   type AgentModels,
+  checkModelConfig,
   createChatModel,
   createModelResolver,
   hasModelConfig,

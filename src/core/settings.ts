@@ -88,7 +88,8 @@ export const SettingsSchema = z.object({
   tokenBudget: z
     .number({ error: "tokenBudget must be a number" })
     .int("tokenBudget must be a whole number")
-    .min(0, "tokenBudget must not be negative")
+    // No model call fits in 0 tokens: such a run could only end budget_exhausted before its first program.
+    .min(1, "tokenBudget must be at least 1")
     .default(40_000),
   /** How many times in a row one error may repeat before a fresh rewrite, then `stuck`. */
   repeatLimit: z.number().int().min(1, "repeatLimit must be at least 1").default(2),

@@ -23,6 +23,28 @@ export function hasModelConfig(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.OPENAI_API_KEY || env.OPENAI_BASE_URL);
 }
 
+/**
+ * Throws unless the environment can build a model: MissingModelConfigError with neither
+ * OPENAI_API_KEY nor OPENAI_BASE_URL, InvalidSettingsError for a base URL that is not an http(s)
+ * URL. Called before a run starts, so a typo costs one line and no saved run.
+ */
+export function checkModelConfig(env: NodeJS.ProcessEnv = process.env): void {
+  if (!hasModelConfig(env)) throw new MissingModelConfigError();
+  const base = env.OPENAI_BASE_URL;
+  if (!base) return;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(base).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== "http:" && protocol !== "https:") {
+    throw new InvalidSettingsError(
+      `OPENAI_BASE_URL must be an http(s) URL such as http://localhost:11434/v1, got ${JSON.stringify(base)}`,
+    );
+  }
+}
+
 export const DEFAULT_MODEL_RETRIES = 3;
 
 /**
@@ -48,7 +70,7 @@ export function createChatModel(
   options: { temperature: number; maxTokens?: number; timeoutMs?: number },
   env: NodeJS.ProcessEnv = process.env,
 ): BaseChatModel {
-  if (!hasModelConfig(env)) throw new MissingModelConfigError();
+  checkModelConfig(env);
   return new ChatOpenAI({
     model: name,
     temperature: options.temperature,

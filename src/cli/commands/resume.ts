@@ -7,10 +7,9 @@ import {
   type AgentState,
   type ApprovalDecision,
   ApprovalDecisionSchema,
+  checkModelConfig,
   checkSandbox,
   createAgent,
-  hasModelConfig,
-  MissingModelConfigError,
   modelRetriesFromEnv,
   type Settings,
 } from "../../index.js";
@@ -107,7 +106,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
     const record = await store.getRun(threadId);
     // A demo run is resumed with the same scripted model; any other needs a configured one.
     const scripted = record?.settings.model === DEMO_MODEL_NAME && !flags.model;
-    if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
+    if (!scripted) checkModelConfig();
     const agent = createAgent({
       model: scripted ? scriptedDemoModelFor(record?.task) : undefined,
       checkpointer: store.checkpointer,

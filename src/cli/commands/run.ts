@@ -4,14 +4,13 @@ import { basename, resolve } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { type Command, Option } from "commander";
 import {
+  checkModelConfig,
   checkSandbox,
   createAgent,
   formatIssues,
-  hasModelConfig,
   type InputSource,
   LANGUAGES,
   loadInputs,
-  MissingModelConfigError,
   modelRetriesFromEnv,
   type RunInput,
   RunInputSchema,
@@ -113,7 +112,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
   if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
   if (flags.artifacts) checkArtifactsDir(flags.artifacts);
-  if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
+  if (!scripted) checkModelConfig();
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
