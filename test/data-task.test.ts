@@ -100,6 +100,19 @@ describe("the prompts of a data task", () => {
     expect(section).toContain("The task must produce: out/chart.png.");
   });
 
+  it("count the lines of a file that ends in a newline as a person does", () => {
+    const sixLines = "a,b\n1,2\n3,4\n5,6\n7,8\n9,10\n";
+    const shown = describeDataFiles(
+      [{ name: "six.csv", bytes: sixLines.length, mediaType: "text/csv", text: sixLines }],
+      [],
+    );
+    expect(shown).toContain("    ... (6 lines in all)");
+    const five = "a\nb\nc\nd\ne\n";
+    expect(describeDataFiles([{ name: "five.txt", bytes: 10, mediaType: "text/plain", text: five }], [])).not.toContain(
+      "lines in all",
+    );
+  });
+
   it("reach both the generator and the fixer", () => {
     const generator = promptText(buildGeneratorPrompt({ task: "t", language: "python", dataFiles: section }));
     const fixer = promptText(
