@@ -4,7 +4,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import { InvalidSettingsError, MissingModelConfigError } from "../core/errors.js";
 import { modelTimeoutFromEnv } from "../core/settings.js";
 import type { ModelCallUsage } from "../core/state.js";
-import { idleBoundedFetch, inspectingFetch } from "./model-errors.js";
+import { idleBoundedFetch, inspectingFetch, isEmptyStreamError } from "./model-errors.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 
 export type ModelRole = "generator" | "fixer" | "strongFixer" | "critic";
@@ -127,7 +127,7 @@ export interface CallLimits {
  */
 export function withRequestLimits(
   model: BaseChatModel,
-  limits: Pick<CallLimits, "outputCap" | "timeoutMs">,
+  limits: Pick<CallLimits, "outputCap" | "timeoutMs"> & { disableStreaming?: boolean },
 ): BaseChatModel {
   if (!("maxTokens" in model)) return model;
   const Model = model.constructor as new (fields: Record<string, unknown>) => CappableModel;
@@ -139,6 +139,7 @@ export function withRequestLimits(
     ...timeout,
     ...idleBoundedConfiguration(model, (model as CappableModel).timeout ?? limits.timeoutMs),
     ...((model as CappableModel).streaming ? { streaming: false } : {}),
+    ...(limits.disableStreaming ? { disableStreaming: true } : {}),
   });
   // ChatOpenAI keeps what withConfig / bindTools bound here, outside its constructor fields.
   const bound = (model as CappableModel).defaultOptions;
@@ -181,6 +182,22 @@ function untilAborted<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
 export async function invokeWithinLimits<T>(
   model: BaseChatModel,
   limits: CallLimits,
+  invoke: (model: BaseChatModel, signal: AbortSignal | undefined) => Promise<T>,
+): Promise<T> {
+  try {
+    return await invokeOnce(model, limits, invoke);
+  } catch (error) {
+    // Someone listens for tokens (Studio, streamMode "messages"), so LangChain asked for a stream,
+    // and a server without server-sent events answered with none. Asked again without streaming,
+    // such a server answers; the tokens then arrive as one message instead of one by one.
+    if (!isEmptyStreamError(error) || limits.signal?.aborted || !("maxTokens" in model)) throw error;
+    return invokeOnce(model, { ...limits, disableStreaming: true }, invoke);
+  }
+}
+
+async function invokeOnce<T>(
+  model: BaseChatModel,
+  limits: CallLimits & { disableStreaming?: boolean },
   invoke: (model: BaseChatModel, signal: AbortSignal | undefined) => Promise<T>,
 ): Promise<T> {
   const limited = withRequestLimits(model, limits);
