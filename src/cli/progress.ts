@@ -103,19 +103,19 @@ export class ProgressReporter {
     for (const note of Array.isArray(update.notes) ? update.notes : []) {
       this.line(`  ${this.colors.dim(`· ${note.source}:`)} ${note.message}`);
     }
-    if (update.critique) this.attemptEnded(update.critique);
+    if (update.critique) this.attemptEnded(update.critique, reviewIn(update));
   }
 
   /** The one line an attempt ends in: verdict, what failed it, time and tokens so far. */
-  private attemptEnded(critique: NonNullable<AgentState["critique"]>): void {
+  private attemptEnded(critique: NonNullable<AgentState["critique"]>, review: Review | undefined): void {
     this.stop();
     const { green, red, bold, dim } = this.colors;
     const run = this.lastRun;
     const timing = run === undefined ? [] : run.ran ? [`${Math.round(run.durationMs)} ms`] : ["not run"];
     const facts = dim(`(${[...timing, `${this.tokens} tokens so far`].join(", ")})`);
     const verdict = critique.passed
-      ? `${green("✓")} ${bold(`attempt ${this.attempt}`)}  passed`
-      : `${red("✗")} ${bold(`attempt ${this.attempt}`)}  ${firstLine(critique.summary)}`;
+      ? `${green("✓")} ${bold(`attempt ${this.attempt}`)}  passed${review === "approved" ? ", approved by the LLM review" : ""}`
+      : `${red("✗")} ${bold(`attempt ${this.attempt}`)}  ${review === "rejected" ? `rejected by the LLM review: ${firstLine(critique.summary).replace(/^Review:\s*/, "")}` : firstLine(critique.summary)}`;
     this.line(`${verdict}  ${facts}`);
     this.lastRun = undefined;
   }
@@ -184,6 +184,20 @@ export class ProgressReporter {
 }
 
 const firstLine = (text: string) => text.split("\n")[0] ?? "";
+
+type Review = "approved" | "rejected";
+
+/**
+ * What the critic model's review concluded, when the critic's update says one ran: it booked a
+ * call of its own (a review runs only for a clean run), and its outcome is `ReviewRejected` when
+ * the reviewer said no.
+ */
+function reviewIn(update: AgentUpdate): Review | undefined {
+  const calls = Array.isArray(update.usage) ? update.usage : [];
+  if (!calls.some((call) => call.node === "critic")) return undefined;
+  const entries = Array.isArray(update.history) ? update.history : [];
+  return entries.some((entry) => entry.outcome === "ReviewRejected") ? "rejected" : "approved";
+}
 
 /** The stop reason for a person: the error it names, without the fingerprint scripts use. */
 export function readableReason(reason: string | undefined): string {
