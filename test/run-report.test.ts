@@ -7,7 +7,7 @@ import { traceThread } from "../src/cli/commands/report.js";
 import { type AgentState, createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
 import { detailedAttempts, edgeCounts, type RunStep, renderRunReport, traceRun } from "../src/report/index.js";
 import { openRunStore } from "../src/store/index.js";
-import { fence } from "./helpers.js";
+import { fence, ranWithArtifacts } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
 
 const sandbox = createSandbox({ kind: "process" });
@@ -68,20 +68,7 @@ describe("a run's report, from its steps", () => {
     const csv = file("out/totals.csv", 4, "text/csv");
     const hostile = file("out/<img src=x onerror=alert(1)>.png", 9, "image/png");
     const steps = twoAttempts();
-    const runWith = (files: ReturnType<typeof file>[]): AgentState["lastRun"] => ({
-      status: "ok",
-      exitCode: 0,
-      signal: null,
-      stdout: "",
-      stderr: "",
-      truncated: false,
-      durationMs: 5,
-      error: undefined,
-      ran: true,
-      failedInTests: false,
-      progress: null,
-      artifacts: { folder: null, files, problems: [] },
-    });
+    const runWith = (files: ReturnType<typeof file>[]) => ranWithArtifacts(files);
     steps[1]!.values.lastRun = runWith([hostile]);
     steps[2]!.values.lastRun = runWith([chart, csv]);
     steps[2]!.values.artifacts = { attempt: 2, folder, files: [chart, csv] };
