@@ -109,6 +109,13 @@ export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export { checkSandbox, createSandbox } from "./sandbox/index.js";
+export {
+  DATA_MODULES,
+  defaultPython,
+  findPythons,
+  type PythonFound,
+  probePython,
+} from "./sandbox/interpreters.js";
 export type * from "./sandbox/types.js";
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";

@@ -1,5 +1,6 @@
 import ora, { type Ora } from "ora";
 import type { AgentState, AgentUpdate, OutputEvent, Usage } from "../index.js";
+import { missingModuleAdvice } from "./python-choice.js";
 import { type Colors, colorsFor, type TerminalStyle, terminalStyle } from "./terminal.js";
 
 type Output = Pick<NodeJS.WritableStream, "write"> & { isTTY?: boolean; columns?: number };
@@ -39,6 +40,8 @@ export class ProgressReporter {
   private heartbeat: NodeJS.Timeout | undefined;
   /** The latest execution, until its verdict arrives and is summarised. */
   private lastRun: { ran: boolean; durationMs: number } | undefined;
+  /** Modules a missing-module hint was shown for. */
+  private readonly hinted = new Set<string>();
 
   constructor(options: ReporterOptions = {}) {
     this.stream = options.stream ?? process.stderr;
@@ -104,6 +107,20 @@ export class ProgressReporter {
       this.line(`  ${this.colors.dim(`· ${note.source}:`)} ${note.message}`);
     }
     if (update.critique) this.attemptEnded(update.critique, reviewIn(update));
+    if (update.critique && !update.critique.passed) this.hintMissingModule(update.critique.summary);
+  }
+
+  /**
+   * A program that failed to import a module the Python lacks: the fixer is told to do without it,
+   * but the person can do better, once per module.
+   */
+  private hintMissingModule(summary: string): void {
+    const module = missingModuleIn(summary);
+    if (!module || this.hinted.has(module)) return;
+    this.hinted.add(module);
+    this.line(
+      `  ${this.colors.yellow("hint:")} ${module} is not installed for the Python that runs programs: ${missingModuleAdvice([module])}`,
+    );
   }
 
   /** The one line an attempt ends in: verdict, what failed it, time and tokens so far. */
@@ -184,6 +201,13 @@ export class ProgressReporter {
 }
 
 const firstLine = (text: string) => text.split("\n")[0] ?? "";
+
+/** The top-level Python module an attempt failed to import, from the critic's summary of it. */
+export function missingModuleIn(summary: string): string | undefined {
+  const match =
+    /PackageNotAvailable: '([\w.]+)' is not available here/.exec(summary) ?? /No module named '([\w.]+)'/.exec(summary);
+  return match?.[1]?.split(".")[0];
+}
 
 type Review = "approved" | "rejected";
 

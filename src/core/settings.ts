@@ -143,6 +143,12 @@ export const SettingsSchema = z.object({
    * store's folder (`.selfheal/artifacts`). Null: the state lists them, their bytes are not kept.
    */
   artifactsDir: z.string().min(1).nullable().default(null),
+  /**
+   * The Python that runs programs: a path, or a command looked up on PATH. Null: `$SELFHEAL_PYTHON`,
+   * else python3 on PATH. The bwrap and gVisor sandboxes mount its installation read-only; the
+   * container backend runs its image's own.
+   */
+  python: z.string().trim().min(1, "python must name an interpreter").nullable().default(null),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
   /** Packages the program may import beyond the standard library, installed on first need. */

@@ -478,13 +478,13 @@ export class BwrapLauncher implements Launcher {
     return { kind: "bwrap", memory, processes, cpu, disk, syscalls, notes };
   }
 
-  async reserve(): Promise<Reservation> {
+  async reserve(python?: string): Promise<Reservation> {
     const spare = this.spare;
     this.spare = null;
     const resources = (await spare) ?? (await this.prepare());
     this.scheduleSpare();
     const { hostUid, group, workDir } = resources;
-    const interpreters = await resolveInterpreters();
+    const interpreters = await resolveInterpreters(python);
     const forgetRuns: (() => void)[] = [];
     return {
       workDir,

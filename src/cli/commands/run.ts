@@ -27,6 +27,7 @@ import {
   settingsWithFlags,
 } from "../options.js";
 import { ProgressReporter } from "../progress.js";
+import { choosePython, modulesSuggested } from "../python-choice.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
@@ -100,7 +101,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     ...(flags.expect ? { expect: flags.expect } : {}),
     ...scripted?.input,
   });
-  const settings = settingsWithFlags(
+  const flagged = settingsWithFlags(
     {
       approval: Boolean(flags.approve),
       packages: packagesFromFlags(flags.allowPackage, input.language),
@@ -108,6 +109,9 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     },
     flags,
   );
+  // Which Python runs the programs is settled (and stored) before the run, so resume keeps it.
+  const python = input.language === "python" ? await choosePython(flagged, modulesSuggested(input)) : undefined;
+  const settings = python ? { ...flagged, python: python.python } : flagged;
   // A missing or oversized input is a usage error now, not a failed run after a model call.
   const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
   if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
@@ -134,6 +138,8 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       if (scripted) reporter.warn(scripted.banner);
       reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
+      if (python) reporter.note(python.note);
+      if (python?.warning) reporter.warn(python.warning);
       const ctrlC = abortOnCtrlC();
       try {
         const exitCode = await streamRun(
