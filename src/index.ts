@@ -124,6 +124,13 @@ export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export { checkSandbox, createSandbox } from "./sandbox/index.js";
+export {
+  DATA_MODULES,
+  defaultPython,
+  findPythons,
+  type PythonFound,
+  probePython,
+} from "./sandbox/interpreters.js";
 export type * from "./sandbox/types.js";
 export {
   type AssembledProgram,
@@ -137,6 +144,7 @@ export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.
 export { describeModelEndpoint } from "./tools/model-errors.js";
 export {
   type AgentModels,
+  checkModelConfig,
   createChatModel,
   createModelResolver,
   hasModelConfig,

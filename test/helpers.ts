@@ -1,5 +1,6 @@
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import { fakeModel } from "@langchain/core/testing";
+import type { ArtifactFile, Execution } from "../src/index.js";
 import { messageText } from "../src/tools/tokens.js";
 import { recordingFailures } from "./callback-failures.js";
 
@@ -20,3 +21,24 @@ export function scriptedModel(...replies: Array<string | ((messages: BaseMessage
 }
 
 export const promptText = (messages: BaseMessage[]) => messages.map(messageText).join("\n");
+
+/** A clean execution that left these files under out/ (collected into `folder`, or not kept). */
+export function ranWithArtifacts(
+  files: ArtifactFile[],
+  problems: string[] = [],
+  folder: string | null = null,
+): Execution {
+  return {
+    status: "ok",
+    exitCode: 0,
+    signal: null,
+    stdout: "",
+    stderr: "",
+    truncated: false,
+    durationMs: 1,
+    ran: true,
+    failedInTests: false,
+    progress: null,
+    artifacts: { folder, problems, files },
+  };
+}

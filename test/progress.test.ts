@@ -128,6 +128,41 @@ describe("ProgressReporter off a terminal", () => {
     ]);
   });
 
+  it("says when the LLM review ran and what it concluded", () => {
+    const { reporter, text } = plainReporter();
+    const review = { node: "critic", inputTokens: 200, outputTokens: 20 };
+    const entry = (attempt: number, outcome: string) => ({
+      attempt,
+      node: "generator",
+      codeHash: "h",
+      outcome,
+      tokens: 1,
+    });
+    reporter.update("executor", { attempt: 1, lastRun: run({ durationMs: 40 }) });
+    reporter.update("critic", {
+      critique: { passed: false, summary: "Review: prints nothing; no total", diagnosis: "print it" },
+      usage: [review],
+      history: [entry(1, "ReviewRejected")],
+    });
+    reporter.update("executor", { attempt: 2, lastRun: run({ durationMs: 30 }) });
+    reporter.update("critic", {
+      critique: { passed: true, summary: "ran cleanly", diagnosis: "" },
+      usage: [review],
+      history: [entry(2, "passed")],
+    });
+    reporter.update("executor", { attempt: 3, lastRun: run({ durationMs: 30 }) });
+    reporter.update("critic", {
+      critique: { passed: true, summary: "ran cleanly", diagnosis: "" },
+      history: [entry(3, "passed")],
+    });
+    expect(text().split("\n")).toEqual([
+      "✗ attempt 1  rejected by the LLM review: prints nothing; no total  (40 ms, 220 tokens so far)",
+      "✓ attempt 2  passed, approved by the LLM review  (30 ms, 440 tokens so far)",
+      "✓ attempt 3  passed  (30 ms, 440 tokens so far)",
+      "",
+    ]);
+  });
+
   it("names the repeating error in a stuck run's last line, not its fingerprint", () => {
     const { reporter, text } = plainReporter();
     reporter.finished(

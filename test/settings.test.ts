@@ -20,7 +20,7 @@ describe("settings", () => {
 
   it("names the field in every invalid-value message", () => {
     expect(() => parseSettings({ maxAttempts: 0 })).toThrow(/maxAttempts must be at least 1/);
-    expect(() => parseSettings({ tokenBudget: -1 })).toThrow(/tokenBudget must not be negative/);
+    expect(() => parseSettings({ tokenBudget: -1 })).toThrow(/tokenBudget must be at least 1/);
     expect(() => parseSettings({ sandbox: "vm" })).toThrow(/sandbox/);
     expect(SettingsSchema.safeParse({ temperature: 3 }).success).toBe(false);
   });

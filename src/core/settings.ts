@@ -89,7 +89,8 @@ export const SettingsSchema = z.strictObject({
   tokenBudget: z
     .number({ error: "tokenBudget must be a number" })
     .int("tokenBudget must be a whole number")
-    .min(0, "tokenBudget must not be negative")
+    // No model call fits in 0 tokens: such a run could only end budget_exhausted before its first program.
+    .min(1, "tokenBudget must be at least 1")
     .default(40_000),
   /** How many times in a row one error may repeat before a fresh rewrite, then `stuck`. */
   repeatLimit: z.number().int().min(1, "repeatLimit must be at least 1").default(2),
@@ -143,6 +144,12 @@ export const SettingsSchema = z.strictObject({
    * store's folder (`.selfheal/artifacts`). Null: the state lists them, their bytes are not kept.
    */
   artifactsDir: z.string().min(1).nullable().default(null),
+  /**
+   * The Python that runs programs: a path, or a command looked up on PATH. Null: `$SELFHEAL_PYTHON`,
+   * else python3 on PATH. The bwrap and gVisor sandboxes mount its installation read-only; the
+   * container backend runs its image's own.
+   */
+  python: z.string().trim().min(1, "python must name an interpreter").nullable().default(null),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
   /** Packages the program may import beyond the standard library, installed on first need. */

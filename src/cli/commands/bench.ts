@@ -26,10 +26,9 @@ import {
   verifyDataset,
 } from "../../benchmark/index.js";
 import {
+  checkModelConfig,
   createAgent,
   createSandbox,
-  hasModelConfig,
-  MissingModelConfigError,
   parseSettings,
   type Sandbox,
   type SandboxKind,
@@ -232,8 +231,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     sandbox: flags.sandbox,
   });
   // With --queue the workers call the model, not this process.
-  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !hasModelConfig())
-    throw new MissingModelConfigError();
+  if (!flags.verifyDataset && !flags.simulated && !flags.queue) checkModelConfig();
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
