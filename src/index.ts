@@ -93,6 +93,7 @@ export {
   type VerifierContext,
   verifierNode,
 } from "./graph/extensions.js";
+export { describeStatus, planResume } from "./graph/resume.js";
 export {
   AFTER_CRITIC_TARGETS,
   AFTER_WRITE_TARGETS,
@@ -121,5 +122,15 @@ export {
   hasModelConfig,
   modelRetriesFromEnv,
 } from "./tools/models.js";
+export {
+  ModelCallLog,
+  ModelCallMissError,
+  type ModelCallsMode,
+  RecordedChatModel,
+  type RecordedChatModelFields,
+  type RecordedReply,
+  type RecordedRequest,
+  requestKey,
+} from "./tools/recorded-model.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
 export { countTokens, messageText } from "./tools/tokens.js";

@@ -19,6 +19,7 @@ import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
+import { ModelCallLog, type ModelCallsMode } from "../tools/recorded-model.js";
 import { type AgentExtensions, CORE_NODES, type CoreNodeName, stagedSteps } from "./extensions.js";
 import {
   AFTER_CRITIC_TARGETS,
@@ -39,6 +40,11 @@ export interface AgentOptions extends AgentExtensions {
   sandbox?: Sandbox;
   /** Any LangGraph checkpointer; required for resume and approval. */
   checkpointer?: BaseCheckpointSaver;
+  /**
+   * `{ record: dir }` writes every model request and reply to `dir`; `{ replay: dir }` answers
+   * from it with no model and no network, and a request it does not hold fails the call.
+   */
+  modelCalls?: ModelCallsMode;
 }
 
 /** Sandboxes are made on first use and shared by the runs of one agent. */
@@ -56,7 +62,7 @@ function sandboxProvider(injected?: Sandbox): (kind: SandboxKind) => Sandbox {
 
 export function createNodeDeps(options: AgentOptions = {}): NodeDeps {
   return {
-    resolveModel: createModelResolver(options),
+    resolveModel: createModelResolver(options, options.modelCalls && new ModelCallLog(options.modelCalls)),
     getSandbox: sandboxProvider(options.sandbox),
   };
 }

@@ -37,12 +37,20 @@ import {
   UsageError,
 } from "../../index.js";
 import { type RunTrace, renderRunReport } from "../../report/index.js";
-import { nonNegativeInteger, positiveInteger, sandboxOption, settingDefaults } from "../options.js";
+import {
+  addModelCallOptions,
+  type ModelCallFlags,
+  modelCallsFromFlags,
+  nonNegativeInteger,
+  positiveInteger,
+  sandboxOption,
+  settingDefaults,
+} from "../options.js";
 import { queueRunner } from "../queue-bench.js";
 import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
 
-interface BenchFlags {
+interface BenchFlags extends ModelCallFlags {
   dataset: string;
   datasetDir?: string;
   limit?: number;
@@ -180,6 +188,7 @@ async function benchCommand(
       tasks,
       sandbox,
       ...(simulated ? { models: { model: simulated } } : {}),
+      modelCalls: modelCallsFromFlags(flags),
       ...(runner ? { runner } : {}),
       // With the queue every task is handed out at once: the workers' own concurrency is the limit.
       concurrency: runner ? tasks.length : flags.concurrency,
@@ -232,7 +241,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     sandbox: flags.sandbox,
   });
   // With --queue the workers call the model, not this process.
-  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !hasModelConfig())
+  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !flags.replay && !hasModelConfig())
     throw new MissingModelConfigError();
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
@@ -302,7 +311,7 @@ export function registerBenchCommand(program: Command): Command {
     )
     .addOption(sandboxOption())
     .option("--queue", "hand the tasks to `selfheal worker`s through the queue, and gather the same report");
-  return addQueueOptions(addStoreOptions(command)).action(async (flags: BenchFlags) => {
+  return addQueueOptions(addStoreOptions(addModelCallOptions(command))).action(async (flags: BenchFlags) => {
     try {
       process.exitCode = await runBenchCommand(flags);
     } catch (error) {

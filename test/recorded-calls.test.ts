@@ -1,0 +1,106 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { MemorySaver } from "@langchain/langgraph";
+import { ChatOpenAI } from "@langchain/openai";
+import { afterAll, describe, expect, it } from "vitest";
+import { type AgentState, createAgent, createSandbox, type ModelCallsMode, parseSettings } from "../src/index.js";
+import { fence } from "./helpers.js";
+import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
+import { scratchDir } from "./scratch.js";
+
+// Record a run against the local OpenAI-compatible server, stop the server, replay the run.
+
+const sandbox = createSandbox({ kind: "process" });
+afterAll(() => sandbox.close());
+
+const SECRET = "sk-test-SECRET-0123456789";
+const TASK = "Print bob's score; he may be missing from the table.";
+
+/** Fails once (a real KeyError), then passes: the fixer's prompt carries the traceback. */
+function startScoreStub(): Promise<OpenAIStub> {
+  return startOpenAIStub((request) =>
+    !request.messages.some((message) => message.content.includes("KeyError"))
+      ? {
+          content: fence("scores = {'ann': 3}\nprint('bob scored', scores['bob'])"),
+          usage: { prompt_tokens: 110, completion_tokens: 20 },
+        }
+      : {
+          content: fence("scores = {'ann': 3}\nprint('bob scored', scores.get('bob', 0))"),
+          usage: { prompt_tokens: 160, completion_tokens: 22 },
+        },
+  );
+}
+
+/** What a checkpoint says about the run, without the timings that differ from one execution to the next. */
+function outcomeAt(values: Partial<AgentState>) {
+  return {
+    attempt: values.attempt,
+    status: values.status,
+    code: values.code,
+    history: values.history,
+    errors: values.errors,
+    usage: values.usage,
+    reason: values.reason,
+    stdout: values.lastRun?.stdout,
+  };
+}
+
+async function runAgent(task: string, modelCalls: ModelCallsMode, model?: ChatOpenAI) {
+  const agent = createAgent({ model, sandbox, checkpointer: new MemorySaver(), modelCalls });
+  const config = { configurable: { thread_id: "t" } };
+  const final = await agent.invoke({ task }, { ...config, context: parseSettings({ maxAttempts: 3 }) });
+  const states = [];
+  for await (const snapshot of agent.getStateHistory(config)) states.push(outcomeAt(snapshot.values));
+  return { final, states: states.reverse() };
+}
+
+function filesIn(dir: string): string[] {
+  return readdirSync(dir).map((name) => readFileSync(join(dir, name), "utf8"));
+}
+
+describe("recorded model calls", () => {
+  it("replays a recorded run with the server stopped, checkpoint for checkpoint, and keeps the key out of the files", async () => {
+    const dir = scratchDir("calls");
+    const stub = await startScoreStub();
+    const model = new ChatOpenAI({
+      model: "stub-model",
+      apiKey: SECRET,
+      configuration: { baseURL: stub.url, defaultHeaders: { "X-Team-Token": "team-token-abc" } },
+      maxRetries: 0,
+    });
+    const recorded = await runAgent(TASK, { record: dir }, model);
+    await stub.close();
+    expect(stub.requests).toHaveLength(2);
+    expect(recorded.final).toMatchObject({ status: "passed", attempt: 2 });
+
+    const replayed = await runAgent(TASK, { replay: dir });
+    expect(replayed.states).toEqual(recorded.states);
+    expect(replayed.final.usage).toMatchObject({ inputTokens: 270, outputTokens: 42, calls: 2 });
+
+    const files = filesIn(dir);
+    expect(files).toHaveLength(2);
+    for (const text of files) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain("team-token-abc");
+      expect(text).not.toMatch(/authorization|api_?key/i);
+      expect(JSON.parse(text)).toMatchObject({ request: { model: "gpt-4o-mini" }, replies: [expect.any(Object)] });
+    }
+  });
+
+  it("fails the call with a miss that names the request when the prompt has changed", async () => {
+    const dir = scratchDir("calls");
+    const stub = await startScoreStub();
+    const model = new ChatOpenAI({ model: "stub-model", apiKey: SECRET, configuration: { baseURL: stub.url } });
+    await runAgent(TASK, { record: dir }, model);
+    await stub.close();
+
+    const changed = await runAgent("Print ann's score.", { replay: dir });
+    expect(changed.final.status).toBe("model_error");
+    expect(changed.final.reason).toMatch(
+      new RegExp(
+        `^The generator model call failed: ModelCallMissError: no recorded reply for model request [0-9a-f]{32} in ${dir}: gpt-4o-mini, 2 message\\(s\\), last: ".*Print ann's score\\.`,
+      ),
+    );
+    expect(changed.final.attempt).toBe(0);
+  });
+});
