@@ -90,7 +90,10 @@ describe("the layers of src/", () => {
     write("index.ts", `export { state } from "./core/state.js";\n`);
     write("mcp/index.ts", `export { serve } from "./server.js";\n`);
     write("mcp/server.ts", `import { api } from "../index.js";\nimport { build } from "../graph/build.js";\n`);
-    write("cli/commands/mcp.ts", `import { serve } from "../../mcp/index.js";\nimport { x } from "../../mcp/server.js";\n`);
+    write(
+      "cli/commands/mcp.ts",
+      `import { serve } from "../../mcp/index.js";\nimport { x } from "../../mcp/server.js";\n`,
+    );
     expect(backwardImports(src)).toEqual([
       "cli/commands/mcp.ts -> mcp/server.ts (cli may import entries)",
       "cli/main.ts -> core/state.ts (cli may import entries)",

@@ -75,6 +75,8 @@ export interface McpRunsOptions {
 export class McpRuns {
   private readonly agents = new Map<SandboxKind, Agent>();
   private readonly sandboxes = new Map<SandboxKind, Sandbox>();
+  /** Threads a call of this server is running: the store's lease is per process, so it lets them all through. */
+  private readonly running = new Set<string>();
 
   constructor(private readonly options: McpRunsOptions) {}
 
@@ -165,11 +167,18 @@ export class McpRuns {
   }
 
   private async withLease<T>(threadId: string, use: () => Promise<T>): Promise<T> {
-    const lease = await this.store.lease(threadId);
+    if (this.running.has(threadId))
+      throw new UsageError(`thread ${threadId} is running right now; try again when it stops`);
+    this.running.add(threadId);
     try {
-      return await use();
+      const lease = await this.store.lease(threadId);
+      try {
+        return await use();
+      } finally {
+        await lease.release();
+      }
     } finally {
-      await lease.release();
+      this.running.delete(threadId);
     }
   }
 
