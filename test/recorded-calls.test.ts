@@ -3,6 +3,9 @@ import { join } from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
 import { ChatOpenAI } from "@langchain/openai";
 import { afterAll, describe, expect, it } from "vitest";
+import { loadDataset } from "../src/benchmark/dataset.js";
+import { type BenchmarkReport, runBenchmark } from "../src/benchmark/run.js";
+import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
 import { type AgentState, createAgent, createSandbox, type ModelCallsMode, parseSettings } from "../src/index.js";
 import { fence } from "./helpers.js";
 import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
@@ -103,4 +106,31 @@ describe("recorded model calls", () => {
     );
     expect(changed.final.attempt).toBe(0);
   });
+
+  it("replays a benchmark run with no model: the same report, task for task", async () => {
+    const dir = scratchDir("calls");
+    const tasks = await loadDataset({ taskIds: ["HumanEval/0", "HumanEval/10"] });
+    const simulated = await SimulatedBenchmarkModel.forTasks(tasks, sandbox);
+    const run = (options: { models?: { model: SimulatedBenchmarkModel }; modelCalls: ModelCallsMode }) =>
+      runBenchmark({
+        tasks,
+        sandbox,
+        ...options,
+        modelLabel: { name: "simulated", simulated: true, label: SIMULATED_MODEL_LABEL },
+        dataset: "humaneval",
+      });
+    const withoutTimes = ({ wallMs: _wall, perTask, ...rest }: BenchmarkReport) => ({
+      ...rest,
+      perTask: perTask.map(({ wallMs: _taskWall, ...outcome }) => outcome),
+    });
+    const recorded = await run({ models: { model: simulated }, modelCalls: { record: dir } });
+    // Each task fails once on its mutant and is repaired: two calls a task, all recorded.
+    expect(recorded.perTask.map((task) => [task.taskId, task.status, task.attempts])).toEqual([
+      ["HumanEval/0", "passed", 2],
+      ["HumanEval/10", "passed", 2],
+    ]);
+    expect(readdirSync(dir)).toHaveLength(4);
+    const replayed = await run({ modelCalls: { replay: dir } });
+    expect(withoutTimes(replayed)).toEqual(withoutTimes(recorded));
+  }, 120_000);
 });

@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { McpRuns, serveHttp, serveStdio } from "../../mcp/index.js";
 import { openRunStore, resolveStoreLocation } from "../../store/index.js";
 import { addModelCallOptions, type ModelCallFlags, modelCallsFromFlags, positiveInteger } from "../options.js";
 import { addStoreOptions, type StoreFlags } from "../session.js";
@@ -30,6 +29,8 @@ function untilStopped(): Promise<void> {
  * clients until SIGINT or SIGTERM. Stdout belongs to the protocol: every note goes to stderr.
  */
 async function serveMcp(flags: McpFlags, version: string): Promise<number> {
+  // Loaded here, not with the CLI: no other command should pay for the MCP SDK at start-up.
+  const { McpRuns, serveHttp, serveStdio } = await import("../../mcp/index.js");
   const store = await openRunStore(resolveStoreLocation(flags));
   const runs = new McpRuns({ store, modelCalls: modelCallsFromFlags(flags) });
   try {
