@@ -79,6 +79,7 @@ export {
   buildAgentGraph,
   createAgent,
   createNodeDeps,
+  type IntrospectedDeclaration,
   recursionLimitFor,
   withSettings,
 } from "./graph/build.js";
@@ -102,7 +103,7 @@ export {
   routeTowardsExecution,
   TOWARDS_EXECUTION_TARGETS,
 } from "./graph/routes.js";
-export { graph } from "./graph/studio.js";
+export { graph, registeredState, studioDeclaration } from "./graph/studio.js";
 export { type ApprovalDecision, ApprovalDecisionSchema, type ApprovalRequest, approvalNode } from "./nodes/approval.js";
 export { createCriticNode, judgeRun, scoreAttempt } from "./nodes/critic.js";
 export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";

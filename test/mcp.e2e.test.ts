@@ -30,6 +30,7 @@ const SLOW = "import time\nprint('started', flush=True)\ntime.sleep(3)\nprint('f
 function answer(request: StubRequest) {
   const prompt = request.messages.map((message) => message.content).join("\n");
   if (prompt.includes("slowly")) return { content: fence(SLOW), usage: { prompt_tokens: 50, completion_tokens: 10 } };
+  if (prompt.includes("5000 lines")) return { content: fence("for i in range(5000):\n    print(f'line {i}')") };
   return prompt.includes("KeyError")
     ? { content: fence(FIXED), usage: { prompt_tokens: 160, completion_tokens: 22 } }
     : { content: fence(BROKEN), usage: { prompt_tokens: 110, completion_tokens: 20 } };
@@ -169,6 +170,15 @@ describe("selfheal mcp over stdio", () => {
     });
     expect((await client.listTools()).tools).toHaveLength(4);
   });
+
+  it("sends the first 200 lines of a program that prints 5000, and says how many more there were", async () => {
+    heard.logs.length = 0;
+    const result = await call(client, "solve", { task: "Print 5000 lines.", settings: { sandbox: "process" } });
+    expect(result.structuredContent, textOf(result)).toMatchObject({ status: "passed", attempts: 1 });
+    const lines = heard.logs.flatMap((data) => (typeof data === "object" && data && "line" in data ? [data.line] : []));
+    expect(lines).toEqual(Array.from({ length: 200 }, (_, index) => `line ${index}`));
+    expect(heard.logs).toContain("attempt 1: 4800 more line(s) of output not sent");
+  }, 240_000);
 
   it("stops a run the client cancels, keeps its checkpoints, and resumes it", async () => {
     const controller = new AbortController();

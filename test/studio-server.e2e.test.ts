@@ -189,6 +189,12 @@ describe("the LangGraph server (what Studio talks to)", () => {
       sandbox: { default: "auto", enum: ["auto", "bwrap", "process", "container", "gvisor"] },
     });
     expect(schemas.config_schema).toEqual(schemas.context_schema);
+
+    // The example graph with an extra node is declared the same way (studioDeclaration()).
+    const [example] = await client.assistants.search({ graphId: "selfheal-static-check" });
+    const exampleSchemas = await client.assistants.getSchemas(example!.assistant_id);
+    expect(exampleSchemas.context_schema).toEqual(schemas.context_schema);
+    expect(exampleSchemas.input_schema).toEqual(schemas.input_schema);
   });
 
   it("runs with the settings of an assistant made from the SDK", async () => {

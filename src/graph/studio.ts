@@ -3,7 +3,7 @@ import { registry } from "@langchain/langgraph/zod";
 import { type ZodType, z } from "zod";
 import { SettingsSchema } from "../core/settings.js";
 import { RunInputSchema, State } from "../core/state.js";
-import { createAgent } from "./build.js";
+import { createAgent, type IntrospectedDeclaration } from "./build.js";
 
 /**
  * The state as a zod object, field for field from the one StateSchema: each reduced field carries
@@ -29,10 +29,18 @@ export function registeredState() {
 }
 
 /**
+ * How a graph served to Studio is declared: `createAgent(options, studioDeclaration())` gives any
+ * agent (one with extensions too) Studio's input form and settings form.
+ */
+export function studioDeclaration(): IntrospectedDeclaration {
+  return { state: registeredState(), input: RunInputSchema, context: SettingsSchema };
+}
+
+/**
  * The graph langgraph.json serves to LangGraph Studio and the dev server: the same agent, built
  * without a checkpointer because the server brings its own. Its input is what a person gives
  * (task, language, tests, inputs, expect), and its context schema is the run settings, so Studio
  * offers a form for them with their defaults and bounds. Importing it needs no API key; the
  * model is built at the first call.
  */
-export const graph = createAgent({}, { state: registeredState(), input: RunInputSchema, context: SettingsSchema });
+export const graph = createAgent({}, studioDeclaration());

@@ -4,11 +4,18 @@ import { pathToFileURL } from "node:url";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult, ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { ApprovalDecisionSchema, formatIssues, type KeptArtifacts, RunInputSchema } from "../index.js";
+import { ApprovalDecisionSchema, formatIssues, type KeptArtifacts, LIVE_LINE_CHARS, RunInputSchema } from "../index.js";
 import { ClientSettingsSchema, type McpRuns, type RunListener, type RunOutcome } from "./runs.js";
 
 /** Files bigger than this come back as a link to the file, not as its bytes. */
 export const MAX_INLINE_ARTIFACT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Lines of one attempt's output sent as log messages, each cut to LIVE_LINE_CHARS: a program that
+ * prints a million lines must not send the client a million notifications. The rest are counted
+ * in one message when the attempt ends; the result's history and `run_history` tell the outcome.
+ */
+export const MAX_LIVE_LINES_PER_ATTEMPT = 200;
 
 type Content = CallToolResult["content"][number];
 
@@ -27,8 +34,20 @@ interface CallContext {
 function listenerFor(call: CallContext): RunListener {
   const token = call._meta?.progressToken;
   const send = (notification: ServerNotification) => call.sendNotification(notification).catch(() => undefined);
+  const linesSent = new Map<number, number>();
   return {
     async attemptEnded({ attempt, maxAttempts, passed, summary }) {
+      const withheld = (linesSent.get(attempt) ?? 0) - MAX_LIVE_LINES_PER_ATTEMPT;
+      if (withheld > 0) {
+        await send({
+          method: "notifications/message",
+          params: {
+            level: "info",
+            logger: "selfheal.output",
+            data: `attempt ${attempt}: ${withheld} more line(s) of output not sent`,
+          },
+        });
+      }
       const message = `attempt ${attempt}: ${passed ? "passed" : summary}`;
       if (token !== undefined) {
         await send({
@@ -39,9 +58,16 @@ function listenerFor(call: CallContext): RunListener {
       await send({ method: "notifications/message", params: { level: "info", logger: "selfheal", data: message } });
     },
     async output({ attempt, stream, line }) {
+      const sent = (linesSent.get(attempt) ?? 0) + 1;
+      linesSent.set(attempt, sent);
+      if (sent > MAX_LIVE_LINES_PER_ATTEMPT) return;
       await send({
         method: "notifications/message",
-        params: { level: "info", logger: "selfheal.output", data: { attempt, stream, line } },
+        params: {
+          level: "info",
+          logger: "selfheal.output",
+          data: { attempt, stream, line: line.slice(0, LIVE_LINE_CHARS) },
+        },
       });
     },
   };
