@@ -13,7 +13,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN, cleanEnv, runCli, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
-import { type OpenAIStub, type StubRequest, startOpenAIStub } from "./openai-stub.js";
+import { type OpenAIStub, type StubAnswer, type StubRequest, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 
 // `selfheal mcp` as an MCP client sees it: the real binary, spoken to by the SDK's own client over
@@ -26,9 +26,15 @@ const BROKEN = "scores = {'ann': 3}\nprint('bob scored', scores['bob'])";
 const FIXED = `import base64, os\nscores = {'ann': 3}\nprint('bob scored', scores.get('bob', 0))\nos.makedirs('out', exist_ok=True)\nopen('out/chart.png', 'wb').write(base64.b64decode('${PNG}'))`;
 const SLOW = "import time\nprint('started', flush=True)\ntime.sleep(3)\nprint('finished')";
 
-/** Fails once with a real KeyError, then passes; a task that says "slowly" gets a program that takes a while. */
-function answer(request: StubRequest) {
+let flakyCalls = 0;
+
+/**
+ * Fails once with a real KeyError, then passes; a task that says "slowly" gets a program that
+ * takes a while, one that says "flaky" a server error on its first call.
+ */
+function answer(request: StubRequest): StubAnswer {
   const prompt = request.messages.map((message) => message.content).join("\n");
+  if (prompt.includes("flaky") && flakyCalls++ === 0) return { status: 500, message: "the stub fell over" };
   if (prompt.includes("slowly")) return { content: fence(SLOW), usage: { prompt_tokens: 50, completion_tokens: 10 } };
   if (prompt.includes("5000 lines")) return { content: fence("for i in range(5000):\n    print(f'line {i}')") };
   return prompt.includes("KeyError")
@@ -178,6 +184,45 @@ describe("selfheal mcp over stdio", () => {
     const lines = heard.logs.flatMap((data) => (typeof data === "object" && data && "line" in data ? [data.line] : []));
     expect(lines).toEqual(Array.from({ length: 200 }, (_, index) => `line ${index}`));
     expect(heard.logs).toContain("attempt 1: 4800 more line(s) of output not sent");
+  }, 240_000);
+
+  it("pauses a run that asks for approval, and runs the program a decision gives it", async () => {
+    const paused = await call(client, "solve", { task: TASK, settings: { sandbox: "process", approval: true } });
+    expect(paused.structuredContent, textOf(paused)).toMatchObject({
+      status: "awaiting_approval",
+      awaitingApproval: { attempt: 1, code: BROKEN },
+    });
+    const threadId = (paused.structuredContent as { threadId: string }).threadId;
+    const undecided = await call(client, "resume", { threadId });
+    expect(undecided).toMatchObject({ isError: true });
+    expect(textOf(undecided)).toBe(
+      `thread ${threadId} is waiting for approval: give a decision (approve, reject or edit)`,
+    );
+    const edited = await call(client, "resume", {
+      threadId,
+      decision: { action: "edit", code: "print('edited over MCP')" },
+    });
+    expect(edited.structuredContent, textOf(edited)).toMatchObject({
+      status: "passed",
+      attempts: 1,
+      code: "print('edited over MCP')",
+    });
+  }, 240_000);
+
+  it("resumes a run that stopped on a model error once the server answers", async () => {
+    const failed = await call(client, "solve", { task: "Print a flaky greeting.", settings: { sandbox: "process" } });
+    expect(failed.structuredContent, textOf(failed)).toMatchObject({ status: "model_error", attempts: 0 });
+    const threadId = (failed.structuredContent as { threadId: string }).threadId;
+    const resumed = await call(client, "resume", { threadId });
+    // The stub's next answer for this task is the KeyError program, then its fix.
+    expect(resumed.structuredContent, textOf(resumed)).toMatchObject({ status: "passed", attempts: 2 });
+    const again = await call(client, "resume", { threadId });
+    expect(again).toMatchObject({
+      isError: true,
+      content: [
+        { type: "text", text: `thread ${threadId} already ended: passed; start a new run with the solve tool` },
+      ],
+    });
   }, 240_000);
 
   it("stops a run the client cancels, keeps its checkpoints, and resumes it", async () => {
