@@ -190,7 +190,7 @@ describe("selfheal mcp over stdio", () => {
     const paused = await call(client, "solve", { task: TASK, settings: { sandbox: "process", approval: true } });
     expect(paused.structuredContent, textOf(paused)).toMatchObject({
       status: "awaiting_approval",
-      awaitingApproval: { attempt: 1, code: BROKEN },
+      awaitingApproval: { attempt: 1, code: `${BROKEN}\n` },
     });
     const threadId = (paused.structuredContent as { threadId: string }).threadId;
     const undecided = await call(client, "resume", { threadId });

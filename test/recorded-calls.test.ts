@@ -1,12 +1,22 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { HumanMessage } from "@langchain/core/messages";
 import { MemorySaver } from "@langchain/langgraph";
 import { ChatOpenAI } from "@langchain/openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadDataset } from "../src/benchmark/dataset.js";
 import { type BenchmarkReport, runBenchmark } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
-import { type AgentState, createAgent, createSandbox, type ModelCallsMode, parseSettings } from "../src/index.js";
+import {
+  type AgentState,
+  createAgent,
+  createSandbox,
+  ModelCallLog,
+  type ModelCallsMode,
+  parseSettings,
+  RecordedChatModel,
+  ScriptedChatModel,
+} from "../src/index.js";
 import { fence } from "./helpers.js";
 import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
@@ -133,4 +143,27 @@ describe("recorded model calls", () => {
     const replayed = await run({ modelCalls: { replay: dir } });
     expect(withoutTimes(replayed)).toEqual(withoutTimes(recorded));
   }, 120_000);
+
+  it("answers a request asked again with its next recorded reply, and misses past the last", async () => {
+    const dir = scratchDir("calls");
+    const asked = [new HumanMessage("Say something.")];
+    const recorder = new RecordedChatModel({
+      log: new ModelCallLog({ record: dir }),
+      inner: new ScriptedChatModel(["first", "second"]),
+      model: "m",
+      temperature: 0,
+    });
+    expect([(await recorder.invoke(asked)).content, (await recorder.invoke(asked)).content]).toEqual([
+      "first",
+      "second",
+    ]);
+    expect(readdirSync(dir)).toHaveLength(1);
+
+    const player = new RecordedChatModel({ log: new ModelCallLog({ replay: dir }), model: "m", temperature: 0 });
+    expect([(await player.invoke(asked)).content, (await player.invoke(asked)).content]).toEqual(["first", "second"]);
+    await expect(player.invoke(asked)).rejects.toThrow(/\(asked 3 times, recorded fewer\)/);
+    // Another temperature is another request.
+    const warmer = new RecordedChatModel({ log: new ModelCallLog({ replay: dir }), model: "m", temperature: 1 });
+    await expect(warmer.invoke(asked)).rejects.toThrow(/^no recorded reply for model request [0-9a-f]{32} in /);
+  });
 });

@@ -174,11 +174,12 @@ export interface ModelCallFlags {
 export function addModelCallOptions(command: Command): Command {
   return command
     .addOption(
-      new Option("--record <dir>", "write every model request and reply of the run to DIR")
-        .env("SELFHEAL_RECORD")
-        .conflicts("replay"),
+      new Option("--record <dir>", "write every model request and reply of the run to DIR").env("SELFHEAL_RECORD"),
     )
-    .option("--replay <dir>", "answer every model request from a folder --record wrote, with no model and no network");
+    .option(
+      "--replay <dir>",
+      "answer every model request from a folder --record wrote, with no model and no network (it wins over --record)",
+    );
 }
 
 /** The `modelCalls` agent option the flags ask for, if any; a replay folder that is not there is a usage error. */

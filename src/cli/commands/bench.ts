@@ -158,6 +158,11 @@ async function withRunner<T>(flags: BenchFlags, use: (runner?: TaskRunner) => Pr
   if (flags.simulated) {
     throw new UsageError("--simulated cannot be used with --queue: the workers build their model from the environment");
   }
+  if (flags.record || flags.replay) {
+    throw new UsageError(
+      "--record and --replay cannot be used with --queue: the workers call the model, not this process",
+    );
+  }
   const location = resolveQueueLocation(flags);
   return withStore(flags, (store) =>
     withQueue(location, { supervise: false }, (queue) =>
