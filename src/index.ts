@@ -93,6 +93,7 @@ export {
   buildAgentGraph,
   createAgent,
   createNodeDeps,
+  type IntrospectedDeclaration,
   recursionLimitFor,
   withSettings,
 } from "./graph/build.js";
@@ -107,6 +108,7 @@ export {
   type VerifierContext,
   verifierNode,
 } from "./graph/extensions.js";
+export { describeStatus, planResume } from "./graph/resume.js";
 export {
   AFTER_CRITIC_TARGETS,
   AFTER_WRITE_TARGETS,
@@ -115,7 +117,7 @@ export {
   routeTowardsExecution,
   TOWARDS_EXECUTION_TARGETS,
 } from "./graph/routes.js";
-export { graph } from "./graph/studio.js";
+export { graph, registeredState, studioDeclaration } from "./graph/studio.js";
 export { type ApprovalDecision, ApprovalDecisionSchema, type ApprovalRequest, approvalNode } from "./nodes/approval.js";
 export { createCriticNode, judgeRun } from "./nodes/critic.js";
 export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
@@ -150,5 +152,15 @@ export {
   hasModelConfig,
   modelRetriesFromEnv,
 } from "./tools/models.js";
+export {
+  ModelCallLog,
+  ModelCallMissError,
+  type ModelCallsMode,
+  RecordedChatModel,
+  type RecordedChatModelFields,
+  type RecordedReply,
+  type RecordedRequest,
+  requestKey,
+} from "./tools/recorded-model.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
 export { countTokens, messageText } from "./tools/tokens.js";

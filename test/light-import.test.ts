@@ -74,4 +74,10 @@ describe("the package entries", () => {
     expect(loaded).toContain("@langchain/langgraph");
     for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
   });
+
+  it("load the MCP SDK only with the mcp entry, not with the agent or the CLI", () => {
+    expect(packagesLoadedBy("./src/index.ts")).not.toContain("@modelcontextprotocol/sdk");
+    expect(packagesLoadedBy("./src/cli/main.ts")).not.toContain("@modelcontextprotocol/sdk");
+    expect(packagesLoadedBy("./src/mcp/index.ts")).toContain("@modelcontextprotocol/sdk");
+  });
 });

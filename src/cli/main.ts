@@ -7,6 +7,7 @@ import { registerCancelCommand } from "./commands/cancel.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerHistoryCommand } from "./commands/history.js";
+import { registerMcpCommand } from "./commands/mcp.js";
 import { registerReportCommand } from "./commands/report.js";
 import { registerResumeCommand } from "./commands/resume.js";
 import { registerRunCommand } from "./commands/run.js";
@@ -55,6 +56,7 @@ export function buildProgram(): Command {
   registerDemoCommand(program);
   registerBenchCommand(program);
   registerDoctorCommand(program);
+  registerMcpCommand(program, packageVersion());
   pointToHelp(program, "selfheal");
   return program;
 }

@@ -8,6 +8,7 @@ import {
   type StateDefinitionInit,
   StateGraph,
 } from "@langchain/langgraph";
+import type { ZodObject } from "zod";
 import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
 import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
@@ -20,6 +21,7 @@ import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
+import { ModelCallLog, type ModelCallsMode } from "../tools/recorded-model.js";
 import { type AgentExtensions, CORE_NODES, type CoreNodeName, stagedSteps } from "./extensions.js";
 import {
   AFTER_CRITIC_TARGETS,
@@ -40,6 +42,11 @@ export interface AgentOptions extends AgentExtensions {
   sandbox?: Sandbox;
   /** Any LangGraph checkpointer; required for resume and approval. */
   checkpointer?: BaseCheckpointSaver;
+  /**
+   * `{ record: dir }` writes every model request and reply to `dir`; `{ replay: dir }` answers
+   * from it with no model and no network, and a request it does not hold fails the call.
+   */
+  modelCalls?: ModelCallsMode;
 }
 
 /** Sandboxes are made on first use and shared by the runs of one agent. */
@@ -57,7 +64,7 @@ function sandboxProvider(injected?: Sandbox): (kind: SandboxKind) => Sandbox {
 
 export function createNodeDeps(options: AgentOptions = {}): NodeDeps {
   return {
-    resolveModel: createModelResolver(options),
+    resolveModel: createModelResolver(options, options.modelCalls && new ModelCallLog(options.modelCalls)),
     getSandbox: sandboxProvider(options.sandbox),
   };
 }
@@ -84,12 +91,44 @@ export function recursionLimitFor(extraSteps: number): number {
 }
 
 /**
+ * How the graph is declared where the dev server introspects it (see studio.ts): the same state as
+ * a zod object whose reducers sit in LangGraph's zod registry, the input a person gives, and the
+ * settings as the context schema.
+ */
+export interface IntrospectedDeclaration {
+  state: ZodObject;
+  input: ZodObject;
+  context: ZodObject;
+}
+
+/** The graph's builder, declared from the StateSchema, or from `declaration` where one is given. */
+function declareGraph(declaration?: IntrospectedDeclaration) {
+  type Builder = StateGraph<
+    typeof State,
+    AgentState,
+    AgentUpdate,
+    typeof START,
+    typeof State,
+    typeof State,
+    ContextChannels
+  >;
+  if (!declaration) return new StateGraph(State) as Builder;
+  // The zod declaration builds the same channels (reducers and defaults) as State; its static type
+  // stays State's, the one the nodes are written against, since a zod object's inferred type would
+  // lose the reducers' update types.
+  return new StateGraph(declaration.state, {
+    input: declaration.input,
+    context: declaration.context,
+  }) as unknown as Builder;
+}
+
+/**
  * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
  * [after steps] -> critic -> fixer | generator (a fresh rewrite) | finish -> END; a writer that
  * stops the run (budget, model error) goes to finish too. Add nodes, edges or a
  * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
  */
-export function buildAgentGraph(options: AgentOptions = {}) {
+export function buildAgentGraph(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
   const deps = createNodeDeps(options);
   const core: Record<CoreNodeName, AgentNode> = {
     generator: createGeneratorNode(deps),
@@ -103,9 +142,7 @@ export function buildAgentGraph(options: AgentOptions = {}) {
   const { before, after } = stagedSteps(options, deps);
 
   const graph = widenNodeNames(
-    new StateGraph<typeof State, AgentState, AgentUpdate, typeof START, typeof State, typeof State, ContextChannels>(
-      State,
-    )
+    declareGraph(declaration)
       .addNode("generator", node("generator"))
       .addNode("approval", node("approval"))
       .addNode("executor", node("executor"))
@@ -160,8 +197,8 @@ function chain(graph: { addEdge(from: string, to: string): unknown }, names: str
  * A compiled selfheal agent: `invoke({ task }, { context: { maxAttempts: 3 }, configurable: { thread_id } })`.
  * Its recursion limit fits every valid setting and every extra step, so callers never set one.
  */
-export function createAgent(options: AgentOptions = {}) {
-  const graph = buildAgentGraph(options);
+export function createAgent(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
+  const graph = buildAgentGraph(options, declaration);
   // Counted from the built graph, so the limit follows whatever steps the extensions added.
   const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length;
   return graph

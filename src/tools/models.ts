@@ -5,6 +5,7 @@ import { InvalidSettingsError, MissingModelConfigError } from "../core/errors.js
 import { modelTimeoutFromEnv } from "../core/settings.js";
 import type { ModelCallUsage } from "../core/state.js";
 import { idleBoundedFetch, inspectingFetch, isEmptyStreamError } from "./model-errors.js";
+import { type ModelCallLog, RecordedChatModel } from "./recorded-model.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 
 export type ModelRole = "generator" | "fixer" | "strongFixer" | "critic";
@@ -129,6 +130,9 @@ export function withRequestLimits(
   model: BaseChatModel,
   limits: Pick<CallLimits, "outputCap" | "timeoutMs"> & { disableStreaming?: boolean },
 ): BaseChatModel {
+  // A recorder stays outermost, so it keys and records the call as the limited model makes it.
+  if (model instanceof RecordedChatModel)
+    return model.limitedTo(model.inner && withRequestLimits(model.inner, limits), limits.outputCap);
   if (!("maxTokens" in model)) return model;
   const Model = model.constructor as new (fields: Record<string, unknown>) => CappableModel;
   const timeout =
@@ -267,11 +271,29 @@ export interface ModelSettings {
   modelTimeoutMs: number;
 }
 
+/** The model name and temperature the settings give a role, whether its model is injected or built. */
+function roleModel(role: ModelRole, settings: ModelSettings): { model: string; temperature: number } {
+  switch (role) {
+    case "generator":
+      return { model: settings.model, temperature: settings.temperature };
+    case "fixer":
+      return { model: settings.fixerModel ?? settings.model, temperature: settings.temperature };
+    case "strongFixer":
+      return {
+        model: settings.strongFixerModel ?? settings.fixerModel ?? settings.model,
+        temperature: settings.temperature,
+      };
+    case "critic":
+      return { model: settings.criticModel ?? settings.model, temperature: 0 };
+  }
+}
+
 /**
  * Resolves the chat model for a role: an injected model first, else one built from the
- * environment by name. Built models are cached, so a run reuses one client per name.
+ * environment by name. Built models are cached, so a run reuses one client per name. With a log of
+ * model calls, every model is wrapped to record its calls; when replaying, none is built at all.
  */
-export function createModelResolver(injected: AgentModels = {}) {
+export function createModelResolver(injected: AgentModels = {}, calls?: ModelCallLog) {
   const built = new Map<string, BaseChatModel>();
   const build = (name: string, temperature: number, timeoutMs: number) => {
     const key = `${name}@${temperature}@${timeoutMs}`;
@@ -299,6 +321,12 @@ export function createModelResolver(injected: AgentModels = {}) {
         return injected.criticModel ?? fallback ?? byName(settings.criticModel ?? settings.model, 0);
     }
   };
-  return resolve;
+  if (!calls) return resolve;
+  return (role: ModelRole, settings: ModelSettings): BaseChatModel =>
+    new RecordedChatModel({
+      log: calls,
+      ...roleModel(role, settings),
+      ...(calls.mode === "record" ? { inner: resolve(role, settings) } : {}),
+    });
 }
 export type ModelResolver = ReturnType<typeof createModelResolver>;

@@ -36,12 +36,20 @@ import {
   UsageError,
 } from "../../index.js";
 import { type RunTrace, renderRunReport } from "../../report/index.js";
-import { nonNegativeInteger, positiveInteger, sandboxOption, settingDefaults } from "../options.js";
+import {
+  addModelCallOptions,
+  type ModelCallFlags,
+  modelCallsFromFlags,
+  nonNegativeInteger,
+  positiveInteger,
+  sandboxOption,
+  settingDefaults,
+} from "../options.js";
 import { queueRunner } from "../queue-bench.js";
 import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
 
-interface BenchFlags {
+interface BenchFlags extends ModelCallFlags {
   dataset: string;
   datasetDir?: string;
   limit?: number;
@@ -149,6 +157,11 @@ async function withRunner<T>(flags: BenchFlags, use: (runner?: TaskRunner) => Pr
   if (flags.simulated) {
     throw new UsageError("--simulated cannot be used with --queue: the workers build their model from the environment");
   }
+  if (flags.record || flags.replay) {
+    throw new UsageError(
+      "--record and --replay cannot be used with --queue: the workers call the model, not this process",
+    );
+  }
   const location = resolveQueueLocation(flags);
   return withStore(flags, (store) =>
     withQueue(location, { supervise: false }, (queue) =>
@@ -179,6 +192,7 @@ async function benchCommand(
       tasks,
       sandbox,
       ...(simulated ? { models: { model: simulated } } : {}),
+      modelCalls: modelCallsFromFlags(flags),
       ...(runner ? { runner } : {}),
       // With the queue every task is handed out at once: the workers' own concurrency is the limit.
       concurrency: runner ? tasks.length : flags.concurrency,
@@ -231,7 +245,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     sandbox: flags.sandbox,
   });
   // With --queue the workers call the model, not this process.
-  if (!flags.verifyDataset && !flags.simulated && !flags.queue) checkModelConfig();
+  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !flags.replay) checkModelConfig();
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
@@ -300,7 +314,7 @@ export function registerBenchCommand(program: Command): Command {
     )
     .addOption(sandboxOption())
     .option("--queue", "hand the tasks to `selfheal worker`s through the queue, and gather the same report");
-  return addQueueOptions(addStoreOptions(command)).action(async (flags: BenchFlags) => {
+  return addQueueOptions(addStoreOptions(addModelCallOptions(command))).action(async (flags: BenchFlags) => {
     try {
       process.exitCode = await runBenchCommand(flags);
     } catch (error) {

@@ -18,9 +18,12 @@ import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { scriptedDemoModelFor } from "../data-demo-model.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
 import {
+  addModelCallOptions,
   addOutputOptions,
   addReportOption,
   addSettingOptions,
+  type ModelCallFlags,
+  modelCallsFromFlags,
   type SettingFlags,
   settingsWithFlags,
 } from "../options.js";
@@ -41,7 +44,7 @@ import {
 import { type ApprovalHandler, checkOutputFile, EXIT, streamRun, summarizeRun } from "../stream-run.js";
 import { reportAtEnd } from "./report.js";
 
-export interface ResumeFlags extends StoreFlags, SettingFlags {
+export interface ResumeFlags extends StoreFlags, SettingFlags, ModelCallFlags {
   approve?: boolean;
   reject?: string;
   edit?: string;
@@ -106,10 +109,11 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
     const record = await store.getRun(threadId);
     // A demo run is resumed with the same scripted model; any other needs a configured one.
     const scripted = record?.settings.model === DEMO_MODEL_NAME && !flags.model;
-    if (!scripted) checkModelConfig();
+    if (!scripted && !flags.replay) checkModelConfig();
     const agent = createAgent({
       model: scripted ? scriptedDemoModelFor(record?.task) : undefined,
       checkpointer: store.checkpointer,
+      modelCalls: modelCallsFromFlags(flags),
     });
     if (!(await threadExists(store, threadId))) throw noSuchRunError(threadId, store.location);
     if (!record) reporter.note(`thread ${threadId} was not started by the CLI: resuming it with default settings`);
@@ -259,7 +263,7 @@ export function registerResumeCommand(program: Command): void {
       "time travel: fork the run from this checkpoint (see `selfheal history`) into a new thread",
     )
     .option("--thread <id>", "with --from: the new thread's id (default: a new random id)");
-  addOutputOptions(addSettingOptions(command));
+  addModelCallOptions(addOutputOptions(addSettingOptions(command)));
   addStoreOptions(addReportOption(command)).action(async (threadId: string, flags: ResumeFlags) => {
     process.exitCode = await resumeRun(threadId, flags);
   });

@@ -19,9 +19,13 @@ import { artifactsFolder, describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
 import {
+  addModelCallOptions,
   addOutputOptions,
   addReportOption,
   addSettingOptions,
+  describeModelCalls,
+  type ModelCallFlags,
+  modelCallsFromFlags,
   packagesFromFlags,
   type SettingFlags,
   settingsWithFlags,
@@ -49,7 +53,7 @@ function validateInput(input: unknown): ReturnType<typeof RunInputSchema.parse> 
   return result.data;
 }
 
-export interface RunFlags extends SettingFlags, StoreFlags {
+export interface RunFlags extends SettingFlags, StoreFlags, ModelCallFlags {
   language: string;
   tests?: string;
   approve?: boolean;
@@ -116,7 +120,9 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
   if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
   if (flags.artifacts) checkArtifactsDir(flags.artifacts);
-  if (!scripted) checkModelConfig();
+  // A replay answers from its folder: no model is built.
+  const modelCalls = modelCallsFromFlags(flags);
+  if (!scripted && !flags.replay) checkModelConfig();
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
@@ -136,14 +142,20 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       await store.saveRun({ threadId, task: input.task, settings: stored, createdAt: new Date().toISOString() });
       const reporter = new ProgressReporter();
       if (scripted) reporter.warn(scripted.banner);
-      reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
+      if (!flags.replay) reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
+      const calls = describeModelCalls(flags);
+      if (calls) reporter.note(calls);
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       if (python) reporter.note(python.note);
       if (python?.warning) reporter.warn(python.warning);
       const ctrlC = abortOnCtrlC();
       try {
         const exitCode = await streamRun(
-          createAgent({ model: scripted?.model, checkpointer: store.checkpointer }),
+          createAgent({
+            model: scripted?.model,
+            checkpointer: store.checkpointer,
+            modelCalls,
+          }),
           input,
           stored,
           {
@@ -187,6 +199,7 @@ export function registerRunCommand(program: Command): void {
       .option("--approve", "pause before each execution for a person to approve, reject or edit the program")
       .option("--thread <id>", "thread id for this run (default: a new random id)"),
   );
+  addModelCallOptions(command);
   addStoreOptions(addReportOption(command)).action(async (task: string, flags: RunFlags) => {
     process.exitCode = await startRun(task, flags);
   });

@@ -1,6 +1,5 @@
-import type { StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
-import { type Agent, type AgentState, createAgent } from "../../index.js";
+import { type Agent, type AgentState, createAgent, describeStatus } from "../../index.js";
 import { type QueuedRun, readQueuedRuns } from "../../queue/index.js";
 import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
 import { positiveInteger } from "../options.js";
@@ -23,12 +22,7 @@ export interface RunRow {
   queue?: Omit<QueuedRun, "threadId" | "output">;
 }
 
-export function describeStatus(snapshot: StateSnapshot): string {
-  const values: Partial<AgentState> = snapshot.values;
-  if (snapshot.tasks.some((task) => task.interrupts.length > 0)) return "awaiting approval";
-  if (values.status && values.status !== "running") return values.status;
-  return snapshot.next.length > 0 ? `unfinished (next: ${snapshot.next.join(", ")})` : (values.status ?? "empty");
-}
+export { describeStatus };
 
 /**
  * Every thread in the store: the ones the CLI started or forked, and any other run a program

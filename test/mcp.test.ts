@@ -1,0 +1,98 @@
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ScriptedChatModel } from "../src/index.js";
+import { createMcpServer, McpRuns } from "../src/mcp/index.js";
+import { artifactsFolder, openRunStore, type RunStore } from "../src/store/index.js";
+import { fence } from "./helpers.js";
+import { scratchDir } from "./scratch.js";
+
+// The MCP tools in one process, over the SDK's in-memory transport; the model is scripted.
+// test/mcp.e2e.test.ts drives the real `selfheal mcp` over stdio and HTTP.
+
+const opened: Array<{ store: RunStore; runs: McpRuns; client: Client }> = [];
+afterEach(async () => {
+  vi.unstubAllEnvs();
+  for (const { store, runs, client } of opened.splice(0)) {
+    await client.close();
+    await runs.close();
+    await store.close();
+  }
+});
+
+async function connect(model?: ScriptedChatModel) {
+  const store = await openRunStore({ kind: "sqlite", path: join(scratchDir("mcp"), "runs.db") });
+  const runs = new McpRuns({ store, model });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await createMcpServer(runs, { version: "test" }).connect(serverSide);
+  const client = new Client({ name: "test", version: "1" });
+  await client.connect(clientSide);
+  opened.push({ store, runs, client });
+  return { store, client };
+}
+
+const solve = async (client: Client, args: Record<string, unknown>) =>
+  (await client.callTool({ name: "solve", arguments: args })) as CallToolResult;
+const textOf = (result: CallToolResult) =>
+  result.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+
+describe("the MCP tools", () => {
+  it("run a task with the injected model and save the run as the CLI does", async () => {
+    const model = new ScriptedChatModel([fence("print(1 / 0)"), fence("print(1)")]);
+    const { store, client } = await connect(model);
+    const result = await solve(client, { task: "Print one.", threadId: "one", settings: { sandbox: "process" } });
+    expect(result.structuredContent).toMatchObject({
+      threadId: "one",
+      status: "passed",
+      attempts: 2,
+      code: "print(1)\n",
+    });
+    expect(textOf(result)).toMatch(/^passed after 2 attempt\(s\), \d+ tokens \(thread one\)/);
+    const record = await store.getRun("one");
+    expect(record).toMatchObject({ task: "Print one.", settings: { sandbox: "process" } });
+    expect(record?.settings.artifactsDir).toBe(artifactsFolder(store.location));
+  });
+
+  it("refuse a second run in a thread that has one", async () => {
+    const { client } = await connect(new ScriptedChatModel([fence("print(1)")]));
+    await solve(client, { task: "Print one.", threadId: "taken", settings: { sandbox: "process" } });
+    const again = await solve(client, { task: "Print two.", threadId: "taken" });
+    expect(again).toMatchObject({ isError: true });
+    expect(textOf(again)).toBe("thread taken already has a run; continue it with the resume tool");
+  });
+
+  it("answer a missing input file before any model call", async () => {
+    const model = new ScriptedChatModel([fence("print(1)")]);
+    const { client } = await connect(model);
+    const result = await solve(client, { task: "Sum a.csv.", inputs: { "a.csv": { path: "/no/such/a.csv" } } });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^inputs: .*a\.csv/);
+    expect(model.prompts).toHaveLength(0);
+  });
+
+  it("answer with the missing model configuration when no model is set up", async () => {
+    vi.stubEnv("OPENAI_API_KEY", "");
+    vi.stubEnv("OPENAI_BASE_URL", "");
+    const { client } = await connect();
+    const result = await solve(client, { task: "Print one.", settings: { sandbox: "process" } });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^No model is configured\. Set OPENAI_API_KEY/);
+  });
+
+  it("answer bad arguments with the agent's own messages, naming each field", async () => {
+    const model = new ScriptedChatModel([fence("print(1)")]);
+    const { client } = await connect(model);
+    const settings = await solve(client, { task: "Print one.", settings: { maxAttempts: 0 } });
+    expect(settings).toMatchObject({ isError: true });
+    expect(textOf(settings)).toBe(
+      "MCP error -32602: Input validation error: Invalid arguments for tool solve: maxAttempts must be at least 1 at settings.maxAttempts",
+    );
+    const input = await solve(client, { task: " ", language: "cobol" });
+    expect(textOf(input)).toBe(
+      "MCP error -32602: Input validation error: Invalid arguments for tool solve: task must not be empty at task\nlanguage must be one of: python, javascript at language",
+    );
+    expect(model.prompts).toHaveLength(0);
+  });
+});
