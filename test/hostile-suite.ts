@@ -215,8 +215,8 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       else it(name, () => body("contained"));
     };
 
-    // A detection that wrongly finds no cgroup, tmpfs or filter must fail here, not turn the cases
-    // above into expected escapes: the list says what this environment contains, describe() must agree.
+    // A detection that wrongly finds no cgroup, tmpfs or filter must fail here (and in the cases it
+    // weakens), not turn cases into expected escapes: the list says what this environment contains.
     it("says in describe() that what the list holds contained here is held for the whole run", () => {
       const isolation = sandbox.describe?.();
       expect(isolation).toBeDefined();
