@@ -40,6 +40,7 @@ import {
   withThreadLease,
 } from "../session.js";
 import { checkArtifactsDir, checkOutputFile, streamRun } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 import { reportAtEnd } from "./report.js";
 
 /** The input with its defaults filled in (the language, for one). */
@@ -169,9 +170,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
 export function registerRunCommand(program: Command): void {
   const command = program
     .command("run")
-    .description(
-      "solve a task: generate, execute, judge and fix until it passes or a budget says stop; every step is checkpointed",
-    )
+    .description(summaryOf("run"))
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
     .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")

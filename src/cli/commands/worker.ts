@@ -7,6 +7,7 @@ import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } fro
 import { runQueuedThread } from "../queued-run.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
 import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 
 interface WorkerFlags extends QueueFlags {
   concurrency: number;
@@ -164,7 +165,7 @@ export async function runWorker(flags: WorkerFlags): Promise<number> {
 export function registerWorkerCommand(program: Command): void {
   const command = program
     .command("worker")
-    .description("take runs from the queue (`selfheal submit`) and run them, on this machine or any other")
+    .description(summaryOf("worker"))
     .option("-c, --concurrency <n>", "runs at once in this worker", positiveInteger, 1)
     .option(
       "--model-calls-per-minute <n>",
