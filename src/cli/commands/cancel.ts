@@ -1,7 +1,7 @@
 import type { Command } from "commander";
+import { EXIT } from "../exit.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { addStoreOptions } from "../session.js";
-import { EXIT } from "../stream-run.js";
 import { summaryOf } from "./catalog.js";
 
 /** `selfheal cancel`: a queued run is never started; a running one stops as on Ctrl-C, checkpoints kept. */

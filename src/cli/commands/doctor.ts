@@ -11,8 +11,8 @@ import {
   type SandboxIsolation,
   type SandboxKind,
 } from "../../index.js";
+import { EXIT } from "../exit.js";
 import { sandboxOption, settingDefaults } from "../options.js";
-import { EXIT } from "../stream-run.js";
 import { summaryOf } from "./catalog.js";
 
 const LIMITS = ["memory", "processes", "cpu", "disk", "syscalls"] as const;

@@ -1,8 +1,8 @@
 import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
 import { type Agent, type AgentState, createAgent } from "../../index.js";
+import { EXIT } from "../exit.js";
 import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
 import { summaryOf } from "./catalog.js";
 
 /** One checkpoint of a thread, as `selfheal history` shows it. */

@@ -3,10 +3,10 @@ import type { Command } from "commander";
 import { type Agent, type AgentState, createAgent } from "../../index.js";
 import { type QueuedRun, readQueuedRuns } from "../../queue/index.js";
 import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
+import { EXIT } from "../exit.js";
 import { positiveInteger } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation } from "../queue-session.js";
 import { addStoreOptions, withExistingStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
 import { summaryOf } from "./catalog.js";
 import { formatTable } from "./history.js";
 

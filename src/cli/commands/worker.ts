@@ -2,11 +2,11 @@ import type { Command } from "commander";
 import { checkModelConfig, createSandbox, modelRetriesFromEnv, type SandboxKind } from "../../index.js";
 import { type Delivery, ModelCallGate, SharedTokenBucket, type TaskQueue, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
+import { EXIT } from "../exit.js";
 import { positiveInteger, secondsAtLeast } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { runQueuedThread } from "../queued-run.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
 import { summaryOf } from "./catalog.js";
 
 interface WorkerFlags extends QueueFlags {
