@@ -110,11 +110,8 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     },
     flags,
   );
-  // Which Python runs the programs is settled (and stored) before the run, so resume keeps it.
-  const python = input.language === "python" ? await choosePython(flagged, modulesSuggested(input)) : undefined;
-  const settings = python ? { ...flagged, python: python.python } : flagged;
   // A missing or oversized input is a usage error now, not a failed run after a model call.
-  const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
+  const inputs = await loadInputs(input.inputs ?? {}, flagged.maxInputBytes);
   if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
   if (flags.artifacts) checkArtifactsDir(flags.artifacts);
   if (!scripted) checkModelConfig();
@@ -122,7 +119,11 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
   if (flags.report) checkOutputFile(flags.report, "--report");
-  await checkSandbox({ kind: settings.sandbox });
+  await checkSandbox({ kind: flagged.sandbox });
+  // Which Python runs the programs is settled (and stored) before the run, so resume keeps it;
+  // after the checks above, which are cheaper than asking a Python what it can import.
+  const python = input.language === "python" ? await choosePython(flagged, modulesSuggested(input)) : undefined;
+  const settings = python ? { ...flagged, python: python.python } : flagged;
 
   return withStore(flags, async (store) => {
     const threadId = flags.thread ?? randomUUID();
