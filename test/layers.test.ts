@@ -10,6 +10,7 @@ import { scratchDir } from "./scratch.js";
 const SRC = resolve(import.meta.dirname, "../src");
 const ENTRIES = [
   "index.ts",
+  "settings.ts",
   "store/index.ts",
   "report/index.ts",
   "queue/index.ts",

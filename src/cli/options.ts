@@ -12,7 +12,7 @@ import {
   type Settings,
   type SettingsInput,
   SettingsSchema,
-} from "../index.js";
+} from "../settings.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
 export interface SettingFlags {

@@ -10,7 +10,7 @@ import {
   ThreadBusyError,
   type ThreadLease,
 } from "../store/index.js";
-import { EXIT } from "./stream-run.js";
+import { EXIT } from "./exit.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
 export interface StoreFlags {

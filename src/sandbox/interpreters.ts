@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { accessSync, constants as fsConstants, realpathSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { basename, delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { SandboxUnavailableError } from "../core/errors.js";
 
@@ -155,8 +155,16 @@ export async function findPythons(
   for (const path of ["/usr/bin/python3", "/usr/local/bin/python3", "/opt/homebrew/bin/python3"]) {
     candidates.push([path, "system"]);
   }
+  // /bin/python3 and /usr/bin/python3 are one file where /bin links to /usr/bin: asked once. The
+  // folder is resolved, not the file, which in a venv links to its base Python but is not it.
+  const distinct = new Map<string, [string, string]>();
+  for (const [command, source] of candidates) {
+    const found = locate(command);
+    const key = found && join(realpathSync(dirname(found)), basename(found));
+    if (key && !distinct.has(key)) distinct.set(key, [command, source]);
+  }
   const probed = await Promise.all(
-    candidates.map(([command, source]) => (locate(command) ? probePython(command, modules, source) : null)),
+    [...distinct.values()].map(([command, source]) => probePython(command, modules, source)),
   );
   const seen = new Set<string>();
   return probed.filter((found): found is PythonFound => {

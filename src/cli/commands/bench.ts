@@ -48,6 +48,7 @@ import {
 import { queueRunner } from "../queue-bench.js";
 import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
+import { summaryOf } from "./catalog.js";
 
 interface BenchFlags extends ModelCallFlags {
   dataset: string;
@@ -262,7 +263,7 @@ export function registerBenchCommand(program: Command): Command {
   const defaults = settingDefaults();
   const command = program
     .command("bench")
-    .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
+    .description(summaryOf("bench"))
     .option(
       "--dataset <name|file>",
       `${Object.keys(NAMED_DATASETS).join(", ")}, or a HumanEval-format .jsonl / .jsonl.gz file`,

@@ -11,8 +11,9 @@ import {
   type SandboxIsolation,
   type SandboxKind,
 } from "../../index.js";
+import { EXIT } from "../exit.js";
 import { sandboxOption, settingDefaults } from "../options.js";
-import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 
 const LIMITS = ["memory", "processes", "cpu", "disk", "syscalls"] as const;
 const SCOPE_WORDS = { run: "whole run", process: "per process", none: "none" } as const;
@@ -51,9 +52,7 @@ export function describeModelConfig(env: NodeJS.ProcessEnv = process.env): strin
 export function registerDoctorCommand(program: Command): void {
   program
     .command("doctor")
-    .description(
-      "say which sandbox would run code here and which of its limits hold, which Pythons there are, and which model server runs would call",
-    )
+    .description(summaryOf("doctor"))
     .addOption(sandboxOption())
     .option("--json", "print JSON")
     .action(async (flags: { sandbox?: SandboxKind; json?: boolean }) => {

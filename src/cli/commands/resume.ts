@@ -42,6 +42,7 @@ import {
   withThreadStore,
 } from "../session.js";
 import { type ApprovalHandler, checkOutputFile, EXIT, streamRun, summarizeRun } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 import { reportAtEnd } from "./report.js";
 
 export interface ResumeFlags extends StoreFlags, SettingFlags, ModelCallFlags {
@@ -251,9 +252,7 @@ async function forkRun(
 export function registerResumeCommand(program: Command): void {
   const command = program
     .command("resume")
-    .description(
-      "continue a stopped run from its last checkpoint, decide a pending approval, or fork from an earlier checkpoint",
-    )
+    .description(summaryOf("resume"))
     .argument("<thread>", "the thread id printed by `selfheal run`")
     .option("--approve", "approve the program waiting for approval")
     .option("--reject <reason>", "reject it; the reason reaches the fixer like an error")

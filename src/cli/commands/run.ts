@@ -44,6 +44,7 @@ import {
   withThreadLease,
 } from "../session.js";
 import { checkArtifactsDir, checkOutputFile, streamRun } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 import { reportAtEnd } from "./report.js";
 
 /** The input with its defaults filled in (the language, for one). */
@@ -113,11 +114,8 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     },
     flags,
   );
-  // Which Python runs the programs is settled (and stored) before the run, so resume keeps it.
-  const python = input.language === "python" ? await choosePython(flagged, modulesSuggested(input)) : undefined;
-  const settings = python ? { ...flagged, python: python.python } : flagged;
   // A missing or oversized input is a usage error now, not a failed run after a model call.
-  const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
+  const inputs = await loadInputs(input.inputs ?? {}, flagged.maxInputBytes);
   if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
   if (flags.artifacts) checkArtifactsDir(flags.artifacts);
   // A replay answers from its folder: no model is built.
@@ -127,7 +125,11 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
   if (flags.report) checkOutputFile(flags.report, "--report");
-  await checkSandbox({ kind: settings.sandbox });
+  await checkSandbox({ kind: flagged.sandbox });
+  // Which Python runs the programs is settled (and stored) before the run, so resume keeps it;
+  // after the checks above, which are cheaper than asking a Python what it can import.
+  const python = input.language === "python" ? await choosePython(flagged, modulesSuggested(input)) : undefined;
+  const settings = python ? { ...flagged, python: python.python } : flagged;
 
   return withStore(flags, async (store) => {
     const threadId = flags.thread ?? randomUUID();
@@ -181,9 +183,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
 export function registerRunCommand(program: Command): void {
   const command = program
     .command("run")
-    .description(
-      "solve a task: generate, execute, judge and fix until it passes or a budget says stop; every step is checkpointed",
-    )
+    .description(summaryOf("run"))
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
     .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")

@@ -2,10 +2,11 @@ import type { Command } from "commander";
 import { type Agent, type AgentState, createAgent, describeStatus } from "../../index.js";
 import { type QueuedRun, readQueuedRuns } from "../../queue/index.js";
 import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
+import { EXIT } from "../exit.js";
 import { positiveInteger } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation } from "../queue-session.js";
 import { addStoreOptions, withExistingStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 import { formatTable } from "./history.js";
 
 /** One thread, as `selfheal runs` shows it. */
@@ -115,7 +116,7 @@ export function formatRuns(rows: RunRow[]): string {
 export function registerRunsCommand(program: Command): void {
   const command = program
     .command("runs")
-    .description("list the runs in the store: thread, status, attempts, tokens, last update, task")
+    .description(summaryOf("runs"))
     .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
     .option("--json", "print JSON");
   addQueueOptions(addStoreOptions(command)).action(async (flags: QueueFlags & { json?: boolean; limit: number }) => {

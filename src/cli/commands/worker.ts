@@ -2,11 +2,12 @@ import type { Command } from "commander";
 import { checkModelConfig, createSandbox, modelRetriesFromEnv, type SandboxKind } from "../../index.js";
 import { type Delivery, ModelCallGate, SharedTokenBucket, type TaskQueue, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
+import { EXIT } from "../exit.js";
 import { positiveInteger, secondsAtLeast } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { runQueuedThread } from "../queued-run.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 
 interface WorkerFlags extends QueueFlags {
   concurrency: number;
@@ -164,7 +165,7 @@ export async function runWorker(flags: WorkerFlags): Promise<number> {
 export function registerWorkerCommand(program: Command): void {
   const command = program
     .command("worker")
-    .description("take runs from the queue (`selfheal submit`) and run them, on this machine or any other")
+    .description(summaryOf("worker"))
     .option("-c, --concurrency <n>", "runs at once in this worker", positiveInteger, 1)
     .option(
       "--model-calls-per-minute <n>",
