@@ -11,7 +11,15 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { checkSandbox, createSandbox, type ManagedSandbox, probeBwrap, probeGvisor } from "../src/sandbox/index.js";
+import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container-backend.js";
+import {
+  checkSandbox,
+  createSandbox,
+  DEFAULT_CONTAINER_IMAGES,
+  type ManagedSandbox,
+  probeBwrap,
+  probeGvisor,
+} from "../src/sandbox/index.js";
 import { resolveInterpreters } from "../src/sandbox/interpreters.js";
 import type { RunRequest } from "../src/sandbox/types.js";
 
@@ -104,6 +112,24 @@ function sandboxContender(name: string, sandbox: ManagedSandbox, warm: boolean):
   };
 }
 
+/**
+ * Why the container rows cannot run, or null: the image must be on this machine already. A pull
+ * inside a timed loop would measure the registry, and with none reachable it fails the whole run.
+ */
+function missingImage(image: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    const inspect = spawn("docker", ["image", "inspect", image], { stdio: "ignore" });
+    inspect.once("error", (error) => resolve(`cannot ask docker about ${image}: ${error.message}`));
+    inspect.once("exit", (code) =>
+      resolve(
+        code === 0
+          ? null
+          : `the image ${image} is not on this machine; pull it, or build one with scripts/build-container-image.sh and name it in ${CONTAINER_IMAGE_ENV}`,
+      ),
+    );
+  });
+}
+
 async function main(): Promise<void> {
   const python = (await resolveInterpreters()).python;
   if (!python) throw new Error("python3 not found");
@@ -133,6 +159,8 @@ async function main(): Promise<void> {
   // A container starts per run unless one waits pre-warmed, which prewarm() resolves once it is up.
   try {
     await checkSandbox({ kind: "container" });
+    const missing = await missingImage(process.env[CONTAINER_IMAGE_ENV] || DEFAULT_CONTAINER_IMAGES.python);
+    if (missing) throw new Error(missing);
     contenders.push(
       sandboxContender("container (docker), cold", createSandbox({ kind: "container", prewarm: false }), false),
       sandboxContender("container (docker), pre-warmed", createSandbox({ kind: "container" }), true),
@@ -183,6 +211,11 @@ async function main(): Promise<void> {
     console.log(
       `bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)${bare ? `, ${(warm.p50 / bare.p50).toFixed(3)} x bare spawn` : ""}`,
     );
+  // The unit suite held `print(1)` once warm under 100 ms on both local backends; a speed target
+  // belongs here, where a loaded machine shows up as a figure instead of a failed test.
+  for (const row of rows.filter((entry) => entry.name.endsWith("pre-warmed") && !entry.name.startsWith("container"))) {
+    console.log(`${row.name} p50 = ${row.p50.toFixed(1)} ms (target < 100: print(1) answered quickly once warm)`);
+  }
   const containerCold = rows.find((row) => row.name === "container (docker), cold");
   const containerWarm = rows.find((row) => row.name === "container (docker), pre-warmed");
   for (const row of [containerCold, containerWarm]) {

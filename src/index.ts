@@ -49,6 +49,7 @@ export type {
   ErrorObservation,
   ErrorRecord,
   Execution,
+  ExitCall,
   HistoryEntry,
   KeptArtifacts,
   ModelCallUsage,
@@ -65,6 +66,7 @@ export {
   DecisionSchema,
   emptyUsage,
   failAttempt,
+  keepHigherScore,
   LIVE_LINE_CHARS,
   LIVE_TAIL_LINES,
   mergeErrors,
@@ -73,6 +75,18 @@ export {
   RunInputSchema,
   State,
 } from "./core/state.js";
+export {
+  type Failure,
+  type Judgement,
+  judgeAttempt,
+  judgeExecution,
+  PACKAGE_FINDINGS,
+  type RunEvidence,
+  scoreAttempt,
+  TESTS_NOT_FINISHED,
+  type VerdictEvidence,
+  type VerdictFinding,
+} from "./core/verdict.js";
 export {
   type Agent,
   type AgentOptions,
@@ -105,19 +119,34 @@ export {
 } from "./graph/routes.js";
 export { graph, registeredState, studioDeclaration } from "./graph/studio.js";
 export { type ApprovalDecision, ApprovalDecisionSchema, type ApprovalRequest, approvalNode } from "./nodes/approval.js";
-export { createCriticNode, judgeRun, scoreAttempt } from "./nodes/critic.js";
+export { createCriticNode, judgeRun } from "./nodes/critic.js";
 export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
+export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
 export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export { checkSandbox, createSandbox } from "./sandbox/index.js";
+export {
+  DATA_MODULES,
+  defaultPython,
+  findPythons,
+  type PythonFound,
+  probePython,
+} from "./sandbox/interpreters.js";
 export type * from "./sandbox/types.js";
+export {
+  type AssembledProgram,
+  assembleProgram,
+  findExitCalls,
+  settleCompletion,
+} from "./tools/assemble.js";
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
 export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.js";
 export { describeModelEndpoint } from "./tools/model-errors.js";
 export {
   type AgentModels,
+  checkModelConfig,
   createChatModel,
   createModelResolver,
   hasModelConfig,

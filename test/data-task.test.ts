@@ -1,15 +1,26 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { HumanMessage } from "@langchain/core/messages";
+import { MemorySaver } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { DATA_DEMO_TASK, scriptedDemoModelFor } from "../src/cli/data-demo-model.js";
-import { createAgent, createSandbox, type Execution, loadInputs, RunInputSchema, State } from "../src/index.js";
-import { artifactObjections, keepBestArtifacts } from "../src/nodes/artifact-check.js";
+import {
+  artifactFoldersToRemove,
+  createAgent,
+  createSandbox,
+  type Execution,
+  type HistoryEntry,
+  keepHigherScore,
+  loadInputs,
+  RunInputSchema,
+  State,
+} from "../src/index.js";
+import { artifactObjections } from "../src/nodes/artifact-check.js";
 import { threadFolderName } from "../src/nodes/executor.js";
 import { buildFixerPrompt } from "../src/nodes/fixer.prompt.js";
 import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";
 import { describeDataFiles } from "../src/nodes/prompt-parts.js";
-import { fence, promptText, scriptedModel } from "./helpers.js";
+import { fence, promptText, ranWithArtifacts, scriptedModel } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
 
 const sandbox = createSandbox({ kind: "process" });
@@ -20,23 +31,12 @@ const modelNeverCalled = () =>
     throw new Error("the model was called");
   });
 
-const ran = (files: { name: string }[], problems: string[] = [], folder: string | null = null): Execution => ({
-  status: "ok",
-  exitCode: 0,
-  signal: null,
-  stdout: "",
-  stderr: "",
-  truncated: false,
-  durationMs: 1,
-  ran: true,
-  failedInTests: false,
-  progress: null,
-  artifacts: {
-    folder,
+const ran = (files: { name: string }[], problems: string[] = [], folder: string | null = null): Execution =>
+  ranWithArtifacts(
+    files.map(({ name }) => ({ name, bytes: 1, sha256: "x", mediaType: "image/png" })),
     problems,
-    files: files.map(({ name }) => ({ name, bytes: 1, sha256: "x", mediaType: "image/png" })),
-  },
-});
+    folder,
+  );
 
 describe("the run input of a data task", () => {
   it("refuses input names and expected artifacts that escape the work dir", () => {
@@ -100,6 +100,19 @@ describe("the prompts of a data task", () => {
     expect(section).toContain("The task must produce: out/chart.png.");
   });
 
+  it("count the lines of a file that ends in a newline as a person does", () => {
+    const sixLines = "a,b\n1,2\n3,4\n5,6\n7,8\n9,10\n";
+    const shown = describeDataFiles(
+      [{ name: "six.csv", bytes: sixLines.length, mediaType: "text/csv", text: sixLines }],
+      [],
+    );
+    expect(shown).toContain("    ... (6 lines in all)");
+    const five = "a\nb\nc\nd\ne\n";
+    expect(describeDataFiles([{ name: "five.txt", bytes: 10, mediaType: "text/plain", text: five }], [])).not.toContain(
+      "lines in all",
+    );
+  });
+
   it("reach both the generator and the fixer", () => {
     const generator = promptText(buildGeneratorPrompt({ task: "t", language: "python", dataFiles: section }));
     const fixer = promptText(
@@ -126,31 +139,65 @@ describe("the critic's artifact findings", () => {
       expect.objectContaining({ type: "ArtifactLimit", message: "too many artifacts: 40 files" }),
     ]);
   });
+});
 
-  it("keep the new best attempt's artifacts and delete the ones it replaces", async () => {
-    const thread = scratchDir("thread");
-    const [first, second] = [join(thread, "attempt-1"), join(thread, "attempt-2")];
-    for (const folder of [first, second]) mkdirSync(folder);
-    const kept = { attempt: 1, folder: first, files: [] };
-    expect(await keepBestArtifacts(kept, ran([], [], second), 2, true)).toMatchObject({ attempt: 2, folder: second });
-    expect([existsSync(first), existsSync(second)]).toEqual([false, true]);
+describe("the run's end, keeping artifacts", () => {
+  const entry = (attempt: number, score: number, artifactsFolder?: string): HistoryEntry => ({
+    attempt,
+    node: "fixer",
+    codeHash: "h",
+    outcome: score === 100 ? "passed" : "AssertionError",
+    tokens: 1,
+    score,
+    ...(artifactsFolder ? { artifactsFolder } : {}),
   });
 
-  it("keep the earlier artifacts when the new attempt is worse, and delete the new ones", async () => {
-    const thread = scratchDir("thread");
-    const [first, second] = [join(thread, "attempt-1"), join(thread, "attempt-2")];
-    for (const folder of [first, second]) mkdirSync(folder);
-    const kept = { attempt: 1, folder: first, files: [] };
-    expect(await keepBestArtifacts(kept, ran([], [], second), 2, false)).toBe(kept);
-    expect([existsSync(first), existsSync(second)]).toEqual([true, false]);
+  it("removes only the folders of attempts that were never the kept one", () => {
+    const thread = "/a/t_1";
+    const [one, two, three, four] = [1, 2, 3, 4].map((n) => `${thread}/attempt-${n}-00`);
+    // Scores 40, 20, 60, 100: attempt 2 was never kept; 1 and 3 were, for a while, and stay.
+    const history = [entry(1, 40, one), entry(2, 20, two), entry(3, 60, three), entry(4, 100, four)];
+    const kept = { attempt: 4, folder: four!, files: [], score: 100 };
+    expect(artifactFoldersToRemove(history, kept)).toEqual([two]);
   });
 
-  it("never delete the artifacts a fork started from, which belong to another thread", async () => {
-    const [parent, fork] = [scratchDir("thread"), scratchDir("thread")];
-    const [kept, mine] = [join(parent, "attempt-1"), join(fork, "attempt-2")];
-    for (const folder of [kept, mine]) mkdirSync(folder);
-    await keepBestArtifacts({ attempt: 1, folder: kept, files: [] }, ran([], [], mine), 2, true);
-    expect(existsSync(kept)).toBe(true);
+  it("keeps a later attempt that tied the best, as the artifacts reducer does", () => {
+    const history = [entry(1, 30, "/a/t/attempt-1-00"), entry(2, 30, "/a/t/attempt-2-00")];
+    expect(keepHigherScore({ score: 30, n: 1 }, { score: 30, n: 2 })).toEqual({ score: 30, n: 2 });
+    expect(artifactFoldersToRemove(history, { attempt: 2, folder: "/a/t/attempt-2-00", files: [], score: 30 })).toEqual(
+      [],
+    );
+  });
+
+  it("never removes the folders a fork's history names in its parent's thread", () => {
+    const history = [entry(1, 50, "/a/parent/attempt-1-00"), entry(2, 20, "/a/parent/attempt-2-00")];
+    const kept = { attempt: 3, folder: "/a/fork/attempt-3-00", files: [], score: 100 };
+    expect(artifactFoldersToRemove([...history, entry(3, 100, kept.folder)], kept)).toEqual([]);
+  });
+
+  it("time travel back to a superseded attempt finds its folder, and a fork keeps its own", async () => {
+    const artifactsDir = scratchDir("artifacts");
+    const checkpointer = new MemorySaver();
+    const write = (text: string, fail: boolean) =>
+      fence(`open('out/a.txt', 'w').write('${text}')\n${fail ? "assert False, 'not yet'" : "print('done')"}`);
+    const model = scriptedModel(write("one", true), write("two", false), write("fork", false));
+    const agent = createAgent({ model, sandbox, checkpointer });
+    const config = { context: { artifactsDir }, configurable: { thread_id: "tt" } };
+    const result = await agent.invoke({ task: "Write out/a.txt." }, config);
+    expect(result.status).toBe("passed");
+    const history = [];
+    for await (const snapshot of agent.getStateHistory(config)) history.push(snapshot);
+    // After attempt 1's critic the kept artifacts were attempt 1's: that folder must still be there.
+    const afterFirst = history.find((snapshot) => snapshot.next.includes("fixer"));
+    const firstKept = afterFirst?.values.artifacts?.folder as string;
+    expect(firstKept).toMatch(/attempt-1-[0-9a-f]{8}$/);
+    expect(readFileSync(join(firstKept, "out/a.txt"), "utf8")).toBe("one");
+    // Running attempt 2 again from there writes a folder of its own, not the first branch's.
+    const forked = await agent.invoke(null, { ...afterFirst!.config, context: { artifactsDir } });
+    expect(forked.status).toBe("passed");
+    expect(forked.artifacts?.folder).not.toBe(result.artifacts?.folder);
+    expect(readFileSync(join(result.artifacts!.folder!, "out/a.txt"), "utf8")).toBe("two");
+    expect(readFileSync(join(forked.artifacts!.folder!, "out/a.txt"), "utf8")).toBe("fork");
   });
 });
 
@@ -195,16 +242,22 @@ describe("a data task through the agent", () => {
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);
     expect(result.objections).toEqual([expect.objectContaining({ attempt: 1, type: "MissingArtifact" })]);
-    const folder = join(artifactsDir, "t_1", "attempt-2");
+    const folder = result.artifacts?.folder as string;
+    expect(folder).toMatch(new RegExp(`^${join(artifactsDir, "t_1", "attempt-2-")}[0-9a-f]{8}$`));
     expect(result.artifacts).toEqual({
       attempt: 2,
       folder,
+      score: 100,
       files: [
         { name: "out/total.txt", bytes: 1, sha256: expect.stringMatching(/^[0-9a-f]{64}$/), mediaType: "text/plain" },
       ],
     });
     expect(readFileSync(join(folder, "out/total.txt"), "utf8")).toBe("3");
-    expect(readdirSync(join(artifactsDir, "t_1"))).toEqual(["attempt-2"]);
+    // Attempt 1 was the kept attempt until attempt 2 passed, and its checkpoints name its folder,
+    // so it stays for time travel; the run's own result points at the passing attempt only.
+    const [first] = readdirSync(join(artifactsDir, "t_1")).filter((name) => name !== basename(folder));
+    expect(first).toMatch(/^attempt-1-[0-9a-f]{8}$/);
+    expect(readdirSync(join(artifactsDir, "t_1", first!, "out"))).toEqual(["wrong.txt"]);
   });
 
   it("lists artifacts but keeps no bytes without an artifactsDir", async () => {

@@ -1,4 +1,4 @@
-import { START, StateGraph } from "@langchain/langgraph";
+import { END, START, StateGraph } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import {
   AFTER_CRITIC_TARGETS,
@@ -9,6 +9,7 @@ import {
   createGeneratorNode,
   createNodeDeps,
   createSandbox,
+  finishNode,
   parseSettings,
   routeAfterCritic,
   State,
@@ -125,11 +126,13 @@ describe("extending the graph", () => {
       .addNode("executor", withSettings(createExecutorNode(deps)))
       .addNode("critic", withSettings(createCriticNode(deps)))
       .addNode("fixer", withSettings(createFixerNode(deps)))
+      .addNode("finish", withSettings(finishNode))
       .addEdge(START, "generator")
       .addEdge("generator", "executor")
       .addEdge("executor", "critic")
       .addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS])
       .addEdge("fixer", "executor")
+      .addEdge("finish", END)
       .compile();
     const result = await graph.invoke({ task: "Print 1." });
     expect(result.status).toBe("passed");

@@ -28,3 +28,18 @@ describe("the README", () => {
     expect(result.stdout).toBe(shown);
   });
 });
+
+describe("the README on the benchmark's run reports", () => {
+  it("names the folder `selfheal bench --html` really writes them to", async () => {
+    const { runReportsBeside } = await import("../src/cli/commands/bench.js");
+    const example =
+      /`selfheal bench --html (\S+?)` writes each task's run report\s+in `([^`]+)\/` beside it \([^)]*: `([^`]+)`\)/.exec(
+        readme,
+      );
+    expect(example).not.toBeNull();
+    const [, html, folder, file] = example!;
+    const beside = runReportsBeside(html!);
+    expect(beside.dir).toBe(folder);
+    expect(beside.path("HumanEval/0")).toBe(file);
+  });
+});

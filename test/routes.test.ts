@@ -1,4 +1,3 @@
-import { END } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { decideAfterCritic, repeatStreak } from "../src/core/policy.js";
 import { type AgentState, emptyUsage, type HistoryEntry } from "../src/core/state.js";
@@ -92,6 +91,28 @@ describe("decideAfterCritic", () => {
     expect(decision.next === "finish" && decision.reason).toContain("KeyError: 'total'");
   });
 
+  it("ends a stuck reason in one full stop when the error's message already ends in one", () => {
+    const message = "'pandas' is not available here: no package may be installed.";
+    const errors = [
+      { fingerprint: "a", type: "PackageNotAvailable", message, count: 3, firstAttempt: 1, lastAttempt: 3 },
+    ];
+    const state = stateWith({
+      attempt: 3,
+      history: [entry(1, "a"), entry(2, "a"), entry(3, "a")],
+      rewrittenFor: ["a"],
+      errors,
+    });
+    const decision = decideAfterCritic(state, settings);
+    expect(decision.next === "finish" && decision.reason).toBe(
+      `The same error keeps coming back, even after a fresh rewrite: PackageNotAvailable: ${message} (fingerprint a)`,
+    );
+    expect(
+      decideAfterCritic(stateWith({ ...state, errors: [{ ...errors[0]!, message: "no" }] }), settings),
+    ).toMatchObject({
+      reason: "The same error keeps coming back, even after a fresh rewrite: PackageNotAvailable: no (fingerprint a).",
+    });
+  });
+
   it("keeps fixing when a rewrite produced a different error", () => {
     const state = stateWith({
       attempt: 3,
@@ -120,8 +141,8 @@ describe("repeatStreak", () => {
 describe("routeAfterWrite", () => {
   it("executes a new program and ends a run a node already ended", () => {
     expect(routeAfterWrite({ status: "running" })).toBe("execution");
-    expect(routeAfterWrite({ status: "budget_exhausted" })).toBe(END);
-    expect(routeAfterWrite({ status: "model_error" })).toBe(END);
+    expect(routeAfterWrite({ status: "budget_exhausted" })).toBe("finish");
+    expect(routeAfterWrite({ status: "model_error" })).toBe("finish");
   });
 });
 
@@ -137,7 +158,7 @@ describe("routeAfterCritic", () => {
         status: "failed",
         decision: { next: "finish", status: "failed", reason: "spent" },
       }),
-    ).toBe(END);
+    ).toBe("finish");
   });
 
   it("says what is wrong when a replacement critic made no decision", () => {
@@ -162,6 +183,6 @@ describe("routeTowardsExecution", () => {
 describe("routeAfterCritic when the critic stopped the run itself", () => {
   it("ends a run the critic stopped, even with an older decision to repair on record", () => {
     const stopped = stateWith({ status: "model_error", resumeFrom: "critic", decision: { next: "fixer" } });
-    expect(routeAfterCritic(stopped)).toBe(END);
+    expect(routeAfterCritic(stopped)).toBe("finish");
   });
 });

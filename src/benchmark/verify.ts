@@ -1,5 +1,13 @@
-import type { RunStatus, Sandbox } from "../index.js";
-import { type BenchmarkTask, buildCheckProgram } from "./dataset.js";
+import {
+  assembleProgram,
+  findExitCalls,
+  judgeAttempt,
+  type RunStatus,
+  type Sandbox,
+  settleCompletion,
+  TESTS_NOT_FINISHED,
+} from "../index.js";
+import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
 import {
   type EffectiveMutant,
   type FindMutantsOptions,
@@ -10,7 +18,7 @@ import {
 import { mapWithConcurrency } from "./pool.js";
 import { buildVisibleTests } from "./visible-tests.js";
 
-/** What the judge said about one program: the hidden tests pass only on a clean `ok`. */
+/** What the judge said about one program: the hidden tests pass only on a clean `ok` with the tests run to their end. */
 export interface JudgeVerdict {
   passed: boolean;
   status: RunStatus;
@@ -22,8 +30,10 @@ export interface JudgeVerdict {
 }
 
 /**
- * The benchmark's judge, exactly HumanEval's rule: prompt + completion + tests + check call run
- * without error. A timeout or a resource kill is a fail, never a pass.
+ * The benchmark's judge, HumanEval's rule: prompt + completion, then the tests and the check call,
+ * run without error, to their end. A timeout or a resource kill is a fail, never a pass, and so is
+ * any `SystemExit` (HumanEval's harness counts one as a failure): `sys.exit(0)` before the tests,
+ * or `os._exit(0)`, leaves no completion mark. The verdict is the agent's own (`judgeAttempt`).
  */
 export async function judgeCompletion(
   sandbox: Sandbox,
@@ -31,28 +41,38 @@ export async function judgeCompletion(
   completion: string,
   timeoutMs: number,
 ): Promise<JudgeVerdict> {
-  return judgeSource(sandbox, buildCheckProgram(task, completion), timeoutMs);
+  return judgeProgram(sandbox, `${task.prompt}${completion}`, buildHiddenTests(task), timeoutMs);
 }
 
 /** Judges a whole program (as a run hands it over) against tests appended after it. */
-export function judgeProgram(
+export async function judgeProgram(
   sandbox: Sandbox,
   program: string,
   tests: string,
   timeoutMs: number,
 ): Promise<JudgeVerdict> {
-  return judgeSource(sandbox, `${program.trimEnd()}\n\n${tests}`, timeoutMs);
-}
-
-async function judgeSource(sandbox: Sandbox, code: string, timeoutMs: number): Promise<JudgeVerdict> {
-  const result = await sandbox.run({ language: "python", code, timeoutMs });
-  const passed = result.status === "ok";
+  const assembled = assembleProgram(program, tests, "python");
+  const result = settleCompletion(
+    await sandbox.run({ language: "python", code: assembled.source, timeoutMs }),
+    assembled,
+  );
+  const { critique, failure } = judgeAttempt({
+    run: { ...result, failedInTests: false, exitCalls: findExitCalls(program, "python") },
+    hasTests: true,
+  });
+  const passed = critique.passed;
   const error = result.error
     ? `${result.error.type}: ${result.error.message}`
     : passed
       ? undefined
-      : lastLine(result.stderr);
-  const errorClass = passed ? undefined : (result.error?.type ?? result.status);
+      : failure?.type === TESTS_NOT_FINISHED
+        ? `${failure.type}: ${failure.message}`
+        : lastLine(result.stderr);
+  const errorClass = passed
+    ? undefined
+    : failure?.type === TESTS_NOT_FINISHED
+      ? failure.type
+      : (result.error?.type ?? result.status);
   return {
     passed,
     status: result.status,

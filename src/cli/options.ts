@@ -23,6 +23,7 @@ export interface SettingFlags {
   model?: string;
   sandbox?: SettingsInput["sandbox"];
   llmReview?: boolean;
+  python?: string;
 }
 
 export function positiveInteger(value: string): number {
@@ -82,6 +83,10 @@ export function addSettingOptions(command: Command): Command {
       integer,
     )
     .addOption(sandboxOption())
+    .option(
+      "--python <path>",
+      "the Python that runs programs (default $SELFHEAL_PYTHON, else python3 on PATH; `selfheal doctor` lists those found)",
+    )
     .option("--llm-review", "ask the critic model to review runs that have no tests");
 }
 
@@ -95,6 +100,7 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     model: flags.model,
     sandbox: flags.sandbox,
     llmReview: flags.llmReview,
+    python: flags.python,
   };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
 }
@@ -108,6 +114,7 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
   model: "--model",
   sandbox: "--sandbox",
   llmReview: "--llm-review",
+  python: "--python",
 };
 
 /**

@@ -32,6 +32,10 @@ export type OutputLine = z.infer<typeof OutputLineSchema>;
 export const LIVE_TAIL_LINES = 40;
 export const LIVE_LINE_CHARS = 400;
 
+/** A line of the program that ends the process (`sys.exit(main())`), as found in its text. */
+export const ExitCallSchema = z.object({ line: z.number().int(), text: z.string() });
+export type ExitCall = z.infer<typeof ExitCallSchema>;
+
 export const ExecutionSchema = RunResultSchema.extend({
   /** The last LIVE_TAIL_LINES lines as streamed, stdout and stderr in the order they came. */
   liveTail: z.array(OutputLineSchema).optional(),
@@ -43,6 +47,13 @@ export const ExecutionSchema = RunResultSchema.extend({
   progress: z.number().min(0).max(1).nullable().default(null),
   /** Packages installed during this attempt, after which the same program ran again (see settings.packages). */
   installed: z.array(z.string()).optional(),
+  /**
+   * With acceptance tests: true when the mark the harness writes after the last test statement
+   * came back from this run. A clean exit without it is no pass (see core/verdict.ts).
+   */
+  testsCompleted: z.boolean().optional(),
+  /** Where the program's text calls for the process to end; named when the tests did not finish. */
+  exitCalls: z.array(ExitCallSchema).optional(),
 });
 export type Execution = z.infer<typeof ExecutionSchema>;
 
@@ -61,6 +72,8 @@ export const KeptArtifactsSchema = z.object({
   /** The host folder holding `out/...`; null when the run keeps no bytes (no `artifactsDir`). */
   folder: z.string().nullable(),
   files: z.array(ArtifactFileSchema),
+  /** The attempt's score (see `best`); the `artifacts` reducer keeps the higher. */
+  score: z.number().optional(),
 });
 export type KeptArtifacts = z.infer<typeof KeptArtifactsSchema>;
 
@@ -114,6 +127,10 @@ export const HistoryEntrySchema = z.object({
    * they were installed. That rerun is part of the attempt, not a model attempt of its own.
    */
   installed: z.array(z.string()).optional(),
+  /** 100 for a pass, else how far the run got (see `best`); the run's end reads it to keep artifacts. */
+  score: z.number().optional(),
+  /** The host folder this attempt's `out/` was copied into, when the run keeps artifacts. */
+  artifactsFolder: z.string().optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
@@ -166,6 +183,19 @@ export const BestAttemptSchema = z.object({
   score: z.number(),
 });
 export type BestAttempt = z.infer<typeof BestAttemptSchema>;
+
+/**
+ * The `best` and `artifacts` reducer: the higher score wins, and a later attempt wins a tie, being
+ * the more recent program. An entry without a score (from before scores were kept) loses to any.
+ */
+export function keepHigherScore<Entry extends { score?: number }>(
+  current: Entry | undefined,
+  candidate: Entry | undefined,
+): Entry | undefined {
+  if (!candidate) return current;
+  if (!current) return candidate;
+  return (candidate.score ?? -1) >= (current.score ?? -1) ? candidate : current;
+}
 
 /** The program currently in `code`, as its author left it. */
 export const DraftSchema = z.object({
@@ -280,10 +310,16 @@ export const State = new StateSchema({
     inputSchema: z.array(ModelCallUsageSchema),
     reducer: addUsage,
   }),
-  /** The best attempt so far; a failed run still carries its best code here. */
-  best: BestAttemptSchema.optional(),
+  /** The best attempt so far; a failed run still carries its best code here. Nodes propose, the reducer keeps the higher score. */
+  best: new ReducedValue(BestAttemptSchema.optional(), {
+    inputSchema: BestAttemptSchema.optional(),
+    reducer: keepHigherScore<BestAttempt>,
+  }),
   /** Files the kept attempt wrote under `out/`: name, size, sha256 and media type, never the bytes. */
-  artifacts: KeptArtifactsSchema.optional(),
+  artifacts: new ReducedValue(KeptArtifactsSchema.optional(), {
+    inputSchema: KeptArtifactsSchema.optional(),
+    reducer: keepHigherScore<KeptArtifacts>,
+  }),
   /** Reasons to fail an attempt other than the program's own errors, appended by any node. */
   objections: appendOnlyList(ObjectionSchema),
   /** Remarks from nodes that are worth showing the user but fail nothing, e.g. which written tests were dropped. */

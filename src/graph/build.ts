@@ -14,6 +14,7 @@ import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
 import { createCriticNode } from "../nodes/critic.js";
 import { createExecutorNode } from "../nodes/executor.js";
+import { finishNode } from "../nodes/finish.js";
 import { createFixerNode } from "../nodes/fixer.js";
 import { createGeneratorNode } from "../nodes/generator.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
@@ -76,7 +77,7 @@ export function withSettings(node: AgentNode): GraphNode<typeof State, SettingsI
   return (state, config) => node(state, { ...config, context: parseSettings(config.context) });
 }
 
-/** Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the critic. */
+/** Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the critic (`finish` runs once, within the backstop's slack). */
 export function stepsPerAttempt(extraSteps: number): number {
   return 4 + extraSteps;
 }
@@ -123,7 +124,8 @@ function declareGraph(declaration?: IntrospectedDeclaration) {
 
 /**
  * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
- * [after steps] -> critic -> fixer | generator (a fresh rewrite) | END. Add nodes, edges or a
+ * [after steps] -> critic -> fixer | generator (a fresh rewrite) | finish -> END; a writer that
+ * stops the run (budget, model error) goes to finish too. Add nodes, edges or a
  * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
  */
 export function buildAgentGraph(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
@@ -134,6 +136,7 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
     executor: createExecutorNode(deps),
     critic: createCriticNode(deps),
     fixer: createFixerNode(deps),
+    finish: finishNode,
   };
   const node = (name: CoreNodeName) => withSettings(options.replace?.[name]?.(deps, core[name]) ?? core[name]);
   const { before, after } = stagedSteps(options, deps);
@@ -144,7 +147,8 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
       .addNode("approval", node("approval"))
       .addNode("executor", node("executor"))
       .addNode("critic", node("critic"))
-      .addNode("fixer", node("fixer")),
+      .addNode("fixer", node("fixer"))
+      .addNode("finish", node("finish")),
   );
   for (const step of [...before, ...after]) graph.addNode(step.name, withSettings(step.node));
   graph.addEdge(START, "generator");
@@ -154,9 +158,9 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
   const firstStep = before[0]?.name;
   const intoExecution = (state: AgentState, config: LangGraphRunnableConfig) =>
     firstStep ?? routeTowardsExecution(state, config);
-  const afterWriteTargets = firstStep ? [firstStep, END] : [...TOWARDS_EXECUTION_TARGETS, END];
+  const afterWriteTargets = firstStep ? [firstStep, "finish"] : [...TOWARDS_EXECUTION_TARGETS, "finish"];
   const afterWrite = (state: AgentState, config: LangGraphRunnableConfig) =>
-    routeAfterWrite(state) === END ? END : intoExecution(state, config);
+    routeAfterWrite(state) === "finish" ? "finish" : intoExecution(state, config);
   graph.addConditionalEdges("generator", afterWrite, afterWriteTargets);
   graph.addConditionalEdges("fixer", afterWrite, afterWriteTargets);
 
@@ -168,6 +172,7 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
   if (lastStep) graph.addConditionalEdges(lastStep, routeTowardsExecution, [...TOWARDS_EXECUTION_TARGETS]);
   chain(graph, ["approval", "executor", ...after.map((step) => step.name), "critic"]);
   graph.addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS]);
+  graph.addEdge("finish", END);
   return graph;
 }
 

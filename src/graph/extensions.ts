@@ -36,7 +36,7 @@ export interface Verifier {
  */
 export type ExtraStep = { name: string; node: AgentNode } | { name: string; create: (deps: NodeDeps) => AgentNode };
 
-export const CORE_NODES = ["generator", "approval", "executor", "critic", "fixer"] as const;
+export const CORE_NODES = ["generator", "approval", "executor", "critic", "fixer", "finish"] as const;
 export type CoreNodeName = (typeof CORE_NODES)[number];
 
 /** Builds a replacement for a core node; `builtIn` is the node it replaces, for wrapping. */

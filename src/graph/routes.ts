@@ -1,19 +1,19 @@
-import { END } from "@langchain/langgraph";
 import { parseSettings } from "../core/settings.js";
 import { type AgentState, objectionsFor } from "../core/state.js";
 
-export const AFTER_CRITIC_TARGETS = ["fixer", "generator", END] as const;
+/** Every run ends through `finish`, the one step that tidies up after the attempts (see nodes/finish.ts). */
+export const AFTER_CRITIC_TARGETS = ["fixer", "generator", "finish"] as const;
 export type AfterCriticTarget = (typeof AFTER_CRITIC_TARGETS)[number];
 
 /** Follows the critic's decision; a replacement critic must keep the built-in's `decision` (or make one with decideAfterCritic). */
 export function routeAfterCritic(state: Pick<AgentState, "decision" | "attempt" | "status">): AfterCriticTarget {
   // The critic stops the run itself, with no decision, when the LLM review cannot be had (model_error, budget).
-  if (state.status !== "running") return END;
+  if (state.status !== "running") return "finish";
   if (!state.decision)
     throw new Error(
       `the critic made no decision for attempt ${state.attempt}; a replacement critic must return one (see decideAfterCritic)`,
     );
-  return state.decision.next === "finish" ? END : state.decision.next;
+  return state.decision.next;
 }
 
 export const TOWARDS_EXECUTION_TARGETS = ["approval", "executor"] as const;
@@ -31,7 +31,7 @@ export function routeTowardsExecution(
   return parseSettings(config?.context).approval && !blocked ? "approval" : "executor";
 }
 
-export const AFTER_WRITE_TARGETS = ["execution", END] as const;
+export const AFTER_WRITE_TARGETS = ["execution", "finish"] as const;
 export type AfterWriteTarget = (typeof AFTER_WRITE_TARGETS)[number];
 
 /**
@@ -40,5 +40,5 @@ export type AfterWriteTarget = (typeof AFTER_WRITE_TARGETS)[number];
  * graph maps it to that node.
  */
 export function routeAfterWrite(state: Pick<AgentState, "status">): AfterWriteTarget {
-  return state.status === "running" ? "execution" : END;
+  return state.status === "running" ? "execution" : "finish";
 }

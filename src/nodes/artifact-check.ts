@@ -1,5 +1,4 @@
-import { rm } from "node:fs/promises";
-import { dirname } from "node:path";
+import { existsSync } from "node:fs";
 import type { Execution, KeptArtifacts, Objection } from "../core/state.js";
 
 /**
@@ -28,28 +27,13 @@ export function artifactObjections(expected: string[], run: Execution, attempt: 
 }
 
 /**
- * The artifacts to keep after this attempt: its own when it is the best so far (a pass always is),
- * else the ones kept before. The bytes of whichever attempt loses are deleted from disk.
+ * This attempt's artifacts as a candidate for `artifacts`, whose reducer keeps the higher score.
+ * A folder already gone (the run's end removed it, and time travel came back to this attempt) is
+ * not proposed: the state must never point at a folder that is not there.
  */
-export async function keepBestArtifacts(
-  kept: KeptArtifacts | undefined,
-  run: Execution,
-  attempt: number,
-  isBest: boolean,
-): Promise<KeptArtifacts | undefined> {
-  const current = run.artifacts ? { attempt, folder: run.artifacts.folder, files: run.artifacts.files } : undefined;
-  if (!isBest || !current) {
-    if (current?.folder && current.folder !== kept?.folder) await rm(current.folder, { recursive: true, force: true });
-    return kept;
-  }
-  // Only this thread's own folders: a fork starts from another thread's kept artifacts, which stay its.
-  if (
-    kept?.folder &&
-    current.folder &&
-    kept.folder !== current.folder &&
-    dirname(kept.folder) === dirname(current.folder)
-  ) {
-    await rm(kept.folder, { recursive: true, force: true });
-  }
-  return current;
+export function proposedArtifacts(run: Execution, attempt: number, score: number): KeptArtifacts | undefined {
+  if (!run.artifacts) return undefined;
+  const { folder, files } = run.artifacts;
+  if (folder && !existsSync(folder)) return undefined;
+  return { attempt, folder, files, score };
 }

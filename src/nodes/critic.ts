@@ -7,7 +7,6 @@ import {
   type AgentState,
   type AgentUpdate,
   addUsage,
-  type Critique,
   type ErrorObservation,
   type Execution,
   type HistoryEntry,
@@ -15,107 +14,21 @@ import {
   mergeErrors,
   objectionsFor,
 } from "../core/state.js";
+import { type Judgement, judgeAttempt, judgeExecution, scoreAttempt } from "../core/verdict.js";
 import { planPromptCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { describeError, describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
 import { invokeWithinLimits } from "../tools/models.js";
 import { countTokens } from "../tools/tokens.js";
-import { artifactObjections, keepBestArtifacts } from "./artifact-check.js";
+import { artifactObjections, proposedArtifacts } from "./artifact-check.js";
 import { buildReviewPrompt, type Review, ReviewSchema } from "./critic.prompt.js";
-import { PACKAGE_FINDINGS } from "./install-packages.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
-export interface Failure {
-  type: string;
-  message: string;
-}
+export type { Failure, Judgement } from "../core/verdict.js";
 
-export interface Judgement {
-  critique: Critique;
-  failure?: Failure;
-}
-
-function failed(failure: Failure, summary: string, diagnosis: string): Judgement {
-  return { failure, critique: { passed: false, summary, diagnosis } };
-}
-
-/** The verdict that needs no model: exit status, exceptions, limits and the acceptance tests. */
+/** The verdict without findings, as before the verdict had a module of its own. */
 export function judgeRun(run: Execution, hasTests: boolean): Judgement {
-  const where = run.failedInTests ? "in the acceptance tests" : "in the program";
-  switch (run.status) {
-    case "ok":
-      return {
-        critique: {
-          passed: true,
-          summary: hasTests ? "The program ran cleanly and the acceptance tests passed." : "The program ran cleanly.",
-          diagnosis: "",
-        },
-      };
-    case "timeout":
-      return failed(
-        { type: "Timeout", message: "the program did not finish within the time limit" },
-        `Timed out after ${Math.round(run.durationMs)} ms.`,
-        "Look for an infinite loop, a read that waits for input, or work that grows too fast for the input size.",
-      );
-    case "memory_limit":
-      return failed(
-        { type: "MemoryLimit", message: "the program ran out of memory" },
-        "Killed at the memory limit.",
-        "Something grows without bound: an ever-growing list, unbounded recursion or a huge allocation.",
-      );
-    case "output_limit":
-      return failed(
-        { type: "OutputLimit", message: "the program printed more than the output limit" },
-        "Stopped for printing too much.",
-        "Print less: a loop probably prints on every iteration or never ends.",
-      );
-    case "unavailable":
-      return failed(
-        { type: "SandboxUnavailable", message: run.stderr.trim() || "the sandbox could not run the program" },
-        "The sandbox was unavailable.",
-        "The program did not run; this is an environment problem, not a bug in the code.",
-      );
-    default:
-      break;
-  }
-  if (run.error) {
-    const at = run.error.line ? ` at line ${run.error.line} ${where}` : ` ${where}`;
-    const assertion = /Assertion/i.test(run.error.type);
-    const packageFinding = (PACKAGE_FINDINGS as readonly string[]).includes(run.error.type);
-    const diagnosis = packageFinding
-      ? run.error.message
-      : assertion
-        ? `An assertion failed${at}: the program computes a wrong result for that case. Fix the logic, not the check, unless the check contradicts the task.`
-        : `Raised${at}.`;
-    return failed(
-      { type: run.error.type, message: run.error.message },
-      `${run.error.type}: ${run.error.message}`,
-      diagnosis,
-    );
-  }
-  if (run.status === "killed") {
-    return failed(
-      { type: "Killed", message: `killed by ${run.signal ?? "a signal"}` },
-      `Killed by ${run.signal ?? "a signal"}.`,
-      "The process was killed: it may have hit a resource limit (processes, file size, CPU time).",
-    );
-  }
-  const lastLine = run.stderr.trim().split("\n").at(-1) ?? "";
-  return failed(
-    { type: "NonZeroExit", message: `exited with code ${run.exitCode}${lastLine ? `: ${lastLine}` : ""}` },
-    `Exited with code ${run.exitCode}.`,
-    lastLine
-      ? `The last line on stderr was: ${lastLine}`
-      : "The program exited with a failure status and printed no error.",
-  );
-}
-
-/** 100 for a pass; a failure scores by how far through the program and tests it got. */
-export function scoreAttempt(run: Execution, passed: boolean): number {
-  if (passed) return 100;
-  if (run.progress !== null) return 10 + Math.round(80 * run.progress);
-  if (run.error?.type === "NoCodeError") return 0;
-  return 5;
+  return judgeAttempt({ run, hasTests });
 }
 
 /**
@@ -189,26 +102,29 @@ async function reviewWithModel(
   }
 }
 
-/** Decides pass or fail, fingerprints the failure, and keeps the ledger of attempts and the best one. */
+/**
+ * Asks the verdict (a pure function of the run and the findings), asks the LLM review when it is
+ * on, and books the attempt: history, errors, usage, and a proposal for `best` and `artifacts`
+ * that their reducers keep or drop. Nothing on disk changes here; the run's end keeps artifacts.
+ */
 export function createCriticNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
     const settings = runtime.context;
     const run = state.lastRun;
     if (!run) throw new Error("critic reached without an execution result; check the graph's edges");
 
-    let { critique, failure } = judgeRun(run, Boolean(state.tests?.trim()));
-    const artifactFindings = critique.passed ? artifactObjections(state.expect, run, state.attempt) : [];
-    const [objection] = critique.passed ? [...objectionsFor(state, state.attempt), ...artifactFindings] : [];
-    if (objection) {
-      failure = { type: objection.type, message: objection.message };
-      critique = {
-        passed: false,
-        summary: `${objection.source}: ${objection.type}: ${objection.message}`,
-        diagnosis: objection.message,
-      };
-    }
+    const hasTests = Boolean(state.tests?.trim());
+    // A run that failed on its own is not also blamed for the artifacts it never got to write.
+    const artifactFindings = judgeExecution(run, hasTests).critique.passed
+      ? artifactObjections(state.expect, run, state.attempt)
+      : [];
+    let { critique, failure } = judgeAttempt({
+      run,
+      hasTests,
+      findings: [...objectionsFor(state, state.attempt), ...artifactFindings],
+    });
     const usage: ModelCallUsage[] = [];
-    if (critique.passed && settings.llmReview && !state.tests?.trim()) {
+    if (critique.passed && settings.llmReview && !hasTests) {
       const outcome = await reviewWithModel(
         () => deps.resolveModel("critic", settings),
         state,
@@ -236,6 +152,7 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     const ran = state.draft?.hasCode !== false;
     const reviewTokens = usage.reduce((sum, call) => sum + call.inputTokens + call.outputTokens, 0);
     const score = scoreAttempt(run, critique.passed);
+    const folder = run.artifacts?.folder ?? undefined;
     const entry: HistoryEntry = {
       attempt: state.attempt,
       node: state.draft?.author ?? "generator",
@@ -243,6 +160,8 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
       outcome: failure ? failure.type : "passed",
       fingerprint,
       tokens: (state.draft?.tokens ?? 0) + reviewTokens,
+      score,
+      ...(folder ? { artifactsFolder: folder } : {}),
       ...(run.installed ? { installed: run.installed } : {}),
     };
     const observed: ErrorObservation[] =
@@ -259,12 +178,17 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
       },
       settings,
     );
-    const update: AgentUpdate = { critique, usage, history: [entry], errors: observed, decision };
+    const update: AgentUpdate = {
+      critique,
+      usage,
+      history: [entry],
+      errors: observed,
+      decision,
+      best: { attempt: state.attempt, code: ran ? state.code : (state.best?.code ?? ""), score },
+    };
     if (artifactFindings.length > 0) update.objections = artifactFindings;
-    const isBest = !state.best || score >= state.best.score;
-    if (isBest) update.best = { attempt: state.attempt, code: ran ? state.code : (state.best?.code ?? ""), score };
-    const artifacts = await keepBestArtifacts(state.artifacts, run, state.attempt, isBest);
-    if (artifacts) update.artifacts = artifacts;
+    const kept = proposedArtifacts(run, state.attempt, score);
+    if (kept) update.artifacts = kept;
     if (decision.next === "finish") {
       update.status = decision.status;
       update.reason = decision.reason;

@@ -1,11 +1,17 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Settings } from "../core/settings.js";
 import { type Execution, LIVE_LINE_CHARS, LIVE_TAIL_LINES, type OutputLine, objectionsFor } from "../core/state.js";
 import type { ArtifactRequest } from "../sandbox/types.js";
-import { assembleProgram, locateFailure } from "../tools/assemble.js";
+import {
+  assembleProgram,
+  findExitCalls,
+  locateFailure,
+  settleCompletion,
+  withoutCompletionMark,
+} from "../tools/assemble.js";
 import { loadInputs } from "../tools/inputs.js";
 import { runWithPackages } from "./install-packages.js";
 import type { AgentNode, AgentRuntime, NodeDeps } from "./types.js";
@@ -46,8 +52,9 @@ export function threadFolderName(threadId: string): string {
 }
 
 /**
- * Where this attempt's artifacts go: `<artifactsDir>/<thread>/attempt-<n>`, emptied first (a
- * resumed run may execute an attempt again), or a temp dir that is removed once they are listed.
+ * Where this attempt's artifacts go: `<artifactsDir>/<thread>/attempt-<n>-<random>`, a folder of
+ * this execution's own, so time travel that runs attempt n again on another branch never writes
+ * into (or deletes) the folder an earlier checkpoint names; or a temp dir removed once they are listed.
  */
 async function artifactFolder(
   settings: Settings,
@@ -60,8 +67,7 @@ async function artifactFolder(
   }
   const thread = runtime.configurable?.thread_id;
   const threadFolder = typeof thread === "string" && thread !== "" ? threadFolderName(thread) : `run-${randomUUID()}`;
-  const into = join(settings.artifactsDir, threadFolder, `attempt-${attempt}`);
-  await rm(into, { recursive: true, force: true });
+  const into = join(settings.artifactsDir, threadFolder, `attempt-${attempt}-${randomBytes(4).toString("hex")}`);
   return { request: { into, ...limits }, keep: true };
 }
 
@@ -98,22 +104,26 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
           settings,
           attempt,
           hooks: {
-            onOutput: (stream, line) => {
+            onOutput: (stream, printed) => {
+              const line = stream === "stderr" ? withoutCompletionMark(printed) : printed;
+              if (line === null) return;
               keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
               runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent);
             },
           },
         },
       );
+      const settled = settleCompletion(result, program);
       const collected = result.artifacts && !artifacts.keep ? { ...result.artifacts, folder: null } : result.artifacts;
       const lastRun: Execution = {
-        ...result,
+        ...settled,
         artifacts: collected,
         liveTail,
         ran: true,
         ...locateFailure(result.error?.line, program),
       };
       if (installed.length > 0) lastRun.installed = installed;
+      if (settled.testsCompleted === false) lastRun.exitCalls = findExitCalls(state.code, state.language);
       return { attempt, lastRun, notes };
     } finally {
       if (!artifacts.keep) await rm(artifacts.request.into, { recursive: true, force: true });

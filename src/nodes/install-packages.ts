@@ -1,5 +1,6 @@
 import type { Settings } from "../core/settings.js";
 import type { AgentState, Note } from "../core/state.js";
+import { PACKAGE_FINDINGS } from "../core/verdict.js";
 import {
   allowedPackageFor,
   findPackageEntry,
@@ -10,8 +11,7 @@ import {
 } from "../sandbox/packages.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox } from "../sandbox/types.js";
 
-/** Failure types the executor writes for a missing package; the critic hands their message to the fixer as it is. */
-export const PACKAGE_FINDINGS = ["PackageNotAvailable", "PackageInstallFailed"] as const;
+export { PACKAGE_FINDINGS };
 
 /** The `data` of an executor note about an install, so a later attempt need not try a failed one again. */
 export interface PackageInstallNote {
@@ -47,12 +47,14 @@ const STANDARD_LIBRARY: Record<Language, string> = {
  */
 export async function runWithPackages(
   sandbox: Sandbox,
-  request: RunRequest,
+  given: RunRequest,
   context: { state: AgentState; settings: Settings; attempt: number; hooks?: RunHooks },
 ): Promise<PackagedRun> {
-  const { language } = request;
+  const { language } = given;
+  const python = language === "python" ? context.settings.python : null;
+  const request: RunRequest = python ? { ...given, python } : given;
   const allowed = context.settings.packages[language];
-  const packages: PackageRequest = { language, specs: allowed, install: context.settings.packageInstall };
+  const packages: PackageRequest = { language, specs: allowed, install: context.settings.packageInstall, python };
   const entry = allowed.length > 0 && sandbox.mountsPackages ? await findPackageEntry(packages) : null;
   const first = await sandbox.run(withPackages(request, entry), context.hooks);
   const module = missingModule(language, first);

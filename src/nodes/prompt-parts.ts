@@ -41,7 +41,8 @@ export interface InputSummary {
 }
 
 function previewLines(text: string): string[] {
-  const lines = text.split("\n");
+  // A final newline ends the last line; it does not start another.
+  const lines = text.replace(/\r?\n$/, "").split("\n");
   const shown = lines
     .slice(0, INPUT_PREVIEW_LIMITS.lines)
     .map((line) => `    ${clip(line, INPUT_PREVIEW_LIMITS.lineChars)}`);

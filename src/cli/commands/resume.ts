@@ -7,10 +7,9 @@ import {
   type AgentState,
   type ApprovalDecision,
   ApprovalDecisionSchema,
+  checkModelConfig,
   checkSandbox,
   createAgent,
-  hasModelConfig,
-  MissingModelConfigError,
   modelRetriesFromEnv,
   type Settings,
 } from "../../index.js";
@@ -110,7 +109,7 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
     const record = await store.getRun(threadId);
     // A demo run is resumed with the same scripted model; any other needs a configured one.
     const scripted = record?.settings.model === DEMO_MODEL_NAME && !flags.model;
-    if (!scripted && !flags.replay && !hasModelConfig()) throw new MissingModelConfigError();
+    if (!scripted && !flags.replay) checkModelConfig();
     const agent = createAgent({
       model: scripted ? scriptedDemoModelFor(record?.task) : undefined,
       checkpointer: store.checkpointer,
@@ -153,6 +152,34 @@ interface Resumption {
   extraSummary: Record<string, unknown>;
 }
 
+const attemptsRun = (attempts: number) => `${attempts} attempt${attempts === 1 ? "" : "s"} run`;
+
+/**
+ * Where a resumed run picks up, numbered as the approval prompt and the progress lines number
+ * attempts: the program about to be written, approved or run is attempt `attempts + 1`; the one
+ * about to be judged is attempt `attempts`.
+ */
+export function describeResumePoint(attempts: number, next: readonly string[]): string {
+  const coming = attempts + 1;
+  const steps = next.map((node) => {
+    switch (node) {
+      case "generator":
+        return `the generator writes attempt ${coming}`;
+      case "fixer":
+        return `the fixer writes attempt ${coming}`;
+      case "approval":
+        return `approval of attempt ${coming}`;
+      case "executor":
+        return `running attempt ${coming}`;
+      case "critic":
+        return `judging attempt ${attempts}`;
+      default:
+        return node;
+    }
+  });
+  return `${attemptsRun(attempts)}; next: ${steps.join(", ")}`;
+}
+
 /** Runs the thread on from its head while holding its lease, or reports that it already ended. */
 async function continueThread(target: string, resume: Resumption): Promise<number> {
   const { agent, settings, flags, decision, reporter, extraSummary } = resume;
@@ -176,7 +203,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   const values: AgentState = snapshot.values;
   reporter.note(describeModel(settings, { scripted: resume.scripted }));
   reporter.note(
-    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof GraphCommand ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
+    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, snapshot.next)})`,
   );
   const ctrlC = abortOnCtrlC();
   try {

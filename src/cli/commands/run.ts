@@ -4,14 +4,13 @@ import { basename, resolve } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { type Command, Option } from "commander";
 import {
+  checkModelConfig,
   checkSandbox,
   createAgent,
   formatIssues,
-  hasModelConfig,
   type InputSource,
   LANGUAGES,
   loadInputs,
-  MissingModelConfigError,
   modelRetriesFromEnv,
   type RunInput,
   RunInputSchema,
@@ -32,6 +31,7 @@ import {
   settingsWithFlags,
 } from "../options.js";
 import { ProgressReporter } from "../progress.js";
+import { choosePython, modulesSuggested } from "../python-choice.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
@@ -105,7 +105,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     ...(flags.expect ? { expect: flags.expect } : {}),
     ...scripted?.input,
   });
-  const settings = settingsWithFlags(
+  const flagged = settingsWithFlags(
     {
       approval: Boolean(flags.approve),
       packages: packagesFromFlags(flags.allowPackage, input.language),
@@ -113,13 +113,16 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     },
     flags,
   );
+  // Which Python runs the programs is settled (and stored) before the run, so resume keeps it.
+  const python = input.language === "python" ? await choosePython(flagged, modulesSuggested(input)) : undefined;
+  const settings = python ? { ...flagged, python: python.python } : flagged;
   // A missing or oversized input is a usage error now, not a failed run after a model call.
   const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
   if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
   if (flags.artifacts) checkArtifactsDir(flags.artifacts);
   // A replay answers from its folder: no model is built.
   const modelCalls = modelCallsFromFlags(flags);
-  if (!scripted && !flags.replay && !hasModelConfig()) throw new MissingModelConfigError();
+  if (!scripted && !flags.replay) checkModelConfig();
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
@@ -143,6 +146,8 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       const calls = describeModelCalls(flags);
       if (calls) reporter.note(calls);
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
+      if (python) reporter.note(python.note);
+      if (python?.warning) reporter.warn(python.warning);
       const ctrlC = abortOnCtrlC();
       try {
         const exitCode = await streamRun(

@@ -1,11 +1,5 @@
 import type { Command } from "commander";
-import {
-  createSandbox,
-  hasModelConfig,
-  MissingModelConfigError,
-  modelRetriesFromEnv,
-  type SandboxKind,
-} from "../../index.js";
+import { checkModelConfig, createSandbox, modelRetriesFromEnv, type SandboxKind } from "../../index.js";
 import { type Delivery, ModelCallGate, SharedTokenBucket, type TaskQueue, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
 import { positiveInteger, secondsAtLeast } from "../options.js";
@@ -143,7 +137,7 @@ async function work({ store, queue, sandboxes, gate }: WorkerParts, flags: Worke
 
 /** `selfheal worker`: takes jobs from the queue and runs each as a checkpointed thread. */
 export async function runWorker(flags: WorkerFlags): Promise<number> {
-  if (!hasModelConfig()) throw new MissingModelConfigError();
+  checkModelConfig();
   modelRetriesFromEnv();
   const location = resolveQueueLocation(flags);
   const bucket = flags.modelCallsPerMinute
