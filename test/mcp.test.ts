@@ -1,10 +1,11 @@
+import { request } from "node:http";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ScriptedChatModel } from "../src/index.js";
-import { createMcpServer, McpRuns } from "../src/mcp/index.js";
+import { createMcpServer, MAX_REQUEST_BYTES, McpRuns, serveHttp } from "../src/mcp/index.js";
 import { artifactsFolder, openRunStore, type RunStore } from "../src/store/index.js";
 import { fence } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
@@ -94,5 +95,43 @@ describe("the MCP tools", () => {
       "MCP error -32602: Input validation error: Invalid arguments for tool solve: task must not be empty at task\nlanguage must be one of: python, javascript at language",
     );
     expect(model.prompts).toHaveLength(0);
+  });
+});
+
+describe("the MCP server over HTTP", () => {
+  /** POSTs `body` to `url` and returns the status and the body of the answer. */
+  function post(url: string, body: string | Buffer): Promise<{ status?: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      });
+      req.on("response", (response) => {
+        let text = "";
+        response.on("data", (chunk) => (text += chunk));
+        response.on("end", () => resolve({ status: response.statusCode, text }));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  it("asks for initialize first, and refuses a body past its bound without reading it all", async () => {
+    const store = await openRunStore({ kind: "sqlite", path: join(scratchDir("mcp"), "runs.db") });
+    const runs = new McpRuns({ store });
+    const server = await serveHttp(runs, { version: "test" }, { host: "127.0.0.1", port: 0 });
+    try {
+      expect(server.loopback).toBe(true);
+      const listing = await post(server.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
+      expect(listing.status).toBe(400);
+      expect(JSON.parse(listing.text).error.message).toBe("no session: the first request must be initialize");
+      expect((await post(server.url, "{not json")).status).toBe(400);
+      const huge = await post(server.url, Buffer.alloc(MAX_REQUEST_BYTES + 1, " "));
+      expect(huge.status).toBe(413);
+    } finally {
+      await server.close();
+      await runs.close();
+      await store.close();
+    }
   });
 });

@@ -170,6 +170,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "maxArtifacts",
       "maxArtifactBytes",
       "artifactsDir",
+      "python",
       "sandbox",
       "packages",
       "packageInstall",
@@ -177,7 +178,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     for (const [name, setting] of Object.entries(settings)) expect(setting, name).toHaveProperty("default");
     expect(settings).toMatchObject({
       maxAttempts: { type: "integer", default: 4, minimum: 1, maximum: 100 },
-      tokenBudget: { type: "integer", default: 40_000, minimum: 0 },
+      tokenBudget: { type: "integer", default: 40_000, minimum: 1 },
       repeatLimit: { default: 2, minimum: 1 },
       timeoutMs: { default: 10_000, minimum: 100 },
       modelTimeoutMs: { default: 120_000, minimum: 100, maximum: 3_600_000 },

@@ -33,7 +33,15 @@ export function registeredState() {
  * agent (one with extensions too) Studio's input form and settings form.
  */
 export function studioDeclaration(): IntrospectedDeclaration {
-  return { state: registeredState(), input: RunInputSchema, context: SettingsSchema };
+  // The input is validated field by field, as the StateSchema validates a code caller's: a
+  // Command's update (a resume with `update: { status }`) carries state fields and no task. The
+  // context is loose because LangGraph checks `configurable` (thread_id...) against it when a run
+  // has no context; the nodes still parse the settings strictly (withSettings), unknown ones included.
+  return {
+    state: registeredState(),
+    input: RunInputSchema.partial().loose(),
+    context: SettingsSchema.loose(),
+  };
 }
 
 /**

@@ -3,4 +3,4 @@
 
 export { ClientSettingsSchema, McpRuns, type McpRunsOptions, type RunListener, type RunOutcome } from "./runs.js";
 export { createMcpServer, MAX_INLINE_ARTIFACT_BYTES, MAX_LIVE_LINES_PER_ATTEMPT } from "./server.js";
-export { type HttpServer, type ServerInfo, serveHttp, serveStdio } from "./transports.js";
+export { type HttpServer, MAX_REQUEST_BYTES, type ServerInfo, serveHttp, serveStdio } from "./transports.js";

@@ -39,6 +39,7 @@ export const ClientSettingsSchema = SettingsSchema.pick({
   temperature: true,
   llmReview: true,
   approval: true,
+  python: true,
   sandbox: true,
   packages: true,
 }).partial();

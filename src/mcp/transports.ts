@@ -25,6 +25,8 @@ export async function serveStdio(runs: McpRuns, info: ServerInfo): Promise<void>
 export interface HttpServer {
   /** Where clients connect, e.g. http://127.0.0.1:3000/mcp. */
   url: string;
+  /** False when it listens beyond this machine, with no Host check: anyone who reaches it can run programs here. */
+  loopback: boolean;
   close(): Promise<void>;
 }
 
@@ -36,9 +38,19 @@ function jsonRpcError(res: ServerResponse, status: number, message: string): voi
     .end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
 }
 
+/** A request body past this is refused: input files sent as content count, and the default bound on them is 16 MiB. */
+export const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+
+class TooLarge extends Error {}
+
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
+  let bytes = 0;
+  for await (const chunk of req) {
+    bytes += (chunk as Buffer).length;
+    if (bytes > MAX_REQUEST_BYTES) throw new TooLarge();
+    chunks.push(chunk as Buffer);
+  }
   return JSON.parse(Buffer.concat(chunks).toString("utf8"));
 }
 
@@ -70,7 +82,9 @@ export async function serveHttp(
     let body: unknown;
     try {
       body = await readJson(req);
-    } catch {
+    } catch (error) {
+      if (error instanceof TooLarge)
+        return jsonRpcError(res, 413, `the request body is over ${MAX_REQUEST_BYTES} bytes`);
       return jsonRpcError(res, 400, "the request body is not JSON");
     }
     if (!transport) {
@@ -104,6 +118,7 @@ export async function serveHttp(
   const shown = options.host.includes(":") ? `[${options.host}]` : options.host;
   return {
     url: `http://${shown}:${port}/mcp`,
+    loopback: allowedHosts !== undefined,
     async close() {
       await Promise.all([...sessions.values()].map((transport) => transport.close()));
       server.closeAllConnections();

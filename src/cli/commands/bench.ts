@@ -245,7 +245,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     model: flags.simulated ? SIMULATED_MODEL_NAME : flags.model,
     sandbox: flags.sandbox,
   });
-  // With --queue the workers call the model, not this process.
+  // With --queue the workers call the model, not this process; a replay answers from its folder.
   if (!flags.verifyDataset && !flags.simulated && !flags.queue && !flags.replay) checkModelConfig();
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });

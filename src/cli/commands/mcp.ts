@@ -40,6 +40,11 @@ async function serveMcp(flags: McpFlags, version: string): Promise<number> {
     }
     const server = await serveHttp(runs, { version }, { host: flags.host, port: flags.port });
     process.stderr.write(`selfheal mcp: serving MCP over Streamable HTTP at ${server.url}\n`);
+    if (!server.loopback) {
+      process.stderr.write(
+        `selfheal mcp: warning: ${flags.host} is not a loopback address and the server asks no credentials: anyone who can reach it can run programs on this machine\n`,
+      );
+    }
     await untilStopped();
     await server.close();
     return EXIT.passed;
