@@ -142,6 +142,13 @@ export const SettingsSchema = z.object({
    * store's folder (`.selfheal/artifacts`). Null: the state lists them, their bytes are not kept.
    */
   artifactsDir: z.string().min(1).nullable().default(null),
+  /**
+   * Show the fixer the values a failed run computed: a failed assert's operands, the locals of the
+   * innermost frames, bounded and masked (see "Runtime values" in the README).
+   */
+  runtimeValues: z.boolean().default(true),
+  /** Also record the calls the tests make of the program's functions, with arguments and results (Python). */
+  traceCalls: z.boolean().default(true),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
   /** Packages the program may import beyond the standard library, installed on first need. */
