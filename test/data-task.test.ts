@@ -20,7 +20,7 @@ import { threadFolderName } from "../src/nodes/executor.js";
 import { buildFixerPrompt } from "../src/nodes/fixer.prompt.js";
 import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";
 import { describeDataFiles } from "../src/nodes/prompt-parts.js";
-import { fence, promptText, scriptedModel } from "./helpers.js";
+import { failedExecution, fence, promptText, scriptedModel } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
 
 const sandbox = createSandbox({ kind: "process" });
@@ -31,23 +31,16 @@ const modelNeverCalled = () =>
     throw new Error("the model was called");
   });
 
-const ran = (files: { name: string }[], problems: string[] = [], folder: string | null = null): Execution => ({
-  status: "ok",
-  exitCode: 0,
-  signal: null,
-  stdout: "",
-  stderr: "",
-  truncated: false,
-  durationMs: 1,
-  ran: true,
-  failedInTests: false,
-  progress: null,
-  artifacts: {
-    folder,
-    problems,
-    files: files.map(({ name }) => ({ name, bytes: 1, sha256: "x", mediaType: "image/png" })),
-  },
-});
+const ran = (files: { name: string }[], problems: string[] = [], folder: string | null = null): Execution =>
+  failedExecution({
+    status: "ok",
+    exitCode: 0,
+    artifacts: {
+      folder,
+      problems,
+      files: files.map(({ name }) => ({ name, bytes: 1, sha256: "x", mediaType: "image/png" })),
+    },
+  });
 
 describe("the run input of a data task", () => {
   it("refuses input names and expected artifacts that escape the work dir", () => {

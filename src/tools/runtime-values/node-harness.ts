@@ -87,19 +87,6 @@ export const NODE_VALUES_HARNESS = String.raw`(() => {
     return result;
   };
   const SHOW = "function(name){ return globalThis[Symbol.for('selfheal.values')](this, name); }";
-  const remote = (object, name) => {
-    if (object.objectId) {
-      const shown = post("Runtime.callFunctionOn", {
-        objectId: object.objectId,
-        functionDeclaration: SHOW,
-        arguments: [{ value: name }],
-        returnByValue: true,
-      });
-      return typeof shown.result.value === "string" ? shown.result.value : "<not shown>";
-    }
-    if ("value" in object) return show(object.value, name);
-    return mask(object.unserializableValue || object.description || object.type);
-  };
   // Paused frames name their script by id only; the url comes with the script's parse event.
   const mainScripts = new Set();
   session.on("Debugger.scriptParsed", ({ params }) => {
@@ -197,13 +184,20 @@ export const NODE_VALUES_HARNESS = String.raw`(() => {
     return text.slice(index + 1, close);
   };
   const evaluate = (frame, expression) => {
+    // In an array, so the value stays in the program's heap and is shown there, however big.
     const answer = post("Debugger.evaluateOnCallFrame", {
       callFrameId: frame.callFrameId,
-      expression,
+      expression: "[(" + expression + "\n)]",
       throwOnSideEffect: true,
       silent: true,
     });
-    return answer.exceptionDetails ? undefined : remote(answer.result);
+    if (answer.exceptionDetails || !answer.result.objectId) return undefined;
+    const shown = post("Runtime.callFunctionOn", {
+      objectId: answer.result.objectId,
+      functionDeclaration: "function(){ return globalThis[Symbol.for('selfheal.values')](this[0]); }",
+      returnByValue: true,
+    });
+    return typeof shown.result.value === "string" ? shown.result.value : undefined;
   };
 
   const checkAt = (frames, data) => {
@@ -249,6 +243,12 @@ export const NODE_VALUES_HARNESS = String.raw`(() => {
     };
   };
 
+  // Each scope is read inside the program's own heap, so a 50 MB string never crosses the protocol.
+  const LIST_SCOPE =
+    "function(skip, most){ const show = globalThis[Symbol.for('selfheal.values')]; const out = [];" +
+    " for (const name of Object.getOwnPropertyNames(this)) { if (out.length >= most) break; if (skip.includes(name)) continue;" +
+    " let value; try { value = this[name]; } catch { continue; } if (typeof value === 'function') continue;" +
+    " out.push([name, show(value, name)]); } return out; }";
   const framesOf = (callFrames) =>
     callFrames
       .filter((frame) => isMain(frame))
@@ -257,12 +257,13 @@ export const NODE_VALUES_HARNESS = String.raw`(() => {
         const locals = [];
         for (const scope of frame.scopeChain) {
           if (scope.type !== "local" && scope.type !== "block") continue;
-          const { result } = post("Runtime.getProperties", { objectId: scope.object.objectId, ownProperties: true });
-          for (const property of result) {
-            if (SKIPPED.has(property.name) || !property.value || property.value.type === "function") continue;
-            if (locals.length >= limits.locals) break;
-            locals.push([property.name, remote(property.value, property.name)]);
-          }
+          const listed = post("Runtime.callFunctionOn", {
+            objectId: scope.object.objectId,
+            functionDeclaration: LIST_SCOPE,
+            arguments: [{ value: [...SKIPPED] }, { value: limits.locals - locals.length }],
+            returnByValue: true,
+          }).result.value;
+          if (Array.isArray(listed)) locals.push(...listed);
         }
         return { function: frame.functionName || "<module>", line: frame.location.lineNumber + 1, locals };
       });

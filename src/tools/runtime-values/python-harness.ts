@@ -71,7 +71,10 @@ def _selfheal_start(config):
         _rewriter(config, state["checks"]).visit(tree)
         program = ast.fix_missing_locations(tree)
     state["code"] = compile(program, path, "exec", dont_inherit=True)
-    main.__dict__["@selfheal"] = _Taps(state)
+    # Found by name lookup through builtins, so the program's globals() hold nothing of ours.
+    import builtins
+
+    builtins.__dict__["@selfheal"] = _Taps(state)
     return state["code"]
 
 
