@@ -11,7 +11,9 @@ export const VALUES_PREFIX = "\x1eselfheal-values:";
 /** What the harness shows inside the sandbox: each value's characters, items and depth, and how much of it. */
 export const HARNESS_LIMITS = { chars: 160, items: 8, depth: 3, frames: 3, locals: 10, calls: 3 } as const;
 
-const PYTHON_FILES = { harness: ".selfheal-harness.py", program: ".selfheal-program.py" } as const;
+const PYTHON_HARNESS_FILE = ".selfheal-harness.py";
+/** The line between the harness and the program in that one file; the loader compiles what is above it. */
+const PYTHON_PROGRAM_SEPARATOR = "\n#selfheal-program#\n";
 const NODE_HARNESS_FILE = ".selfheal-harness.cjs";
 
 export interface ValuesOptions {
@@ -51,7 +53,6 @@ export function instrumentProgram(
     const hasTests = program.totalLines > program.programLines;
     const config = {
       ...shared,
-      program: PYTHON_FILES.program,
       asserts: /\bassert\b/.test(program.source),
       calls: options.calls && hasTests,
       testsFrom: testsFrom(program),
@@ -59,10 +60,9 @@ export function instrumentProgram(
     };
     return {
       // One line: it runs the harness, which puts the program back in main.py's place before it runs.
-      code: `exec((lambda p: compile(open(p, "rb").read(), p, "exec"))(__import__("os").path.join(__import__("os").path.dirname(__file__), "${PYTHON_FILES.harness}")), {"__name__": "selfheal_harness"})\n`,
+      code: `exec((lambda p: compile(open(p, "rb").read().partition(${JSON.stringify(PYTHON_PROGRAM_SEPARATOR)}.encode())[0], p, "exec"))(__import__("os").path.join(__import__("os").path.dirname(__file__), "${PYTHON_HARNESS_FILE}")), {"__name__": "selfheal_harness"})\n`,
       files: {
-        [PYTHON_FILES.harness]: `CONFIG = ${pythonLiteral(config)}\n${PYTHON_VALUES_HARNESS}`,
-        [PYTHON_FILES.program]: program.source,
+        [PYTHON_HARNESS_FILE]: `CONFIG = ${pythonLiteral(config)}\n${PYTHON_VALUES_HARNESS}${PYTHON_PROGRAM_SEPARATOR}${program.source}`,
       },
       nonce,
     };

@@ -1,8 +1,8 @@
 /**
  * The Python half of runtime values: written into the work dir as `.selfheal-harness.py` and run by
  * the one line main.py holds (see instrument.ts), on every backend. It reads the assembled program
- * from `.selfheal-program.py`, writes it back over main.py (so the program, its tracebacks and its
- * own `__file__` see the program and nothing else) and removes both files, then compiles the
+ * from its own end, after a separator line, writes it back over main.py (so the program, its tracebacks and its
+ * own `__file__` see the program and nothing else) and removes itself, then compiles the
  * program under main.py's path with the line numbers it has: asserts keep their statement with a
  * tap around each operand, and calls of a plain name in the tests record their arguments and
  * result, in the test's own frame. On an uncaught exception its `sys.excepthook` writes one line
@@ -20,15 +20,15 @@ def _selfheal_start(config):
     main = sys.modules["__main__"]
     path = main.__file__
     here = sys._getframe().f_code.co_filename
-    stored = os.path.join(os.path.dirname(path), config["program"])
-    with open(stored, "rb") as handle:
-        raw = handle.read()
+    # The program follows the harness in this same file, after the separator (spelled in two parts
+    # here, so that its first occurrence is the real one): one file less to write per run.
+    with open(here, "rb") as handle:
+        raw = handle.read().partition(b"\n#selfheal" + b"-program#\n")[2]
     # main.py becomes the program itself, as without the harness: tracebacks printed by anyone read
     # their source lines from it, and a program that reads its own file finds itself.
     try:
         with open(path, "wb") as handle:
             handle.write(raw)
-        os.unlink(stored)
         os.unlink(here)
     except OSError:
         # A work dir the program may not write: tracebacks read the program from linecache instead.
@@ -36,7 +36,7 @@ def _selfheal_start(config):
 
         text = raw.decode("utf-8", "replace")
         linecache.cache[path] = (len(text), None, text.splitlines(True), path)
-    state = {"asserts": {}, "checks": {}, "calls": [], "open": {}, "config": config, "path": path, "code": None}
+    state = {"asserts": {}, "checks": {}, "calls": [], "open": {}, "config": config, "path": path, "code": None, "raw": raw}
     previous_hook = sys.excepthook
 
     def report_failure(kind, error, trace):
@@ -46,7 +46,7 @@ def _selfheal_start(config):
         if isinstance(error, BaseException):
             error.__traceback__ = trace
         try:
-            block = _values_block(state, error, trace)
+            block = _part(_FAILURE, here)["values_block"](state, error, trace)
         except Exception:
             block = None
         try:
@@ -65,11 +65,10 @@ def _selfheal_start(config):
     sys.excepthook = report_failure
     program = raw
     if config["asserts"] or config["calls"]:
-        import ast
+        import _ast
 
-        tree = ast.parse(raw, path)
-        _rewriter(config, state["checks"]).visit(tree)
-        program = ast.fix_missing_locations(tree)
+        tree = compile(raw, path, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+        program = _part(_REWRITE, here)["rewrite"](tree, config, state["checks"])
     state["code"] = compile(program, path, "exec", dont_inherit=True)
     # Found by name lookup through builtins, so the program's globals() hold nothing of ours.
     import builtins
@@ -131,104 +130,137 @@ class _Taps:
         return value
 
 
-def _rewriter(config, checks):
-    import ast
+def _part(source, filename):
+    """Compiles a part of the harness when a run needs it: most runs pass and need neither."""
+    namespace = {"__name__": "selfheal_harness", "_NOT_RETURNED": _NOT_RETURNED}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
 
-    def taps(method, args, at):
-        call = ast.Call(ast.Attribute(ast.Name("@selfheal", ast.Load()), method, ast.Load()), args, [])
-        return ast.copy_location(call, at)
+
+# Rewrites asserts and test calls; compiled only for a program that has either.
+_REWRITE = r'''
+def rewrite(tree, config, checks):
+    """
+    An assert keeps its statement and its evaluation (each operand once, in the same order), with a
+    tap around each operand that remembers the value. A call of a plain name in the tests records
+    its arguments and result; the call itself still happens in the test's own frame. Only statement
+    lists are walked to find asserts, and only the tests' statements for calls: a big program costs
+    little more than its parse. The C module _ast serves: ast.py alone takes longer to import than
+    the rest of this takes to run.
+    """
+    import _ast as ast
+
+    def at(node, where):
+        node.lineno, node.col_offset = where.lineno, where.col_offset
+        node.end_lineno, node.end_col_offset = where.end_lineno, where.end_col_offset
+        return node
+
+    def constant(value, where):
+        return at(ast.Constant(value), where)
+
+    def taps(method, args, where):
+        taps = at(ast.Name("@selfheal", ast.Load()), where)
+        return at(ast.Call(at(ast.Attribute(taps, method, ast.Load()), where), args, []), where)
 
     def role(expression):
         return "call" if isinstance(expression, ast.Call) else "operand"
 
-    class Rewrite(ast.NodeTransformer):
-        """
-        An assert keeps its statement and its evaluation (each operand once, in the same order), with
-        a tap around each operand that remembers the value. A call of a plain name in the tests records
-        its arguments and result; the call itself still happens in the test's own frame.
-        """
+    def assertion(node):
+        check = len(checks)
+        parts = []
 
-        sites = 0
+        def where(node):
+            return [node.lineno, node.col_offset, node.end_lineno, node.end_col_offset]
 
-        def visit_Assert(self, node):
-            if not config["asserts"]:
-                return self.generic_visit(node)
-            check = len(checks)
-            parts = []
+        # Positions, not text: the text is read from the source only if this assert fails.
+        def tap(expression, kind, of=None):
+            parts.append({"at": where(expression), "role": kind, "of": of and where(of)})
+            index = len(parts) - 1
+            return taps("value", [constant(check, expression), constant(index, expression), expression], expression)
 
-            def tap(expression, kind):
-                parts.append({"expr": ast.unparse(expression), "role": kind})
-                index = ast.Constant(len(parts) - 1)
-                return taps("value", [ast.Constant(check), index, expression], expression)
+        def tap_arguments(call):
+            if isinstance(call, ast.Call):
+                call.args = [
+                    arg if isinstance(arg, (ast.Constant, ast.Starred)) else tap(arg, "argument", call.func)
+                    for arg in call.args
+                ]
 
-            def tap_arguments(call):
-                if isinstance(call, ast.Call):
-                    name = ast.unparse(call.func)
-                    call.args = [
-                        arg if isinstance(arg, (ast.Constant, ast.Starred)) else tap(arg, "argument of " + name)
-                        for arg in call.args
-                    ]
-
-            test = node.test
-            shape = {"kind": "value"}
-            if isinstance(test, ast.Compare):
-                shape = {"kind": "compare", "ops": [type(op).__name__ for op in test.ops]}
-                operands = [test.left, *test.comparators]
-                tapped = [tap(operand, role(operand)) for operand in operands]
-                for operand in operands:
-                    tap_arguments(operand)
-                test.left, test.comparators = tapped[0], tapped[1:]
-            elif isinstance(test, ast.BoolOp):
-                shape = {"kind": type(test.op).__name__.lower()}
-                test.values = [tap(value, role(value)) for value in test.values]
-            elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                shape = {"kind": "not"}
-                operand = test.operand
-                test.operand = tap(operand, role(operand))
+        test = node.test
+        shape = {"kind": "value"}
+        if isinstance(test, ast.Compare):
+            shape = {"kind": "compare", "ops": [type(op).__name__ for op in test.ops]}
+            operands = [test.left, *test.comparators]
+            tapped = [tap(operand, role(operand)) for operand in operands]
+            for operand in operands:
                 tap_arguments(operand)
-            else:
-                node.test = tap(test, role(test))
-                tap_arguments(test)
-            self.generic_visit(node)
-            begin = taps("begin", [ast.Constant(check)], node.test)
-            node.test = ast.copy_location(ast.BoolOp(ast.Or(), [begin, node.test]), node)
-            checks[check] = dict(shape, line=node.lineno, parts=parts)
+            test.left, test.comparators = tapped[0], tapped[1:]
+        elif isinstance(test, ast.BoolOp):
+            shape = {"kind": type(test.op).__name__.lower()}
+            test.values = [tap(value, role(value)) for value in test.values]
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            shape = {"kind": "not"}
+            operand = test.operand
+            test.operand = tap(operand, role(operand))
+            tap_arguments(operand)
+        else:
+            node.test = tap(test, role(test))
+            tap_arguments(test)
+        begin = taps("begin", [constant(check, node)], node.test)
+        node.test = at(ast.BoolOp(ast.Or(), [begin, node.test]), node)
+        checks[check] = dict(shape, line=node.lineno, parts=parts)
+
+    sites = [0]
+
+    def calls_in(node):
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                value[:] = [calls_in(item) if isinstance(item, ast.AST) else item for item in value]
+            elif isinstance(value, ast.AST):
+                setattr(node, name, calls_in(value))
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and config["testsFrom"] <= node.lineno <= config["testsTo"]
+            and not (node.keywords and any(isinstance(arg, ast.Starred) for arg in node.args))
+        ):
             return node
+        sites[0] += 1
+        site = constant(sites[0], node)
+        function = at(ast.Name(node.func.id, ast.Load()), node)
+        args = taps("args", [site, constant(node.lineno, node), function, *node.args], node)
+        keywords = []
+        if node.keywords:
+            kwargs = taps("kwargs", [site], node)
+            kwargs.keywords = node.keywords
+            keywords = [at(ast.keyword(None, kwargs), node)]
+        starred = at(ast.Starred(args, ast.Load()), node)
+        call = at(ast.Call(node.func, [starred], keywords), node)
+        return taps("returned", [site, call], node)
 
-        def visit_Call(self, node):
-            self.generic_visit(node)
-            if not (
-                config["calls"]
-                and isinstance(node.func, ast.Name)
-                and config["testsFrom"] <= node.lineno <= config["testsTo"]
-                and not (node.keywords and any(isinstance(arg, ast.Starred) for arg in node.args))
-            ):
-                return node
-            Rewrite.sites += 1
-            site = ast.Constant(Rewrite.sites)
-            function = ast.Name(node.func.id, ast.Load())
-            args = taps("args", [site, ast.Constant(node.lineno), function, *node.args], node)
-            keywords = []
-            if node.keywords:
-                kwargs = taps("kwargs", [site], node)
-                kwargs.keywords = node.keywords
-                keywords = [ast.keyword(None, kwargs)]
-            starred = ast.copy_location(ast.Starred(args, ast.Load()), node)
-            call = ast.copy_location(ast.Call(node.func, [starred], keywords), node)
-            return taps("returned", [site, call], node)
+    def statements(body):
+        for node in body:
+            if isinstance(node, ast.Assert):
+                assertion(node)
+                continue
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    statements(inner)
 
-    return Rewrite()
+    if config["asserts"]:
+        statements(tree.body)
+    if config["calls"]:
+        tree.body = [
+            calls_in(node) if node.end_lineno >= config["testsFrom"] and node.lineno <= config["testsTo"] else node
+            for node in tree.body
+        ]
+    return tree
+'''
 
-
-def _program_part(trace, state, here):
-    """The traceback from the program's first frame on, without the loader's and the harness's frames."""
-    path, code = state["path"], state["code"]
-    while trace is not None and trace.tb_frame.f_code is not code and trace.tb_frame.f_code.co_filename in (path, here):
-        trace = trace.tb_next
-    return trace
-
-
-class _Values:
+# Builds the values line; compiled only when an exception reaches the hook.
+_FAILURE = r'''
+class Values:
     """Bounded, masked reprs: depth, items and characters capped, and what was cut counted."""
 
     def __init__(self, config):
@@ -325,13 +357,24 @@ class _Values:
         return text
 
 
-def _values_block(state, error, trace):
+def _segment(raw, at):
+    """The source text between two AST positions (lines from 1, columns in UTF-8 bytes), on one line."""
+    first, start, last, end = at
+    lines = raw.split(b"\n")[first - 1 : last]
+    if len(lines) == 1:
+        text = lines[0][start:end]
+    else:
+        text = b" ".join([lines[0][start:]] + [line.strip() for line in lines[1:-1]] + [lines[-1][:end].strip()])
+    return text.decode("utf-8", "replace").strip()
+
+
+def values_block(state, error, trace):
     import json
 
     config = state["config"]
     limits = config["limits"]
     path = state["path"]
-    values = _Values(config)
+    values = Values(config)
     entries = []
     while trace is not None:
         if trace.tb_frame.f_code.co_filename == path:
@@ -349,7 +392,8 @@ def _values_block(state, error, trace):
             record = state["asserts"][check]
             parts = []
             for index, part in enumerate(shape["parts"]):
-                shown = dict(part)
+                role = part["role"] if part["of"] is None else "argument of " + _segment(state["raw"], part["of"])
+                shown = {"expr": _segment(state["raw"], part["at"]), "role": role}
                 if index in record:
                     shown["value"] = values.show(record[index])
                 parts.append(shown)
@@ -394,6 +438,15 @@ def _values_block(state, error, trace):
         block["cut"] = values.cut
     text = json.dumps(block, ensure_ascii=True)
     return b"\x1eselfheal-values:" + config["nonce"].encode() + b" " + text.encode() + b"\n"
+'''
+
+
+def _program_part(trace, state, here):
+    """The traceback from the program's first frame on, without the loader's and the harness's frames."""
+    path, code = state["path"], state["code"]
+    while trace is not None and trace.tb_frame.f_code is not code and trace.tb_frame.f_code.co_filename in (path, here):
+        trace = trace.tb_next
+    return trace
 
 
 exec(_selfheal_start(CONFIG), sys.modules["__main__"].__dict__)
