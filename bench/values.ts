@@ -50,8 +50,11 @@ function contender(
         code: instrumented?.code ?? program.source,
         ...(instrumented ? { files: instrumented.files } : {}),
       });
-      if (result.status !== "ok")
+      // A run that skipped its tests would be fast for the wrong reason: the completion mark proves they ran.
+      const settled = settleCompletion(result, program);
+      if (settled.status !== "ok" || settled.testsCompleted === false) {
         throw new Error(`${workload} (${mode}): ${result.status} ${result.stderr.slice(-500)}`);
+      }
     },
   };
 }
