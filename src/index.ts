@@ -142,5 +142,6 @@ export {
   hasModelConfig,
   modelRetriesFromEnv,
 } from "./tools/models.js";
+export { describeRuntimeValues } from "./tools/runtime-values/index.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
 export { countTokens, messageText } from "./tools/tokens.js";

@@ -1,6 +1,7 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAgent, createSandbox, type Language, parseSettings } from "../src/index.js";
+import { renderRunReport, traceRun } from "../src/report/index.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
 
 /**
@@ -130,5 +131,25 @@ describe("the fixer is shown the values that locate the bug", () => {
     expect(prompts[0]).not.toContain("returned -1");
     expect(result.lastRun?.values).toBeUndefined();
     expect(result.status).toBe("failed");
+  });
+});
+
+describe("the run report shows the values per attempt", () => {
+  it("renders a failed attempt's values, escaped, beside its traceback", async () => {
+    const bug = BUGS[0]!;
+    const failed = await createAgent({ model: scriptedModel(fence(bug.buggy)), sandbox }).invoke(
+      { task: "Write add(a, b).", tests: bug.tests },
+      { context: parseSettings({ maxAttempts: 1 }) },
+    );
+    expect(failed.status).toBe("failed");
+    const html = renderRunReport(
+      traceRun([
+        { values: { task: "t", history: [] } },
+        { node: "critic", values: { ...failed, history: failed.history } },
+      ]),
+    );
+    expect(html).toContain("<h4>Values at the failure</h4>");
+    expect(html).toContain("failed check at line 5: add(2, 3) returned -1, expected 5");
+    expect(html).toContain("test line 5 called add(2, 3), which returned -1");
   });
 });

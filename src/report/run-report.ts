@@ -4,6 +4,7 @@ import { structuredPatch } from "diff";
 import hljs from "highlight.js/lib/core";
 import javascript from "highlight.js/lib/languages/javascript";
 import python from "highlight.js/lib/languages/python";
+import { describeRuntimeValues, type Execution } from "../index.js";
 import { renderGraphPath } from "./graph-svg.js";
 import { chartJsSource, escapeHtml, htmlPage } from "./html.js";
 import type { AttemptTrace, RunTrace } from "./trace.js";
@@ -63,6 +64,17 @@ const block = (title: string, text: string | undefined, limit: number, cls = "")
 const list = (title: string, items: string[]): string =>
   items.length > 0 ? `<h4>${title}</h4><ul>${items.map((item) => `<li>${item}</li>`).join("")}</ul>` : "";
 
+/** What the failed run computed, as the fixer read it (see describeRuntimeValues). */
+function valuesBlock(run: Execution | undefined): string {
+  if (!run?.values) return "";
+  return block(
+    "Values at the failure",
+    describeRuntimeValues(run.values).join("\n"),
+    REPORT_LIMITS.tracebackChars,
+    "values",
+  );
+}
+
 function artifactItem(artifact: unknown): string {
   if (typeof artifact === "string") return escapeHtml(head(artifact, REPORT_LIMITS.textChars));
   return `<code>${escapeHtml(head(JSON.stringify(artifact), REPORT_LIMITS.textChars))}</code>`;
@@ -110,6 +122,7 @@ function attemptSection(attempt: AttemptTrace, previous: AttemptTrace | undefine
       REPORT_LIMITS.tracebackChars,
       "traceback",
     ),
+    valuesBlock(run),
     block("stdout (end)", run?.stdout, REPORT_LIMITS.outputChars),
     block("stderr (end)", run?.stderr, REPORT_LIMITS.outputChars),
     live.length > 0
