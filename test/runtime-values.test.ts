@@ -153,3 +153,37 @@ describe("the run report shows the values per attempt", () => {
     expect(html).toContain("test line 5 called add(2, 3), which returned -1");
   });
 });
+
+describe("the call trace", () => {
+  it("lists the calls the failing check made, not those of the loop's earlier, passing rounds", async () => {
+    const bug = BUGS[1]!;
+    const failed = await createAgent({ model: scriptedModel(fence(bug.buggy)), sandbox }).invoke(
+      { task: "Count vowels.", tests: bug.tests },
+      { context: parseSettings({ maxAttempts: 1 }) },
+    );
+    expect(failed.lastRun?.values?.calls).toEqual([
+      { function: "count_vowels", line: 10, args: "'banana'", returned: "2" },
+    ]);
+  });
+
+  it("lists the call still running when the program raised", async () => {
+    const bug = BUGS[2]!;
+    const failed = await createAgent({ model: scriptedModel(fence(bug.buggy)), sandbox }).invoke(
+      { task: "Look up lengths.", tests: bug.tests },
+      { context: parseSettings({ maxAttempts: 1 }) },
+    );
+    expect(failed.lastRun?.values?.calls).toEqual([
+      { function: "length_of", line: 13, args: "['Apple', 'pear'], 'Apple'" },
+    ]);
+  });
+
+  it("is left out with traceCalls off, the rest of the values kept", async () => {
+    const bug = BUGS[1]!;
+    const failed = await createAgent({ model: scriptedModel(fence(bug.buggy)), sandbox }).invoke(
+      { task: "Count vowels.", tests: bug.tests },
+      { context: parseSettings({ maxAttempts: 1, traceCalls: false }) },
+    );
+    expect(failed.lastRun?.values?.calls).toBeUndefined();
+    expect(failed.lastRun?.values?.assertion?.line).toBe(10);
+  });
+});

@@ -36,7 +36,8 @@ def _selfheal_start(config):
 
         text = raw.decode("utf-8", "replace")
         linecache.cache[path] = (len(text), None, text.splitlines(True), path)
-    state = {"asserts": {}, "checks": {}, "calls": [], "open": {}, "config": config, "path": path, "code": None, "raw": raw}
+    state = {"asserts": {}, "checks": {}, "calls": [], "dropped": 0, "open": {}, "config": config, "path": path}
+    state.update(code=None, raw=raw)
     previous_hook = sys.excepthook
 
     def report_failure(kind, error, trace):
@@ -91,7 +92,8 @@ class _Taps:
     def begin(self, check):
         records = self._state["asserts"]
         records.pop(check, None)
-        records[check] = {}
+        # Where this evaluation starts among the recorded calls: the ones it makes come after.
+        records[check] = {"from": len(self._state["calls"]) + self._state["dropped"]}
 
     def value(self, check, index, value):
         record = self._state["asserts"].get(check)
@@ -109,11 +111,12 @@ class _Taps:
         if not ours:
             state["open"].pop(site, None)
             return args
-        entry = [line, id(sys._getframe(1)), code.co_name, args, {}, _NOT_RETURNED]
         calls = state["calls"]
+        entry = [line, id(sys._getframe(1)), code.co_name, args, {}, _NOT_RETURNED, len(calls) + state["dropped"]]
         calls.append(entry)
         if len(calls) > 32:
             del calls[0]
+            state["dropped"] += 1
         state["open"][site] = entry
         return args
 
@@ -383,6 +386,8 @@ def values_block(state, error, trace):
     block = {}
 
     failing = entries[-1] if entries else None
+    # The failing check's own calls: those its assert made, else those still running when it raised.
+    made = lambda call: call[5] is _NOT_RETURNED  # noqa: E731
     if isinstance(error, AssertionError) and failing is not None:
         line = failing.tb_lineno
         checks = [check for check in state["asserts"] if state["checks"].get(check, {}).get("line") == line]
@@ -398,6 +403,7 @@ def values_block(state, error, trace):
                     shown["value"] = values.show(record[index])
                 parts.append(shown)
             block["assertion"] = dict(shape, parts=parts)
+            made = lambda call: call[6] >= record["from"]  # noqa: E731
 
     frames = []
     for entry in reversed(entries[-limits["frames"] :]):
@@ -419,7 +425,7 @@ def values_block(state, error, trace):
         block["frames"] = frames
 
     in_tests = {(id(entry.tb_frame), entry.tb_lineno) for entry in entries if entry.tb_lineno >= config["testsFrom"]}
-    calls = [call for call in state["calls"] if (call[1], call[0]) in in_tests][-limits["calls"] :]
+    calls = [call for call in state["calls"] if (call[1], call[0]) in in_tests and made(call)][-limits["calls"] :]
     if calls:
         block["calls"] = [
             {
@@ -430,7 +436,7 @@ def values_block(state, error, trace):
                 ),
                 **({} if result is _NOT_RETURNED else {"returned": values.show(result)}),
             }
-            for line, _, function, args, kwargs, result in calls
+            for line, _, function, args, kwargs, result, _ in calls
         ]
     if not block:
         return None
