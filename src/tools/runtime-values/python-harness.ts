@@ -55,7 +55,10 @@ def _selfheal_start(config):
         except Exception:
             pass
         if block:
-            os.write(2, block)
+            try:
+                os.write(2, block)
+            except OSError:
+                pass
         if previous_hook is sys.__excepthook__:
             import traceback
 
