@@ -22,6 +22,7 @@ import {
 } from "../src/sandbox/index.js";
 import { resolveInterpreters } from "../src/sandbox/interpreters.js";
 import type { RunRequest } from "../src/sandbox/types.js";
+import { type Contender, latencies, percentile } from "./timing.js";
 
 const { values } = parseArgs({
   options: {
@@ -33,43 +34,12 @@ const RUNS = Number(values.runs);
 const THROUGHPUT_RUNS = Number(values["throughput-runs"]);
 const REQUEST: RunRequest = { language: "python", code: "print(1)\n" };
 
-interface Contender {
-  name: string;
-  /** One run, timed from the call to the result. */
-  runOnce: () => Promise<void>;
-  /** Untimed work between two timed runs (letting the next interpreter warm up). */
-  between?: () => Promise<void>;
-  close?: () => Promise<void>;
-}
-
 interface Row {
   name: string;
   p50: number;
   p90: number;
   serial: number;
   concurrent4: number;
-}
-
-function percentile(sorted: number[], fraction: number): number {
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
-  return sorted[index] ?? Number.NaN;
-}
-
-/**
- * Latency of every contender, measured round-robin (one run of each per round) so a change in the
- * machine's load during the benchmark hits all of them alike instead of whichever ran then.
- */
-async function latencies(contenders: Contender[]): Promise<number[][]> {
-  const durations = contenders.map((): number[] => []);
-  for (let run = 0; run < RUNS; run++) {
-    for (const [index, contender] of contenders.entries()) {
-      await contender.between?.();
-      const started = performance.now();
-      await contender.runOnce();
-      durations[index]?.push(performance.now() - started);
-    }
-  }
-  return durations.map((list) => list.sort((a, b) => a - b));
 }
 
 /** Runs per second with `concurrency` runs in flight at all times. */
@@ -178,7 +148,7 @@ async function main(): Promise<void> {
   );
   // Warm the file cache and the interpreter lookup before timing anything.
   for (const contender of contenders) for (let run = 0; run < 3; run++) await contender.runOnce();
-  const durations = await latencies(contenders);
+  const durations = await latencies(contenders, RUNS);
   const rows: Row[] = [];
   for (const [index, contender] of contenders.entries()) {
     const sorted = durations[index] ?? [];

@@ -162,5 +162,6 @@ export {
   type RecordedRequest,
   requestKey,
 } from "./tools/recorded-model.js";
+export { describeRuntimeValues } from "./tools/runtime-values/index.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
 export { countTokens, messageText } from "./tools/tokens.js";

@@ -42,3 +42,18 @@ export function ranWithArtifacts(
     artifacts: { folder, problems, files },
   };
 }
+
+/** A failed execution as the executor would record it, with `fields` laid over it. */
+export const failedExecution = (fields: Partial<Execution> = {}): Execution => ({
+  status: "error",
+  exitCode: 1,
+  signal: null,
+  stdout: "",
+  stderr: "",
+  truncated: false,
+  durationMs: 1,
+  ran: true,
+  failedInTests: false,
+  progress: null,
+  ...fields,
+});

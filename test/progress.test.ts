@@ -2,22 +2,11 @@ import { describe, expect, it, vi } from "vitest";
 import { ProgressReporter, readableReason } from "../src/cli/progress.js";
 import { terminalStyle } from "../src/cli/terminal.js";
 import { type AgentState, type Execution, emptyUsage } from "../src/core/state.js";
+import { failedExecution } from "./helpers.js";
 
 const ANSI = /\x1b\[/;
 
-const run = (fields: Partial<Execution>): Execution => ({
-  status: "error",
-  exitCode: 1,
-  signal: null,
-  stdout: "",
-  stderr: "",
-  truncated: false,
-  durationMs: 31.4,
-  ran: true,
-  failedInTests: false,
-  progress: null,
-  ...fields,
-});
+const run = (fields: Partial<Execution>): Execution => failedExecution({ durationMs: 31.4, ...fields });
 
 /** A reporter writing into an array, as stderr would look when it is not a terminal. */
 function plainReporter(style = terminalStyle({ isTTY: false }, {})) {

@@ -150,6 +150,13 @@ export const SettingsSchema = z.strictObject({
    * container backend runs its image's own.
    */
   python: z.string().trim().min(1, "python must name an interpreter").nullable().default(null),
+  /**
+   * Show the fixer the values a failed run computed: a failed assert's operands, the locals of the
+   * innermost frames, bounded and masked (see "Runtime values" in the README).
+   */
+  runtimeValues: z.boolean().default(true),
+  /** Also record the calls the tests make of the program's functions, with arguments and results (Python). */
+  traceCalls: z.boolean().default(true),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
   /** Packages the program may import beyond the standard library, installed on first need. */

@@ -13,6 +13,7 @@ import {
   withoutCompletionMark,
 } from "../tools/assemble.js";
 import { loadInputs } from "../tools/inputs.js";
+import { instrumentProgram, isValuesLine, takeRuntimeValues } from "../tools/runtime-values/index.js";
 import { runWithPackages } from "./install-packages.js";
 import type { AgentNode, AgentRuntime, NodeDeps } from "./types.js";
 
@@ -87,6 +88,9 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
     if (!inputs.ok) return { attempt, lastRun: notRun("InputUnavailable", inputs.reason) };
     const artifacts = await artifactFolder(settings, runtime, attempt);
     const program = assembleProgram(state.code, state.tests, state.language);
+    const instrumented = settings.runtimeValues
+      ? instrumentProgram(program, state.language, { calls: settings.traceCalls })
+      : null;
     const sandbox = deps.getSandbox(settings.sandbox);
     const liveTail: OutputLine[] = [];
     try {
@@ -94,7 +98,8 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
         sandbox,
         {
           language: state.language,
-          code: program.source,
+          code: instrumented?.code ?? program.source,
+          ...(instrumented ? { files: instrumented.files } : {}),
           timeoutMs: settings.timeoutMs,
           inputs: inputs.files,
           collectArtifacts: artifacts.request,
@@ -106,14 +111,15 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
           hooks: {
             onOutput: (stream, printed) => {
               const line = stream === "stderr" ? withoutCompletionMark(printed) : printed;
-              if (line === null) return;
+              if (line === null || (stream === "stderr" && isValuesLine(line))) return;
               keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
               runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent);
             },
           },
         },
       );
-      const settled = settleCompletion(result, program);
+      const { result: ran, values } = takeRuntimeValues(result, instrumented?.nonce);
+      const settled = settleCompletion(ran, program);
       const collected = result.artifacts && !artifacts.keep ? { ...result.artifacts, folder: null } : result.artifacts;
       const lastRun: Execution = {
         ...settled,
@@ -122,6 +128,7 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
         ran: true,
         ...locateFailure(result.error?.line, program),
       };
+      if (values) lastRun.values = values;
       if (installed.length > 0) lastRun.installed = installed;
       if (settled.testsCompleted === false) lastRun.exitCalls = findExitCalls(state.code, state.language);
       return { attempt, lastRun, notes };

@@ -6,7 +6,7 @@ import { structuredPatch } from "diff";
 import hljs from "highlight.js/lib/core";
 import javascript from "highlight.js/lib/languages/javascript";
 import python from "highlight.js/lib/languages/python";
-import type { ArtifactFile } from "../index.js";
+import { type ArtifactFile, describeRuntimeValues, type Execution } from "../index.js";
 import { renderGraphPath } from "./graph-svg.js";
 import { chartJsSource, escapeHtml, htmlPage } from "./html.js";
 import type { ArtifactsTrace, AttemptTrace, RunTrace } from "./trace.js";
@@ -118,6 +118,17 @@ function reviewLine(review: AttemptTrace["review"]): string {
   return `<h4>LLM review</h4><p class="review">The critic model reviewed the clean run: ${verdict}${reasons}</p>`;
 }
 
+/** What the failed run computed, as the fixer read it (see describeRuntimeValues). */
+function valuesBlock(run: Execution | undefined): string {
+  if (!run?.values) return "";
+  return block(
+    "Values at the failure",
+    describeRuntimeValues(run.values).join("\n"),
+    REPORT_LIMITS.tracebackChars,
+    "values",
+  );
+}
+
 function repeatMark(attempt: AttemptTrace): string {
   return attempt.repeatOf > 0
     ? ` <span class="repeat" title="seen ${attempt.repeatOf} time(s) before">repeat ×${attempt.repeatOf + 1}</span>`
@@ -161,6 +172,7 @@ function attemptSection(attempt: AttemptTrace, previous: AttemptTrace | undefine
       REPORT_LIMITS.tracebackChars,
       "traceback",
     ),
+    valuesBlock(run),
     block("stdout (end)", run?.stdout, REPORT_LIMITS.outputChars),
     block("stderr (end)", run?.stderr, REPORT_LIMITS.outputChars),
     live.length > 0
