@@ -171,6 +171,8 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "maxArtifactBytes",
       "artifactsDir",
       "python",
+      "runtimeValues",
+      "traceCalls",
       "sandbox",
       "packages",
       "packageInstall",
