@@ -1,6 +1,7 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import pg from "pg";
-import { checkSchemaName, createTablesOnce } from "./setup.js";
+import { checkSchemaName } from "./schema-name.js";
+import { createTablesOnce } from "./setup.js";
 
 /** A rate shared by every worker on one database: `perMinute` on average, up to `burst` at once. */
 export interface ModelCallRate {

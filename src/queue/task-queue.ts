@@ -5,7 +5,8 @@ import { StoreConnectionError } from "../core/errors.js";
 import type { RunInput } from "../core/state.js";
 import { describeLocation } from "../store/location.js";
 import { HEARTBEAT_TABLE_SQL, type Heartbeats, startHeartbeat } from "./heartbeat.js";
-import { checkSchemaName, withSchemaSetupLock } from "./setup.js";
+import { checkSchemaName } from "./schema-name.js";
+import { withSchemaSetupLock } from "./setup.js";
 
 /** The pg-boss queue that holds one job per thread, and the one its jobs go to when retries run out. */
 export const RUN_QUEUE = "selfheal-runs";
