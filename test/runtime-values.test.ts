@@ -105,7 +105,7 @@ describe("the fixer is shown the values that locate the bug", () => {
       const model = scriptedModel(fence(bug.buggy, bug.language), fixer, fixer);
       const result = await createAgent({ model, sandbox }).invoke(
         { task: `Fix ${bug.name}.`, language: bug.language, tests: bug.tests },
-        { context: parseSettings({ maxAttempts: 2 }) },
+        { context: parseSettings({ maxAttempts: 2, traceCalls: true }) },
       );
       for (const shown of bug.shows)
         expect(prompts[0]).toEqual(
@@ -139,7 +139,7 @@ describe("the run report shows the values per attempt", () => {
     const bug = BUGS[0]!;
     const failed = await createAgent({ model: scriptedModel(fence(bug.buggy)), sandbox }).invoke(
       { task: "Write add(a, b).", tests: bug.tests },
-      { context: parseSettings({ maxAttempts: 1 }) },
+      { context: parseSettings({ maxAttempts: 1, traceCalls: true }) },
     );
     expect(failed.status).toBe("failed");
     const html = renderRunReport(
@@ -159,7 +159,7 @@ describe("the call trace", () => {
     const bug = BUGS[1]!;
     const failed = await createAgent({ model: scriptedModel(fence(bug.buggy)), sandbox }).invoke(
       { task: "Count vowels.", tests: bug.tests },
-      { context: parseSettings({ maxAttempts: 1 }) },
+      { context: parseSettings({ maxAttempts: 1, traceCalls: true }) },
     );
     expect(failed.lastRun?.values?.calls).toEqual([
       { function: "count_vowels", line: 10, args: "'banana'", returned: "2" },
@@ -170,18 +170,18 @@ describe("the call trace", () => {
     const bug = BUGS[2]!;
     const failed = await createAgent({ model: scriptedModel(fence(bug.buggy)), sandbox }).invoke(
       { task: "Look up lengths.", tests: bug.tests },
-      { context: parseSettings({ maxAttempts: 1 }) },
+      { context: parseSettings({ maxAttempts: 1, traceCalls: true }) },
     );
     expect(failed.lastRun?.values?.calls).toEqual([
       { function: "length_of", line: 13, args: "['Apple', 'pear'], 'Apple'" },
     ]);
   });
 
-  it("is left out with traceCalls off, the rest of the values kept", async () => {
+  it("is left out by default, the rest of the values kept", async () => {
     const bug = BUGS[1]!;
     const failed = await createAgent({ model: scriptedModel(fence(bug.buggy)), sandbox }).invoke(
       { task: "Count vowels.", tests: bug.tests },
-      { context: parseSettings({ maxAttempts: 1, traceCalls: false }) },
+      { context: parseSettings({ maxAttempts: 1 }) },
     );
     expect(failed.lastRun?.values?.calls).toBeUndefined();
     expect(failed.lastRun?.values?.assertion?.line).toBe(10);

@@ -155,8 +155,11 @@ export const SettingsSchema = z.strictObject({
    * innermost frames, bounded and masked (see "Runtime values" in the README).
    */
   runtimeValues: z.boolean().default(true),
-  /** Also record the calls the tests make of the program's functions, with arguments and results (Python). */
-  traceCalls: z.boolean().default(true),
+  /**
+   * Also record the calls the tests make of the program's functions, with arguments and results
+   * (Python). Off by default: `npm run bench:values` measured it at about 10% of a passing run.
+   */
+  traceCalls: z.boolean().default(false),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
   /** Packages the program may import beyond the standard library, installed on first need. */

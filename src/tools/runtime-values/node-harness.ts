@@ -249,24 +249,29 @@ export const NODE_VALUES_HARNESS = String.raw`(() => {
     " for (const name of Object.getOwnPropertyNames(this)) { if (out.length >= most) break; if (skip.includes(name)) continue;" +
     " let value; try { value = this[name]; } catch { continue; } if (typeof value === 'function') continue;" +
     " out.push([name, show(value, name)]); } return out; }";
-  const framesOf = (callFrames) =>
-    callFrames
-      .filter((frame) => isMain(frame))
-      .slice(0, limits.frames)
-      .map((frame) => {
-        const locals = [];
-        for (const scope of frame.scopeChain) {
-          if (scope.type !== "local" && scope.type !== "block") continue;
-          const listed = post("Runtime.callFunctionOn", {
-            objectId: scope.object.objectId,
-            functionDeclaration: LIST_SCOPE,
-            arguments: [{ value: [...SKIPPED] }, { value: limits.locals - locals.length }],
-            returnByValue: true,
-          }).result.value;
-          if (Array.isArray(listed)) locals.push(...listed);
-        }
-        return { function: frame.functionName || "<module>", line: frame.location.lineNumber + 1, locals };
-      });
+  const framesOf = (callFrames) => {
+    const frames = [];
+    for (const [depth, frame] of callFrames.filter((candidate) => isMain(candidate)).entries()) {
+      if (frames.length >= limits.frames) break;
+      // A module's own variables are the point only where the module itself failed.
+      if (depth > 0 && frame.functionName === "") continue;
+      const locals = [];
+      for (const scope of frame.scopeChain) {
+        if (scope.type !== "local" && scope.type !== "block") continue;
+        const listed = post("Runtime.callFunctionOn", {
+          objectId: scope.object.objectId,
+          functionDeclaration: LIST_SCOPE,
+          arguments: [{ value: [...SKIPPED] }, { value: limits.locals - locals.length }],
+          returnByValue: true,
+        }).result.value;
+        if (Array.isArray(listed)) locals.push(...listed);
+      }
+      if (locals.length > 0) {
+        frames.push({ function: frame.functionName || "<module>", line: frame.location.lineNumber + 1, locals });
+      }
+    }
+    return frames;
+  };
 
   let pending = null;
   session.on("Debugger.paused", ({ params }) => {

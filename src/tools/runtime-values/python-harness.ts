@@ -409,21 +409,25 @@ def values_block(state, error, trace):
             made = lambda call: call[6] >= record["from"]  # noqa: E731
 
     frames = []
-    for entry in reversed(entries[-limits["frames"] :]):
+    for depth, entry in enumerate(reversed(entries)):
+        if len(frames) >= limits["frames"]:
+            break
         frame = entry.tb_frame
         code = frame.f_code
-        module_level = code.co_name == "<module>"
-        shown = []
-        for name, value in list(frame.f_locals.items()):
-            if name.startswith(("__", ".")) or name == "@selfheal":
-                continue
-            if module_level and (callable(value) or type(value).__name__ == "module"):
-                continue
-            if len(shown) >= limits["locals"]:
-                shown.append(["...", "%d more" % (len(frame.f_locals) - len(shown))])
-                break
-            shown.append([name, values.show(value, name)])
-        frames.append({"function": code.co_name, "line": entry.tb_lineno, "locals": shown})
+        # A module's globals are the point only where the module itself failed.
+        if code.co_name == "<module>" and depth > 0:
+            continue
+        found = frame.f_locals
+        names = [
+            name
+            for name, value in found.items()
+            if not (name.startswith(("__", ".")) or name == "@selfheal" or callable(value) or type(value).__name__ == "module")
+        ]
+        shown = [[name, values.show(found[name], name)] for name in names[: limits["locals"]]]
+        if len(names) > limits["locals"]:
+            shown.append(["...", "%d more" % (len(names) - limits["locals"])])
+        if shown:
+            frames.append({"function": code.co_name, "line": entry.tb_lineno, "locals": shown})
     if frames:
         block["frames"] = frames
 
