@@ -22,27 +22,6 @@ export function scriptedModel(...replies: Array<string | ((messages: BaseMessage
 
 export const promptText = (messages: BaseMessage[]) => messages.map(messageText).join("\n");
 
-/** A clean execution that left these files under out/ (collected into `folder`, or not kept). */
-export function ranWithArtifacts(
-  files: ArtifactFile[],
-  problems: string[] = [],
-  folder: string | null = null,
-): Execution {
-  return {
-    status: "ok",
-    exitCode: 0,
-    signal: null,
-    stdout: "",
-    stderr: "",
-    truncated: false,
-    durationMs: 1,
-    ran: true,
-    failedInTests: false,
-    progress: null,
-    artifacts: { folder, problems, files },
-  };
-}
-
 /** A failed execution as the executor would record it, with `fields` laid over it. */
 export const failedExecution = (fields: Partial<Execution> = {}): Execution => ({
   status: "error",
@@ -57,3 +36,12 @@ export const failedExecution = (fields: Partial<Execution> = {}): Execution => (
   progress: null,
   ...fields,
 });
+
+/** A clean execution that left these files under out/ (collected into `folder`, or not kept). */
+export function ranWithArtifacts(
+  files: ArtifactFile[],
+  problems: string[] = [],
+  folder: string | null = null,
+): Execution {
+  return failedExecution({ status: "ok", exitCode: 0, artifacts: { folder, problems, files } });
+}
