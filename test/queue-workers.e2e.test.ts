@@ -87,7 +87,7 @@ describe.skipIf(POSTGRES_MISSING !== null)(
           ).join("\n"),
         );
         const submitted = await runCli(
-          ["submit", "--file", file, "--sandbox", "process", "--expire-in", "8", "--retry-delay", "1"],
+          ["submit", "--file", file, "--sandbox", "process", "--expire-in", "15", "--retry-delay", "1"],
           { env, cwd: dir },
         );
         expect(submitted.stderr).toBe("");
@@ -119,30 +119,34 @@ describe.skipIf(POSTGRES_MISSING !== null)(
         const results = await Promise.all(workers.slice(1).map((worker) => worker.done));
         for (const result of results) expect(result.code).toBe(0);
 
-        const finished = [victimOut, ...results.map((result) => result.stdout)]
-          .flatMap(workerLines)
-          .filter((line) => line.event === "finished");
+        const lines = [victimOut, ...results.map((result) => result.stdout)].flatMap(workerLines);
+        const finished = lines.filter((line) => line.event === "finished");
         const finishedThreads = finished.map((line) => line.threadId).sort();
         expect(finishedThreads).toEqual(Array.from({ length: TASKS }, (_, i) => `${prefix}-${i + 1}`).sort());
         expect(finished.find((line) => line.threadId === heldByVictim)?.worker).not.toBe(
           workerLines(victimOut)[0]?.worker,
         );
 
-        // Two requests per task; only the thread the victim held may have sent its in-flight one again, identical.
+        // Two requests per task, and a delivery after the first repeats at most the one call that was
+        // in flight when the last delivery ended. The victim's thread was delivered again; on a busy
+        // machine a thread whose run outlived --expire-in is too (its worker stops it and logs it).
+        const deliveries = (n: number) =>
+          lines.filter((line) => line.event === "started" && line.threadId === `${prefix}-${n}`).length;
         const byTask = new Map<number, typeof stub.requests>();
         for (const request of stub.requests) {
           const n = taskNumberOf(request);
           byTask.set(n, [...(byTask.get(n) ?? []), request]);
         }
+        expect([...byTask.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: TASKS }, (_, i) => i + 1));
         const victimTask = Number(heldByVictim.split("-").at(-1));
+        expect(deliveries(victimTask)).toBeGreaterThanOrEqual(2);
         for (const [n, requests] of byTask) {
-          if (n !== victimTask) expect(requests, `task ${n}`).toHaveLength(2);
+          const repeats = deliveries(n) - 1;
+          if (repeats === 0) expect(requests, `task ${n}`).toHaveLength(2);
+          else expect(requests.length, `task ${n}`).toBeLessThanOrEqual(2 + repeats);
+          // Its generator and fixer calls; any repeat is one of them, word for word.
+          expect(new Set(requests.map((request) => JSON.stringify(request.messages))).size, `task ${n}`).toBe(2);
         }
-        const victimRequests = byTask.get(victimTask) ?? [];
-        expect(victimRequests.length).toBeGreaterThanOrEqual(1);
-        expect(victimRequests.length).toBeLessThanOrEqual(3);
-        // Its generator and fixer calls, one of them twice: the one the kill cut off.
-        expect(new Set(victimRequests.map((request) => JSON.stringify(request.messages))).size).toBe(2);
 
         // One job per thread, each completed once; `runs` reports what a single process reports.
         const client = new pg.Client({ connectionString: url });

@@ -188,9 +188,10 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
   });
 
   it("streams each line while the program is still running", async () => {
-    // The program starts a sleep with a marker of its own before it prints and waits for it after:
-    // a line that reaches us while that sleep is still on the host came before the run ended.
-    const marker = `5.${randomInt(1_000_000, 9_999_999)}`;
+    // The program starts a long sleep with a marker of its own before it prints and waits for it
+    // after. The sleep ends only when both early lines reach us and we kill it, so however slow
+    // this machine is, a line seen while the sleep is on the host came before the run ended.
+    const marker = `300.${randomInt(1_000_000, 9_999_999)}`;
     const seen: { stream: OutputStream; line: string; running: boolean }[] = [];
     const code = [
       "import subprocess, sys",
@@ -200,10 +201,12 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
       "sleeper.wait()",
       "print('last')",
     ].join("\n");
-    const result = await sandbox.run(
-      { language: "python", code, timeoutMs: 30_000 },
-      { onOutput: (stream, line) => seen.push({ stream, line, running: pidsWithMarker(marker).length > 0 }) },
-    );
+    const onOutput = (stream: OutputStream, line: string) => {
+      const sleepers = pidsWithMarker(marker);
+      seen.push({ stream, line, running: sleepers.length > 0 });
+      if (seen.length === 2) for (const pid of sleepers) process.kill(pid, "SIGKILL");
+    };
+    const result = await sandbox.run({ language: "python", code, timeoutMs: 120_000 }, { onOutput });
     expect(result.status).toBe("ok");
     expect(seen.map(({ stream, line }) => `${stream}:${line}`)).toEqual(["stdout:first", "stderr:oops", "stdout:last"]);
     expect(seen[0]?.running).toBe(true);
