@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { randomInt } from "node:crypto";
 import { request } from "node:http";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -14,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN, cleanEnv, runCli, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { type OpenAIStub, type StubAnswer, type StubRequest, startOpenAIStub } from "./openai-stub.js";
+import { pidsWithMarker } from "./owner-harness.js";
 import { scratchDir } from "./scratch.js";
 
 // `selfheal mcp` as an MCP client sees it: the real binary, spoken to by the SDK's own client over
@@ -24,7 +26,9 @@ const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwA
 
 const BROKEN = "scores = {'ann': 3}\nprint('bob scored', scores['bob'])";
 const FIXED = `import base64, os\nscores = {'ann': 3}\nprint('bob scored', scores.get('bob', 0))\nos.makedirs('out', exist_ok=True)\nopen('out/chart.png', 'wb').write(base64.b64decode('${PNG}'))`;
-const SLOW = "import time\nprint('started', flush=True)\ntime.sleep(3)\nprint('finished')";
+/** A program that waits on a sleep the test can find by its marker and end when it chooses. */
+const SLEEP_MARKER = `300.${randomInt(1_000_000, 9_999_999)}`;
+const SLOW = `import subprocess\nprint('started', flush=True)\nsubprocess.run(['sleep', '${SLEEP_MARKER}'])\nprint('finished')`;
 
 let flakyCalls = 0;
 
@@ -240,20 +244,31 @@ describe("selfheal mcp over stdio", () => {
       "the program's first line",
       120_000,
     );
+    expect(pidsWithMarker(SLEEP_MARKER)).toHaveLength(1);
     controller.abort();
     await expect(cancelled).rejects.toThrow(/abort/i);
+    // The cancel reached the sandbox: the program's sleep, 300 s long, is gone.
+    await waitFor(() => pidsWithMarker(SLEEP_MARKER).length === 0, "the cancelled program's sleep gone", 30_000);
 
     // The run stopped before its executor step ended: checkpoints up to the program written.
     const history = await call(client, "run_history", { threadId });
     expect(history.structuredContent).toMatchObject({ status: "unfinished (next: executor)", next: ["executor"] });
     expect((history.structuredContent as { checkpoints: number }).checkpoints).toBeGreaterThan(1);
 
-    // Until the cancelled call has unwound, the thread is busy; then it runs on from its checkpoint.
-    let resumed: CallToolResult | undefined;
-    while (!resumed || (resumed.isError && /running right now/.test(textOf(resumed)))) {
-      resumed = await call(client, "resume", { threadId });
+    // Until the cancelled call has unwound, the thread is busy; then it runs on from its checkpoint,
+    // running the same program again: we end its sleep once it is there.
+    const endSleep = setInterval(() => {
+      for (const pid of pidsWithMarker(SLEEP_MARKER)) process.kill(pid, "SIGKILL");
+    }, 200);
+    try {
+      let resumed: CallToolResult | undefined;
+      while (!resumed || (resumed.isError && /running right now/.test(textOf(resumed)))) {
+        resumed = await call(client, "resume", { threadId });
+      }
+      expect(resumed.structuredContent, textOf(resumed)).toMatchObject({ status: "passed", attempts: 1 });
+    } finally {
+      clearInterval(endSleep);
     }
-    expect(resumed.structuredContent, textOf(resumed)).toMatchObject({ status: "passed", attempts: 1 });
   }, 240_000);
 });
 

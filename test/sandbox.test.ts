@@ -187,6 +187,29 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
     expect(result.stdout).toBe("a\uFFFDb\n");
   });
 
+  it("kills the whole run when its signal aborts, and says so", async () => {
+    const marker = `300.${randomInt(1_000_000, 9_999_999)}`;
+    const controller = new AbortController();
+    const code = `import subprocess\nprint('started', flush=True)\nsubprocess.run(['sleep', '${marker}'])\n`;
+    const result = await sandbox.run(
+      { language: "python", code, timeoutMs: 120_000 },
+      { onOutput: (_stream, line) => line === "started" && controller.abort(), signal: controller.signal },
+    );
+    expect(result.status).toBe("killed");
+    expect(result.stdout).toBe("started\n");
+    expect(result.stderr).toContain("[selfheal] the run was cancelled and its processes killed");
+    expect(pidsWithMarker(marker)).toEqual([]);
+  });
+
+  it("ends at once a run whose signal has already aborted", async () => {
+    const result = await sandbox.run(
+      { language: "python", code: "print('ran')", timeoutMs: 120_000 },
+      { signal: AbortSignal.abort() },
+    );
+    expect(result.status).toBe("killed");
+    expect(result.stdout).toBe("");
+  });
+
   it("streams each line while the program is still running", async () => {
     // The program starts a long sleep with a marker of its own before it prints and waits for it
     // after. The sleep ends only when both early lines reach us and we kill it, so however slow

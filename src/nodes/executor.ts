@@ -115,6 +115,8 @@ export function createExecutorNode(deps: NodeDeps): AgentNode {
               keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
               runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent);
             },
+            // A cancelled run (Ctrl-C, an MCP client, a queue job) stops its program too.
+            ...(runtime.signal ? { signal: runtime.signal } : {}),
           },
         },
       );

@@ -62,7 +62,7 @@ export interface CollectOptions {
 /** How far past `cpuSeconds` the whole run may go before the sum is enforced; see `collectRun`. */
 const WHOLE_RUN_CPU_GRACE_SECONDS = 0.3;
 
-type KillReason = "timeout" | "output_limit" | "cpu_budget";
+type KillReason = "timeout" | "output_limit" | "cpu_budget" | "cancelled";
 
 /**
  * Watches a launched program to the end: feeds stdin, caps output, enforces the wall clock, and
@@ -84,6 +84,10 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
   return new Promise<RunResult>((resolve) => {
     let settled = false;
     const timer = setTimeout(() => killFor("timeout"), options.timeoutMs);
+    const cancel = (): void => killFor("cancelled");
+    const cancelSignal = options.hooks?.signal;
+    if (cancelSignal?.aborted) cancel();
+    else cancelSignal?.addEventListener("abort", cancel, { once: true });
     const { runLimits } = program;
     runLimits?.startCpuBudget();
     // RLIMIT_CPU holds per process; this holds for the sum, so N processes cannot take N budgets.
@@ -102,6 +106,7 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
       settled = true;
       clearTimeout(timer);
       clearInterval(cpuWatch);
+      cancelSignal?.removeEventListener("abort", cancel);
       program.killAll();
       void waitForPipes(child).then(() => {
         const stderrText = spawnError ? `${spawnError.message}\n` : stderr.finish();
@@ -200,6 +205,7 @@ export function classifyRun(outcome: RunOutcome): RunStatus {
   // The cause, even when the survivors then hung until the deadline or died of the kill.
   if (outcome.memoryExceeded) return "memory_limit";
   if (outcome.killedFor === "cpu_budget") return "timeout";
+  if (outcome.killedFor === "cancelled") return "killed";
   if (outcome.killedFor) return outcome.killedFor;
   // The kernel sends SIGXCPU when RLIMIT_CPU runs out: the program used up its time.
   if (outcome.signal === "SIGXCPU") return "timeout";
@@ -215,6 +221,7 @@ export function classifyRun(outcome: RunOutcome): RunStatus {
  * traceback, and the fixer, which reads the stderr tail, must learn why the program died.
  */
 function runLimitNote(runLimits: RunWideLimits | undefined, status: RunStatus, killedFor: KillReason | null): string {
+  if (killedFor === "cancelled") return "\n[selfheal] the run was cancelled and its processes killed\n";
   if (!runLimits) return "";
   if (status === "memory_limit" && runLimits.memoryExceeded()) return wholeRunMemoryNote(runLimits.memoryMb);
   if (killedFor === "cpu_budget") {

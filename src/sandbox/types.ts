@@ -69,6 +69,8 @@ export type OutputStream = "stdout" | "stderr";
 export interface RunHooks {
   /** Called with each complete line as the program prints it, for live display. */
   onOutput?: (stream: OutputStream, line: string) => void;
+  /** Aborting it kills the whole run at once; the result then has status `killed`. */
+  signal?: AbortSignal;
 }
 
 /** How far one limit holds: for the whole run, for each process (or file) only, or not at all. */
