@@ -1,5 +1,7 @@
 import type { Command } from "commander";
-import { checkSchemaName, DEFAULT_QUEUE_SCHEMA, type QueueLocation, TaskQueue } from "../queue/index.js";
+// Only the name rules here: pg-boss loads when a command opens the queue, not for `runs` on SQLite.
+import type { QueueLocation, QueueOpenOptions, TaskQueue } from "../queue/index.js";
+import { checkSchemaName, DEFAULT_QUEUE_SCHEMA } from "../queue/schema-name.js";
 import { resolveStoreLocation } from "../store/index.js";
 import { type StoreFlags, UsageError } from "./session.js";
 
@@ -31,9 +33,10 @@ export function resolveQueueLocation(flags: QueueFlags, env: NodeJS.ProcessEnv =
 /** Opens the queue, runs `use`, and always closes it. */
 export async function withQueue<T>(
   location: QueueLocation,
-  options: Parameters<typeof TaskQueue.open>[1],
+  options: QueueOpenOptions,
   use: (queue: TaskQueue) => Promise<T>,
 ): Promise<T> {
+  const { TaskQueue } = await import("../queue/index.js");
   const queue = await TaskQueue.open(location, options);
   try {
     return await use(queue);

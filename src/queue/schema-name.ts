@@ -1,5 +1,8 @@
 import { InvalidSettingsError } from "../core/errors.js";
 
+/** The PostgreSQL schema pg-boss (and our heartbeat and rate tables) live in, unless told otherwise. */
+export const DEFAULT_QUEUE_SCHEMA = "selfheal_queue";
+
 /**
  * The schema name goes into SQL as an identifier, here and inside pg-boss, which does not quote
  * it: only a name that needs no quoting is accepted, checked where it enters this package.

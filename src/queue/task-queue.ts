@@ -11,8 +11,6 @@ import { withSchemaSetupLock } from "./setup.js";
 /** The pg-boss queue that holds one job per thread, and the one its jobs go to when retries run out. */
 export const RUN_QUEUE = "selfheal-runs";
 export const DEAD_LETTER_QUEUE = "selfheal-runs-dead";
-/** The PostgreSQL schema pg-boss (and our heartbeat and rate tables) live in, unless told otherwise. */
-export const DEFAULT_QUEUE_SCHEMA = "selfheal_queue";
 
 /** How jobs are retried and expired; pg-boss stores these on each job when it is sent. */
 export interface DeliveryPolicy {
@@ -35,6 +33,12 @@ export interface RunJobData {
   threadId: string;
   /** The benchmark adds its hidden tests, which the graph keeps from the model. */
   input: RunInput & { hiddenTests?: string };
+}
+
+/** How often this instance runs pg-boss's maintenance (which expires dead workers' jobs), and whether it supervises at all. */
+export interface QueueOpenOptions {
+  maintenanceIntervalSeconds?: number;
+  supervise?: boolean;
 }
 
 export interface QueueLocation {
@@ -126,10 +130,7 @@ export class TaskQueue {
   ) {}
 
   /** Starts pg-boss in `location.schema`, creating its tables and the two queues on first use. */
-  static async open(
-    location: QueueLocation,
-    options: { maintenanceIntervalSeconds?: number; supervise?: boolean } = {},
-  ): Promise<TaskQueue> {
+  static async open(location: QueueLocation, options: QueueOpenOptions = {}): Promise<TaskQueue> {
     checkSchemaName(location.schema);
     const boss = new PgBoss({
       connectionString: location.url,

@@ -1,9 +1,7 @@
 // `selfheal/store`: where runs live. Its own entry because it loads the SQLite and PostgreSQL
 // drivers (better-sqlite3 is a native addon), which `import "selfheal"` must not pay for.
 import type { StoreLocation } from "./location.js";
-import { openPostgresStore } from "./postgres.js";
 import type { RunStore } from "./run-store.js";
-import { openSqliteStore } from "./sqlite.js";
 
 export { ThreadBusyError } from "../core/errors.js";
 export { forkCheckpoint } from "./fork.js";
@@ -19,5 +17,7 @@ export type { RunRecord, RunStore, ThreadLease } from "./run-store.js";
 
 /** Opens (and on first use creates) the run store; call `close()` when done. */
 export async function openRunStore(location: StoreLocation): Promise<RunStore> {
-  return location.kind === "sqlite" ? openSqliteStore(location) : openPostgresStore(location);
+  // Each driver loads when its store is opened: a command on SQLite never loads pg, and the reverse.
+  if (location.kind === "sqlite") return (await import("./sqlite.js")).openSqliteStore(location);
+  return (await import("./postgres.js")).openPostgresStore(location);
 }

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { type Agent, type AgentState, createAgent, describeStatus } from "../../index.js";
-import { type QueuedRun, readQueuedRuns } from "../../queue/index.js";
+import type { QueuedRun } from "../../queue/index.js";
 import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
 import { EXIT } from "../exit.js";
 import { positiveInteger } from "../options.js";
@@ -124,7 +124,9 @@ export function registerRunsCommand(program: Command): void {
       flags,
       async (store) => {
         const queued =
-          store.location.kind === "postgres" ? await readQueuedRuns(resolveQueueLocation(flags)) : undefined;
+          store.location.kind === "postgres"
+            ? await (await import("../../queue/index.js")).readQueuedRuns(resolveQueueLocation(flags))
+            : undefined;
         const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit, queued);
         process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
         return EXIT.passed;
