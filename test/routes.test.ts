@@ -35,6 +35,8 @@ function stateWith(overrides: Partial<AgentState>): AgentState {
     notes: [],
     rewrittenFor: [],
     decision: undefined,
+    candidates: undefined,
+    candidateChoice: undefined,
     status: "running",
     reason: undefined,
     resumeFrom: undefined,

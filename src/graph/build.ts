@@ -4,28 +4,36 @@ import {
   END,
   type GraphNode,
   type LangGraphRunnableConfig,
+  Send,
   START,
   type StateDefinitionInit,
   StateGraph,
 } from "@langchain/langgraph";
+import { planRound } from "../core/candidates.js";
 import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
 import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
+import { type CandidateTask, candidateTask, createCandidateNode } from "../nodes/candidate.js";
 import { createCriticNode } from "../nodes/critic.js";
 import { createExecutorNode } from "../nodes/executor.js";
 import { finishNode } from "../nodes/finish.js";
 import { createFixerNode } from "../nodes/fixer.js";
 import { createGeneratorNode } from "../nodes/generator.js";
+import { joinNode } from "../nodes/join.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
-import { type AgentExtensions, CORE_NODES, type CoreNodeName, stagedSteps } from "./extensions.js";
+import { type AgentExtensions, CORE_NODES, type CoreNodeName, FAN_OUT_NODES, stagedSteps } from "./extensions.js";
 import {
-  AFTER_CRITIC_TARGETS,
-  routeAfterCritic,
+  AFTER_JOIN_TARGETS,
+  AFTER_ROUND_TARGETS,
+  routeAfterJoin,
   routeAfterWrite,
+  routeFromStart,
+  routeNextRound,
   routeTowardsExecution,
+  START_TARGETS,
   TOWARDS_EXECUTION_TARGETS,
 } from "./routes.js";
 
@@ -70,7 +78,11 @@ export function withSettings(node: AgentNode): GraphNode<typeof State, SettingsI
   return (state, config) => node(state, { ...config, context: parseSettings(config.context) });
 }
 
-/** Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the critic (`finish` runs once, within the backstop's slack). */
+/**
+ * Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the
+ * critic (`finish` runs once, within the backstop's slack). A round of candidates takes three
+ * (candidate, join, critic), so the same bound covers rounds.
+ */
 export function stepsPerAttempt(extraSteps: number): number {
   return 4 + extraSteps;
 }
@@ -114,7 +126,24 @@ export function buildAgentGraph(options: AgentOptions = {}) {
       .addNode("finish", node("finish")),
   );
   for (const step of [...before, ...after]) graph.addNode(step.name, withSettings(step.node));
-  graph.addEdge(START, "generator");
+
+  // A round of candidates: k `Send`s to one node, each with its share of the budget reserved here,
+  // before any call; LangGraph runs them in one super-step and the join after all have returned.
+  const candidate = createCandidateNode(deps);
+  graph.addNode("candidate", (task: CandidateTask, config: LangGraphRunnableConfig) =>
+    candidate(task, { ...config, context: parseSettings(config.context) }),
+  );
+  graph.addNode("join", withSettings(joinNode));
+  const fanOut = (state: AgentState, config: LangGraphRunnableConfig) =>
+    planRound(state, parseSettings(config.context)).map((spec) => new Send("candidate", candidateTask(state, spec)));
+  graph.addConditionalEdges(
+    START,
+    (state: AgentState, config: LangGraphRunnableConfig) =>
+      routeFromStart(config) === "candidate" ? fanOut(state, config) : "generator",
+    [...START_TARGETS],
+  );
+  graph.addEdge("candidate", "join");
+  graph.addConditionalEdges("join", routeAfterJoin, [...AFTER_JOIN_TARGETS]);
 
   // A written program enters the first step before execution; without one, the approval gate
   // or the executor. Path maps name every target, so Studio draws every edge.
@@ -134,7 +163,14 @@ export function buildAgentGraph(options: AgentOptions = {}) {
   const lastStep = before.at(-1)?.name;
   if (lastStep) graph.addConditionalEdges(lastStep, routeTowardsExecution, [...TOWARDS_EXECUTION_TARGETS]);
   chain(graph, ["approval", "executor", ...after.map((step) => step.name), "critic"]);
-  graph.addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS]);
+  graph.addConditionalEdges(
+    "critic",
+    (state: AgentState, config: LangGraphRunnableConfig) => {
+      const next = routeNextRound(state, config);
+      return next === "candidate" ? fanOut(state, config) : next;
+    },
+    [...AFTER_ROUND_TARGETS],
+  );
   graph.addEdge("finish", END);
   return graph;
 }
@@ -163,7 +199,7 @@ function chain(graph: { addEdge(from: string, to: string): unknown }, names: str
 export function createAgent(options: AgentOptions = {}) {
   const graph = buildAgentGraph(options);
   // Counted from the built graph, so the limit follows whatever steps the extensions added.
-  const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length;
+  const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length - FAN_OUT_NODES.length;
   return graph
     .compile({ checkpointer: options.checkpointer, name: "selfheal" })
     .withConfig({ recursionLimit: recursionLimitFor(extraSteps) });
