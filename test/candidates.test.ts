@@ -200,6 +200,88 @@ describe("a round of candidates", () => {
   });
 });
 
+describe("strategies and limits", () => {
+  it("counts rounds against maxAttempts with resample, writing a fresh round after each failure", async () => {
+    const model = new SlowScriptedModel({ replies: [program("return x + x"), program("return x ** 3")] });
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Write square(x).", tests: squareTests },
+      { context: { candidates: 2, strategy: "resample", maxAttempts: 3, repeatLimit: 5 } },
+    );
+    expect(result.status).toBe("failed");
+    expect(result.reason).toBe("Still failing after 3 of 3 attempts.");
+    expect(model.calls).toHaveLength(6);
+    expect(result.history.map((entry) => entry.node)).toEqual(["candidate", "candidate", "candidate"]);
+    expect(model.calls.every((call) => call.prompt.includes("Write square(x)."))).toBe(true);
+    expect(model.calls.some((call) => call.prompt.includes("Latest failure"))).toBe(false);
+  });
+
+  it("writes one repair beside the fresh candidates with mixed, and the repair reads how the last round disagreed", async () => {
+    const model = new SlowScriptedModel({
+      replies: [program("return x + x"), program("return x ** 3"), program("return x * x"), program("return -x")],
+    });
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Write square(x).", tests: squareTests },
+      { context: { candidates: 2, strategy: "mixed" } },
+    );
+    expect(result.status).toBe("passed");
+    expect(result.attempt).toBe(2);
+    expect(model.calls).toHaveLength(4);
+    const repairPrompt = model.calls.find((call) => call.prompt.includes("Latest failure"));
+    expect(repairPrompt?.prompt).toContain("Programs written for this task in parallel disagree");
+    expect(result.candidates?.map((candidate) => [candidate.kind, candidate.outcome])).toEqual([
+      ["repair", "passed"],
+      ["fresh", "AssertionError"],
+    ]);
+  });
+
+  it("runs at most sandboxConcurrency candidates in the sandbox at a time", async () => {
+    const running = { now: 0, most: 0 };
+    const counting: Sandbox = {
+      ...sandbox,
+      kind: sandbox.kind,
+      mountsPackages: sandbox.mountsPackages,
+      run: async (request, hooks) => {
+        running.most = Math.max(running.most, ++running.now);
+        try {
+          return await sandbox.run(request, hooks);
+        } finally {
+          running.now--;
+        }
+      },
+    };
+    const model = new SlowScriptedModel({ sleepMs: 100, replies: [fence("print(42)")] });
+    const result = await createAgent({ model, sandbox: counting }).invoke(
+      { task: "Print 42." },
+      { context: { candidates: 4, sandboxConcurrency: 1 } },
+    );
+    expect(result.status).toBe("passed");
+    expect(result.candidates).toHaveLength(4);
+    expect(running.most).toBe(1);
+  });
+
+  it("runs the candidates' programs side by side when the sandbox allows it", async () => {
+    let started = 0;
+    const waiting: Sandbox = {
+      ...sandbox,
+      kind: sandbox.kind,
+      mountsPackages: sandbox.mountsPackages,
+      run: async (request, hooks) => {
+        started++;
+        // Each run waits for all four to have started: only four slots at once let this finish.
+        while (started < 4) await sleep(10);
+        return sandbox.run(request, hooks);
+      },
+    };
+    const model = new SlowScriptedModel({ replies: [fence("print(42)")] });
+    const result = await createAgent({ model, sandbox: waiting }).invoke(
+      { task: "Print 42." },
+      { context: { candidates: 4, sandboxConcurrency: 4 } },
+    );
+    expect(result.status).toBe("passed");
+    expect(started).toBe(4);
+  });
+});
+
 describe("one budget for a round", () => {
   it("reserves each candidate's share before the fan-out, so calls made at once stay within the budget", async () => {
     const tokenBudget = 3000;
