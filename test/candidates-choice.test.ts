@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { chooseCandidate, keepLatestRound, planRound } from "../src/core/candidates.js";
-import type { CandidateOutcome, Execution } from "../src/core/state.js";
+import { type CandidateOutcome, type Execution, ExecutionSchema } from "../src/core/state.js";
 import { routeFromStart, routeNextRound } from "../src/graph/routes.js";
 import { parseSettings } from "../src/index.js";
 
-const run: Execution = {
+// The schema fills in ran, failedInTests and progress.
+const run: Execution = ExecutionSchema.parse({
   status: "ok",
   exitCode: 0,
   signal: null,
@@ -12,11 +13,7 @@ const run: Execution = {
   stderr: "",
   truncated: false,
   durationMs: 1,
-  error: undefined,
-  ran: true,
-  failedInTests: false,
-  progress: null,
-};
+});
 
 function outcome(index: number, behaviour: string, fields: Partial<CandidateOutcome> = {}): CandidateOutcome {
   return {
