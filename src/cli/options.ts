@@ -9,6 +9,7 @@ import {
   type Settings,
   type SettingsInput,
   SettingsSchema,
+  STRATEGIES,
 } from "../index.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
@@ -20,6 +21,8 @@ export interface SettingFlags {
   model?: string;
   sandbox?: SettingsInput["sandbox"];
   llmReview?: boolean;
+  candidates?: number;
+  strategy?: SettingsInput["strategy"];
 }
 
 export function positiveInteger(value: string): number {
@@ -79,7 +82,17 @@ export function addSettingOptions(command: Command): Command {
       integer,
     )
     .addOption(sandboxOption())
-    .option("--llm-review", "ask the critic model to review runs that have no tests");
+    .option("--llm-review", "ask the critic model to review runs that have no tests")
+    .option(
+      "--candidates <n>",
+      `programs written and run in parallel per round (default ${defaults.candidates})`,
+      integer,
+    )
+    .addOption(
+      new Option("--strategy <name>", `after a failed round of candidates (default ${defaults.strategy})`).choices([
+        ...STRATEGIES,
+      ]),
+    );
 }
 
 /** Only the flags that were given, ready to lay over stored or default settings. */
@@ -92,6 +105,8 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     model: flags.model,
     sandbox: flags.sandbox,
     llmReview: flags.llmReview,
+    candidates: flags.candidates,
+    strategy: flags.strategy,
   };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
 }
@@ -105,6 +120,8 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
   model: "--model",
   sandbox: "--sandbox",
   llmReview: "--llm-review",
+  candidates: "--candidates",
+  strategy: "--strategy",
 };
 
 /**

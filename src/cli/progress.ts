@@ -133,6 +133,8 @@ export class ProgressReporter {
         `${red("✗")} ${bold(red(`${state.status} after ${attempts}`))}${reason ? `: ${reason}` : ""}  ${usage}`,
       );
     }
+    // Agreement among candidates is the confidence a run without tests can show.
+    if (state.candidateChoice) this.note(`candidates: ${state.candidateChoice.agreement}`);
   }
 
   /** A dim rule over the program that goes to stdout, so it stands apart from the progress. */
