@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { chooseCandidate, keepLatestRound, planRound } from "../src/core/candidates.js";
+import { chooseCandidate, keepLatestRound, planRound, proposesInputs } from "../src/core/candidates.js";
 import { type CandidateOutcome, type Execution, ExecutionSchema } from "../src/core/state.js";
-import { routeFromStart, routeNextRound } from "../src/graph/routes.js";
+import { routeAfterJoin, routeFromStart, routeNextRound } from "../src/graph/routes.js";
 import { parseSettings } from "../src/index.js";
 
 // The schema fills in ran, failedInTests and progress.
@@ -83,6 +83,11 @@ describe("planRound", () => {
     expect(specs.map((spec) => spec.kind)).toEqual(["fresh", "fresh", "fresh", "fresh"]);
   });
 
+  it("keeps a share for the proposal of inputs when it goes out beside the candidates", () => {
+    const specs = planRound({ attempt: 0, usage: { totalTokens: 0 } }, settings, 1);
+    expect(specs.map((spec) => spec.tokenBudget)).toEqual([2000, 2000, 2000, 2000]);
+  });
+
   it("puts one repair of the chosen program first in the later rounds of mixed", () => {
     const specs = planRound({ attempt: 2, usage: { totalTokens: 0 } }, settings);
     expect(specs.map((spec) => [spec.round, spec.kind])).toEqual([
@@ -132,12 +137,42 @@ describe("routing rounds", () => {
   });
 });
 
+describe("after the join", () => {
+  const choice = { round: 1, size: 3, chosen: 0, passed: 0, groups: [], agreement: "" };
+  const joined = {
+    status: "running" as const,
+    candidateChoice: choice,
+    proposedInputs: ["f(1)"],
+    language: "python" as const,
+  };
+
+  it("probes a round that failed on the proposed inputs, and goes to the critic otherwise", () => {
+    expect(routeAfterJoin(joined)).toBe("probe");
+    expect(routeAfterJoin({ ...joined, proposedInputs: undefined })).toBe("critic");
+    expect(routeAfterJoin({ ...joined, candidateChoice: { ...choice, passed: 1 } })).toBe("critic");
+    expect(routeAfterJoin({ ...joined, language: "javascript" })).toBe("critic");
+    expect(routeAfterJoin({ ...joined, status: "budget_exhausted" })).toBe("finish");
+  });
+
+  it("asks for inputs once, in the first round of several Python candidates", () => {
+    const settings = { candidates: 3, proposedInputs: 2 };
+    const start = { attempt: 0, proposedInputs: undefined, language: "python" as const };
+    expect(proposesInputs(start, settings)).toBe(true);
+    expect(proposesInputs({ ...start, attempt: 1 }, settings)).toBe(false);
+    expect(proposesInputs({ ...start, proposedInputs: [] }, settings)).toBe(false);
+    expect(proposesInputs(start, { ...settings, proposedInputs: 0 })).toBe(false);
+    expect(proposesInputs(start, { ...settings, candidates: 1 })).toBe(false);
+  });
+});
+
 describe("candidate settings", () => {
   it("defaults to one candidate, repair and four sandbox slots, and bounds them", () => {
     expect(parseSettings({})).toMatchObject({ candidates: 1, strategy: "repair", sandboxConcurrency: 4 });
     expect(() => parseSettings({ candidates: 17 })).toThrow("candidates must be at most 16");
     expect(() => parseSettings({ candidates: 0 })).toThrow("candidates must be at least 1");
     expect(() => parseSettings({ sandboxConcurrency: 0 })).toThrow("sandboxConcurrency must be at least 1");
+    expect(parseSettings({}).proposedInputs).toBe(0);
+    expect(() => parseSettings({ proposedInputs: 11 })).toThrow("proposedInputs must be at most 10");
     expect(() => parseSettings({ strategy: "vote" })).toThrow("strategy must be one of: repair, resample, mixed");
   });
 

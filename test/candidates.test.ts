@@ -200,6 +200,45 @@ describe("a round of candidates", () => {
   });
 });
 
+describe("inputs the model proposes", () => {
+  it("asks once, beside the first round, and regroups the failing candidates by what they return on them", async () => {
+    const programs = [
+      program("return x * 2 if x < 5 else x + x"),
+      program("return x + 2 if x < 5 else x * 2"),
+      program("return x * x if x < 5 else x * x + 1"),
+      program("return 2 * x"),
+    ];
+    let written = 0;
+    const model = new SlowScriptedModel({
+      replies: [
+        (prompt) => (prompt.includes("Propose up to 2 calls") ? fence("square(3)\nsquare(") : programs[written++]!),
+      ],
+    });
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Write square(x).", tests: "assert square(2) == 4\nassert square(10) == 100\n" },
+      { context: { candidates: 4, proposedInputs: 2, maxAttempts: 1 } },
+    );
+    expect(result.status).toBe("failed");
+    expect(model.calls).toHaveLength(5);
+    expect(model.calls.filter((call) => call.prompt.includes("Propose up to 2 calls"))).toHaveLength(1);
+    // The unfinished second line does not parse: it is skipped for every candidate alike.
+    expect(result.proposedInputs).toEqual(["square(3)", "square("]);
+    // On the tests' calls alone #1, #2 and #4 agree (4, 20); square(3) tells #2 (5) from #1 and #4 (6).
+    expect(result.candidateChoice?.groups).toEqual([
+      { members: [0, 3], shows: "checks get 4, 20, 6" },
+      { members: [1], shows: "checks get 4, 20, 5" },
+      { members: [2], shows: "checks get 4, 101, 9" },
+    ]);
+    expect(result.candidates?.map((candidate) => candidate.shows)).toEqual([
+      "checks get 4, 20, 6",
+      "checks get 4, 20, 5",
+      "checks get 4, 101, 9",
+      "checks get 4, 20, 6",
+    ]);
+    expect(result.usage.byNode.propose?.calls).toBe(1);
+  });
+});
+
 describe("strategies and limits", () => {
   it("counts rounds against maxAttempts with resample, writing a fresh round after each failure", async () => {
     const model = new SlowScriptedModel({ replies: [program("return x + x"), program("return x ** 3")] });

@@ -37,6 +37,7 @@ function stateWith(overrides: Partial<AgentState>): AgentState {
     decision: undefined,
     candidates: undefined,
     candidateChoice: undefined,
+    proposedInputs: undefined,
     status: "running",
     reason: undefined,
     resumeFrom: undefined,

@@ -1,5 +1,5 @@
 import type { Settings } from "./settings.js";
-import type { CandidateChoice, CandidateOutcome, CandidateSpec } from "./state.js";
+import type { AgentState, CandidateChoice, CandidateOutcome, CandidateSpec } from "./state.js";
 
 /**
  * Best of n: a round of candidates, each written and run on its own (LangGraph `Send`), judged by
@@ -36,10 +36,12 @@ export function fansOutAfterFailure(settings: Pick<Settings, "strategy" | "candi
 export function planRound(
   state: { attempt: number; usage: { totalTokens: number } },
   settings: Pick<Settings, "strategy" | "candidates" | "tokenBudget">,
+  /** Other calls made beside the candidates (the proposal of inputs), each with a share of its own. */
+  otherCalls = 0,
 ): CandidateSpec[] {
   const round = state.attempt + 1;
   const count = settings.candidates;
-  const share = Math.floor(Math.max(0, settings.tokenBudget - state.usage.totalTokens) / count);
+  const share = Math.floor(Math.max(0, settings.tokenBudget - state.usage.totalTokens) / (count + otherCalls));
   return Array.from({ length: count }, (_, index) => ({
     round,
     index,
@@ -98,4 +100,33 @@ export function chooseCandidate(outcomes: readonly CandidateOutcome[], hasTests:
       .join("\n");
   }
   return choice;
+}
+
+/** Whether a joined round is worth probing on the proposed inputs: several programs, none passed. */
+export function shouldProbe(state: Pick<AgentState, "candidateChoice" | "proposedInputs" | "language">): boolean {
+  const choice = state.candidateChoice;
+  return (
+    state.language === "python" &&
+    (state.proposedInputs?.length ?? 0) > 0 &&
+    choice !== undefined &&
+    choice.passed === 0 &&
+    choice.size > 1
+  );
+}
+
+/**
+ * Whether this fan-out also asks the model for inputs: once per run, in the first round of
+ * several candidates of a Python task, beside them, so it costs no latency of its own.
+ */
+export function proposesInputs(
+  state: Pick<AgentState, "attempt" | "proposedInputs" | "language">,
+  settings: Pick<Settings, "candidates" | "proposedInputs">,
+): boolean {
+  return (
+    state.attempt === 0 &&
+    state.proposedInputs === undefined &&
+    state.language === "python" &&
+    settings.candidates > 1 &&
+    settings.proposedInputs > 0
+  );
 }

@@ -402,6 +402,8 @@ export const State = new StateSchema({
   }),
   /** Which candidate the latest round kept, and how the candidates agreed. */
   candidateChoice: CandidateChoiceSchema.optional(),
+  /** Calls the model proposed once per run (Python expressions) to tell failing candidates apart. */
+  proposedInputs: z.array(z.string()).optional(),
   /** The critic's decision on the latest attempt. */
   decision: DecisionSchema.optional(),
   /** Fingerprints that already got their one fresh rewrite. */

@@ -9,7 +9,7 @@ import {
   type StateDefinitionInit,
   StateGraph,
 } from "@langchain/langgraph";
-import { planRound } from "../core/candidates.js";
+import { planRound, proposesInputs } from "../core/candidates.js";
 import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
 import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
@@ -20,10 +20,13 @@ import { finishNode } from "../nodes/finish.js";
 import { createFixerNode } from "../nodes/fixer.js";
 import { createGeneratorNode } from "../nodes/generator.js";
 import { joinNode } from "../nodes/join.js";
+import { createProbeNode } from "../nodes/probe.js";
+import { createProposeNode, type ProposeTask } from "../nodes/propose.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
+import { sandboxSlots } from "../tools/slots.js";
 import { type AgentExtensions, CORE_NODES, type CoreNodeName, FAN_OUT_NODES, stagedSteps } from "./extensions.js";
 import {
   AFTER_JOIN_TARGETS,
@@ -129,21 +132,36 @@ export function buildAgentGraph(options: AgentOptions = {}) {
 
   // A round of candidates: k `Send`s to one node, each with its share of the budget reserved here,
   // before any call; LangGraph runs them in one super-step and the join after all have returned.
-  const candidate = createCandidateNode(deps);
+  const slots = sandboxSlots();
+  const candidate = createCandidateNode(deps, slots);
+  const propose = createProposeNode(deps);
   graph.addNode("candidate", (task: CandidateTask, config: LangGraphRunnableConfig) =>
     candidate(task, { ...config, context: parseSettings(config.context) }),
   );
+  graph.addNode("propose", (task: ProposeTask, config: LangGraphRunnableConfig) =>
+    propose(task, { ...config, context: parseSettings(config.context) }),
+  );
   graph.addNode("join", withSettings(joinNode));
-  const fanOut = (state: AgentState, config: LangGraphRunnableConfig) =>
-    planRound(state, parseSettings(config.context)).map((spec) => new Send("candidate", candidateTask(state, spec)));
+  graph.addNode("probe", withSettings(createProbeNode(deps, slots)));
+  const fanOut = (state: AgentState, config: LangGraphRunnableConfig) => {
+    const settings = parseSettings(config.context);
+    const asking = proposesInputs(state, settings);
+    const specs = planRound(state, settings, asking ? 1 : 0);
+    const sends: Send[] = specs.map((spec) => new Send("candidate", candidateTask(state, spec)));
+    const share = specs[0]?.tokenBudget ?? state.usage.totalTokens;
+    if (asking) sends.push(new Send("propose", { task: state.task, usage: state.usage, tokenBudget: share }));
+    return sends;
+  };
   graph.addConditionalEdges(
     START,
     (state: AgentState, config: LangGraphRunnableConfig) =>
       routeFromStart(config) === "candidate" ? fanOut(state, config) : "generator",
-    [...START_TARGETS],
+    [...START_TARGETS, "propose"],
   );
   graph.addEdge("candidate", "join");
+  graph.addEdge("propose", "join");
   graph.addConditionalEdges("join", routeAfterJoin, [...AFTER_JOIN_TARGETS]);
+  graph.addEdge("probe", "critic");
 
   // A written program enters the first step before execution; without one, the approval gate
   // or the executor. Path maps name every target, so Studio draws every edge.
@@ -169,7 +187,7 @@ export function buildAgentGraph(options: AgentOptions = {}) {
       const next = routeNextRound(state, config);
       return next === "candidate" ? fanOut(state, config) : next;
     },
-    [...AFTER_ROUND_TARGETS],
+    [...AFTER_ROUND_TARGETS, "propose"],
   );
   graph.addEdge("finish", END);
   return graph;

@@ -39,7 +39,7 @@ export type ExtraStep = { name: string; node: AgentNode } | { name: string; crea
 export const CORE_NODES = ["generator", "approval", "executor", "critic", "fixer", "finish"] as const;
 export type CoreNodeName = (typeof CORE_NODES)[number];
 /** The nodes of a round of candidates (see core/candidates.ts); not replaceable, and no extra step may take their names. */
-export const FAN_OUT_NODES = ["candidate", "join"] as const;
+export const FAN_OUT_NODES = ["candidate", "propose", "join", "probe"] as const;
 
 /** Builds a replacement for a core node; `builtIn` is the node it replaces, for wrapping. */
 export type NodeReplacement = (deps: NodeDeps, builtIn: AgentNode) => AgentNode;

@@ -1,4 +1,4 @@
-import { fansOutAfterFailure } from "../core/candidates.js";
+import { fansOutAfterFailure, shouldProbe } from "../core/candidates.js";
 import { parseSettings } from "../core/settings.js";
 import { type AgentState, objectionsFor } from "../core/state.js";
 
@@ -69,10 +69,16 @@ export function routeNextRound(
   return next === "fixer" && fansOutAfterFailure(parseSettings(config?.context)) ? "candidate" : next;
 }
 
-export const AFTER_JOIN_TARGETS = ["critic", "finish"] as const;
+export const AFTER_JOIN_TARGETS = ["critic", "probe", "finish"] as const;
 export type AfterJoinTarget = (typeof AFTER_JOIN_TARGETS)[number];
 
-/** After a round is joined: to the critic, unless no candidate could write a program (budget, model, inputs). */
-export function routeAfterJoin(state: Pick<AgentState, "status">): AfterJoinTarget {
-  return state.status === "running" ? "critic" : "finish";
+/**
+ * After a round is joined: to the critic; first through the probe when none passed and the model
+ * proposed inputs to tell them apart; to the end when no candidate could write a program.
+ */
+export function routeAfterJoin(
+  state: Pick<AgentState, "status" | "candidateChoice" | "proposedInputs" | "language">,
+): AfterJoinTarget {
+  if (state.status !== "running") return "finish";
+  return shouldProbe(state) ? "probe" : "critic";
 }

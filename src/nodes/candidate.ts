@@ -1,4 +1,3 @@
-import PQueueModule from "p-queue";
 import type { AgentState, AgentUpdate, CandidateOutcome, CandidateSpec, Execution } from "../core/state.js";
 import { judgeAttempt, judgeExecution, scoreAttempt } from "../core/verdict.js";
 import {
@@ -8,6 +7,7 @@ import {
   canProbe,
   pythonBehaviourProbe,
 } from "../tools/behaviour.js";
+import { type SandboxSlots, slotKeyOf } from "../tools/slots.js";
 import { artifactObjections } from "./artifact-check.js";
 import { dataFilesSection } from "./data-files.js";
 import { executeProgram, notRun } from "./executor.js";
@@ -16,11 +16,6 @@ import { buildFixerPrompt } from "./fixer.prompt.js";
 import { buildGeneratorPrompt } from "./generator.prompt.js";
 import type { AgentRuntime, NodeDeps } from "./types.js";
 import { writeProgram } from "./write-program.js";
-
-// p-queue 6 is CommonJS: under NodeNext its default export arrives as the module object.
-type PQueueClass = typeof PQueueModule.default;
-const PQueue: PQueueClass =
-  (PQueueModule as { default?: PQueueClass }).default ?? (PQueueModule as unknown as PQueueClass);
 
 /**
  * What one candidate is sent (LangGraph `Send`): the part of the state its prompt and its run
@@ -79,32 +74,11 @@ function withoutProgram(spec: CandidateSpec, run: Execution, tokens: number, sto
 }
 
 /**
- * Sandbox slots, one pool per thread: the candidates of a round all call their model at once, but
- * at most `sandboxConcurrency` of them run a program at a time. The pool goes when it is idle.
- */
-function sandboxSlots() {
-  const pools = new Map<string, InstanceType<typeof PQueue>>();
-  return async <T>(key: string, concurrency: number, work: () => Promise<T>): Promise<T> => {
-    let pool = pools.get(key);
-    if (!pool) {
-      pool = new PQueue({ concurrency });
-      pools.set(key, pool);
-    }
-    try {
-      return await pool.add(work);
-    } finally {
-      if (pool.size === 0 && pool.pending === 0) pools.delete(key);
-    }
-  };
-}
-
-/**
  * One candidate of a round, start to verdict: write a program (fresh, or a repair of the chosen one),
  * run it, judge it with the one verdict, and record what it did on the task's inputs. It returns
  * only to reducer channels (`candidates`, `usage`, `notes`), since k of them write in one step.
  */
-export function createCandidateNode(deps: NodeDeps) {
-  const slots = sandboxSlots();
+export function createCandidateNode(deps: NodeDeps, slots: SandboxSlots) {
   return async (input: CandidateTask, runtime: AgentRuntime): Promise<AgentUpdate> => {
     const settings = runtime.context;
     const spec = input.candidate;
@@ -152,8 +126,7 @@ export function createCandidateNode(deps: NodeDeps) {
     }
 
     const program = { code: written.code, tests: input.tests, language: input.language, inputs: input.inputs };
-    const thread = runtime.configurable?.thread_id;
-    const slotKey = typeof thread === "string" ? thread : "";
+    const slotKey = slotKeyOf(runtime);
     const executed = await slots(slotKey, settings.sandboxConcurrency, () =>
       executeProgram(deps, { ...program, notes: input.notes }, runtime, spec.round, spec.index),
     );

@@ -1,5 +1,5 @@
 import { chooseCandidate } from "../core/candidates.js";
-import type { AgentUpdate } from "../core/state.js";
+import type { AgentState, AgentUpdate, CandidateOutcome } from "../core/state.js";
 import type { AgentNode } from "./types.js";
 
 /**
@@ -7,9 +7,15 @@ import type { AgentNode } from "./types.js";
  * chooseCandidate) and puts it where the critic reads a single program, so the critic, the policy
  * and the fixer work on a round as on one attempt. The checkpoint after it holds every candidate.
  */
-export const joinNode: AgentNode = (state) => {
-  const round = state.attempt + 1;
-  const outcomes = (state.candidates ?? []).filter((outcome) => outcome.round === round);
+export const joinNode: AgentNode = (state) =>
+  keepRound(
+    state,
+    (state.candidates ?? []).filter((outcome) => outcome.round === state.attempt + 1),
+  );
+
+/** The update that keeps one candidate of a round; also the probe's, after it regrouped them. */
+export function keepRound(state: Pick<AgentState, "tests">, outcomes: readonly CandidateOutcome[]): AgentUpdate {
+  const round = outcomes[0]?.round ?? 0;
   const ran = outcomes.filter((outcome) => !outcome.stop);
   const [stopped] = outcomes;
   if (ran.length === 0) {
@@ -28,4 +34,4 @@ export const joinNode: AgentNode = (state) => {
   };
   if (chosen.hasCode) update.code = chosen.code;
   return update;
-};
+}

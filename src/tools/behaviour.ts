@@ -45,9 +45,12 @@ export function behaviourOfRun(run: Execution): Behaviour {
  * the value it checks (the left side of a comparison, else the whole condition) and go on, so a
  * wrong value does not hide the calls after it. Tests that wrap their asserts in a function
  * (`def check(candidate): ...`) are rewritten the same way, since the rewrite walks the whole tree.
+ * The `proposed` calls (model-written expressions) are recorded after them; one that does not
+ * parse is skipped for every candidate alike.
  */
-export function pythonBehaviourProbe(code: string, tests: string): string {
+export function pythonBehaviourProbe(code: string, tests: string, proposed: readonly string[] = []): string {
   const payload = Buffer.from(tests, "utf8").toString("base64");
+  const extra = Buffer.from(JSON.stringify(proposed), "utf8").toString("base64");
   const program = code.endsWith("\n") ? code : `${code}\n`;
   return `${program}
 import ast as _sh_ast, base64 as _sh_b64, json as _sh_json, os as _sh_os
@@ -69,6 +72,12 @@ try:
     exec(compile(_sh_ast.fix_missing_locations(_sh_tree), "tests", "exec"), globals())
 except Exception as error:
     _sh_values.append("tests raise " + type(error).__name__)
+for _sh_expression in _sh_json.loads(_sh_b64.b64decode("${extra}").decode("utf-8")):
+    try:
+        _sh_compiled = compile(_sh_expression, "proposed", "eval")
+    except SyntaxError:
+        continue
+    _sh_record(lambda: eval(_sh_compiled, globals()))
 _sh_os.write(2, ("\\n${BEHAVIOUR_MARK.replace("\x1e", "\\x1e")}" + _sh_json.dumps(_sh_values) + "\\n").encode("utf-8"))
 `;
 }
