@@ -64,6 +64,8 @@ export interface RunTrace {
   graph?: { nodes: string[]; edges: Array<{ source: string; target: string }> };
   /** Artifacts kept on the state itself rather than on an attempt. */
   artifacts?: unknown[];
+  /** With candidates: how many of the latest round's candidates agreed (`3 of 4 candidates print the same`). */
+  agreement?: string;
 }
 
 export interface TraceMeta {
@@ -168,5 +170,6 @@ export function traceRun(steps: readonly RunStep[], meta: TraceMeta = {}): RunTr
     ...(first !== undefined && last !== undefined ? { wallMs: last - first } : {}),
     ...(meta.graph ? { graph: meta.graph } : {}),
     ...(artifactsOf(final) ? { artifacts: artifactsOf(final) } : {}),
+    ...(final.candidateChoice ? { agreement: final.candidateChoice.agreement } : {}),
   };
 }
