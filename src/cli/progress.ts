@@ -88,7 +88,9 @@ export class ProgressReporter {
 
   output(event: OutputEvent): void {
     const gutter = event.stream === "stderr" ? this.colors.red("!") : this.colors.dim("│");
-    this.write(`    ${gutter} ${event.line}\n`);
+    // Candidates of a round print at the same time: each line says whose it is.
+    const who = event.candidate === undefined ? "" : `${this.colors.dim(`#${event.candidate + 1}`)} `;
+    this.write(`    ${gutter} ${who}${event.line}\n`);
   }
 
   update(node: string, update: AgentUpdate): void {
