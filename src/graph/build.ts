@@ -101,7 +101,9 @@ export function recursionLimitFor(extraSteps: number): number {
 /**
  * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
  * [after steps] -> critic -> fixer | generator (a fresh rewrite) | finish -> END; a writer that
- * stops the run (budget, model error) goes to finish too. Add nodes, edges or a
+ * stops the run (budget, model error) goes to finish too. With `candidates` > 1: START -> k x
+ * candidate (+ propose, once) -> join -> (probe) -> critic, and resample/mixed rounds go back to
+ * the candidates from the critic (see core/candidates.ts). Add nodes, edges or a
  * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
  */
 export function buildAgentGraph(options: AgentOptions = {}) {
