@@ -11,9 +11,18 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { checkSandbox, createSandbox, type ManagedSandbox, probeBwrap, probeGvisor } from "../src/sandbox/index.js";
+import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container-backend.js";
+import {
+  checkSandbox,
+  createSandbox,
+  DEFAULT_CONTAINER_IMAGES,
+  type ManagedSandbox,
+  probeBwrap,
+  probeGvisor,
+} from "../src/sandbox/index.js";
 import { resolveInterpreters } from "../src/sandbox/interpreters.js";
 import type { RunRequest } from "../src/sandbox/types.js";
+import { type Contender, latencies, percentile } from "./timing.js";
 
 const { values } = parseArgs({
   options: {
@@ -25,43 +34,12 @@ const RUNS = Number(values.runs);
 const THROUGHPUT_RUNS = Number(values["throughput-runs"]);
 const REQUEST: RunRequest = { language: "python", code: "print(1)\n" };
 
-interface Contender {
-  name: string;
-  /** One run, timed from the call to the result. */
-  runOnce: () => Promise<void>;
-  /** Untimed work between two timed runs (letting the next interpreter warm up). */
-  between?: () => Promise<void>;
-  close?: () => Promise<void>;
-}
-
 interface Row {
   name: string;
   p50: number;
   p90: number;
   serial: number;
   concurrent4: number;
-}
-
-function percentile(sorted: number[], fraction: number): number {
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
-  return sorted[index] ?? Number.NaN;
-}
-
-/**
- * Latency of every contender, measured round-robin (one run of each per round) so a change in the
- * machine's load during the benchmark hits all of them alike instead of whichever ran then.
- */
-async function latencies(contenders: Contender[]): Promise<number[][]> {
-  const durations = contenders.map((): number[] => []);
-  for (let run = 0; run < RUNS; run++) {
-    for (const [index, contender] of contenders.entries()) {
-      await contender.between?.();
-      const started = performance.now();
-      await contender.runOnce();
-      durations[index]?.push(performance.now() - started);
-    }
-  }
-  return durations.map((list) => list.sort((a, b) => a - b));
 }
 
 /** Runs per second with `concurrency` runs in flight at all times. */
@@ -104,6 +82,24 @@ function sandboxContender(name: string, sandbox: ManagedSandbox, warm: boolean):
   };
 }
 
+/**
+ * Why the container rows cannot run, or null: the image must be on this machine already. A pull
+ * inside a timed loop would measure the registry, and with none reachable it fails the whole run.
+ */
+function missingImage(image: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    const inspect = spawn("docker", ["image", "inspect", image], { stdio: "ignore" });
+    inspect.once("error", (error) => resolve(`cannot ask docker about ${image}: ${error.message}`));
+    inspect.once("exit", (code) =>
+      resolve(
+        code === 0
+          ? null
+          : `the image ${image} is not on this machine; pull it, or build one with scripts/build-container-image.sh and name it in ${CONTAINER_IMAGE_ENV}`,
+      ),
+    );
+  });
+}
+
 async function main(): Promise<void> {
   const python = (await resolveInterpreters()).python;
   if (!python) throw new Error("python3 not found");
@@ -133,6 +129,8 @@ async function main(): Promise<void> {
   // A container starts per run unless one waits pre-warmed, which prewarm() resolves once it is up.
   try {
     await checkSandbox({ kind: "container" });
+    const missing = await missingImage(process.env[CONTAINER_IMAGE_ENV] || DEFAULT_CONTAINER_IMAGES.python);
+    if (missing) throw new Error(missing);
     contenders.push(
       sandboxContender("container (docker), cold", createSandbox({ kind: "container", prewarm: false }), false),
       sandboxContender("container (docker), pre-warmed", createSandbox({ kind: "container" }), true),
@@ -150,7 +148,7 @@ async function main(): Promise<void> {
   );
   // Warm the file cache and the interpreter lookup before timing anything.
   for (const contender of contenders) for (let run = 0; run < 3; run++) await contender.runOnce();
-  const durations = await latencies(contenders);
+  const durations = await latencies(contenders, RUNS);
   const rows: Row[] = [];
   for (const [index, contender] of contenders.entries()) {
     const sorted = durations[index] ?? [];
@@ -183,6 +181,11 @@ async function main(): Promise<void> {
     console.log(
       `bwrap pre-warmed p50 = ${warm.p50.toFixed(1)} ms (target < 5)${bare ? `, ${(warm.p50 / bare.p50).toFixed(3)} x bare spawn` : ""}`,
     );
+  // The unit suite held `print(1)` once warm under 100 ms on both local backends; a speed target
+  // belongs here, where a loaded machine shows up as a figure instead of a failed test.
+  for (const row of rows.filter((entry) => entry.name.endsWith("pre-warmed") && !entry.name.startsWith("container"))) {
+    console.log(`${row.name} p50 = ${row.p50.toFixed(1)} ms (target < 100: print(1) answered quickly once warm)`);
+  }
   const containerCold = rows.find((row) => row.name === "container (docker), cold");
   const containerWarm = rows.find((row) => row.name === "container (docker), pre-warmed");
   for (const row of [containerCold, containerWarm]) {

@@ -101,6 +101,7 @@ export {
   buildAgentGraph,
   createAgent,
   createNodeDeps,
+  type IntrospectedDeclaration,
   recursionLimitFor,
   withSettings,
 } from "./graph/build.js";
@@ -115,6 +116,7 @@ export {
   type VerifierContext,
   verifierNode,
 } from "./graph/extensions.js";
+export { describeStatus, planResume } from "./graph/resume.js";
 export {
   AFTER_CRITIC_TARGETS,
   AFTER_WRITE_TARGETS,
@@ -123,7 +125,7 @@ export {
   routeTowardsExecution,
   TOWARDS_EXECUTION_TARGETS,
 } from "./graph/routes.js";
-export { graph } from "./graph/studio.js";
+export { graph, registeredState, studioDeclaration } from "./graph/studio.js";
 export { type ApprovalDecision, ApprovalDecisionSchema, type ApprovalRequest, approvalNode } from "./nodes/approval.js";
 export { createCriticNode, judgeRun } from "./nodes/critic.js";
 export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
@@ -132,6 +134,13 @@ export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export { checkSandbox, createSandbox } from "./sandbox/index.js";
+export {
+  DATA_MODULES,
+  defaultPython,
+  findPythons,
+  type PythonFound,
+  probePython,
+} from "./sandbox/interpreters.js";
 export type * from "./sandbox/types.js";
 export {
   type AssembledProgram,
@@ -145,10 +154,22 @@ export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.
 export { describeModelEndpoint } from "./tools/model-errors.js";
 export {
   type AgentModels,
+  checkModelConfig,
   createChatModel,
   createModelResolver,
   hasModelConfig,
   modelRetriesFromEnv,
 } from "./tools/models.js";
+export {
+  ModelCallLog,
+  ModelCallMissError,
+  type ModelCallsMode,
+  RecordedChatModel,
+  type RecordedChatModelFields,
+  type RecordedReply,
+  type RecordedRequest,
+  requestKey,
+} from "./tools/recorded-model.js";
+export { describeRuntimeValues } from "./tools/runtime-values/index.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
 export { countTokens, messageText } from "./tools/tokens.js";

@@ -1,9 +1,14 @@
 import { existsSync } from "node:fs";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { skipReason } from "./capabilities.js";
 
-/** Debian's `chromium` package; CI installs it (.ci/run). */
+/** Debian's `chromium` package; CI installs it (.ci/run) and requires it (SELFHEAL_TEST_REQUIRE_CHROMIUM). */
 export const CHROMIUM = process.env.SELFHEAL_CHROMIUM ?? "/usr/bin/chromium";
-export const haveChromium = existsSync(CHROMIUM);
+
+/** Why the browser tests cannot run here, or null; under the require flag a missing Chromium throws. */
+export function chromiumMissing(): string | null {
+  return skipReason("chromium", existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+}
 
 /** Headless Chromium for the report tests. Root (CI, this machine) cannot use Chromium's own sandbox; the pages are our own files. */
 export function launchChromium(): Promise<Browser> {

@@ -137,7 +137,7 @@ describe("selfheal run: usage and configuration errors exit 2", () => {
     expect(attempts.stderr).toBe("selfheal: --max-attempts must be at least 1 (got 0)\n");
     const budget = await runCli(["run", "x", "--token-budget", "-5"], { env: { OPENAI_API_KEY: "k" } });
     expect(budget.code).toBe(2);
-    expect(budget.stderr).toMatch(/--token-budget must not be negative \(got -5\)/);
+    expect(budget.stderr).toMatch(/--token-budget must be at least 1 \(got -5\)/);
   });
 
   it("shows a bad argument and a pointer to the command's help, not the whole help", async () => {

@@ -5,12 +5,10 @@ import {
   createSandbox,
   findExitCalls,
   type Language,
-  type Sandbox,
   settleCompletion,
   TESTS_NOT_FINISHED,
 } from "../src/index.js";
-import { probeBwrap, probeGvisor } from "../src/sandbox/index.js";
-import { containerEngineMissing, TEST_CONTAINER_IMAGE } from "./container-engine.js";
+import { BACKENDS, backendMissing } from "./backends.js";
 import { fence, scriptedModel } from "./helpers.js";
 
 /**
@@ -233,21 +231,6 @@ describe("the completion mark", () => {
 });
 
 /** Why a backend cannot run here, or null; a require flag from .ci/run turns the reason into a failure. */
-function backendMissing(kind: "bwrap" | "gvisor" | "container"): string | null {
-  if (kind === "container") return containerEngineMissing();
-  const missing = kind === "bwrap" ? (probeBwrap().usable ? null : "bubblewrap cannot run here") : probeGvisor();
-  const flag = `SELFHEAL_TEST_REQUIRE_${kind.toUpperCase()}`;
-  if (missing !== null && process.env[flag] === "1") throw new Error(`${flag}=1 but ${missing}`);
-  return missing;
-}
-
-const BACKENDS: Array<{ kind: "process" | "bwrap" | "gvisor" | "container"; make: () => Sandbox }> = [
-  { kind: "process", make: () => createSandbox({ kind: "process" }) },
-  { kind: "bwrap", make: () => createSandbox({ kind: "bwrap" }) },
-  { kind: "gvisor", make: () => createSandbox({ kind: "gvisor" }) },
-  { kind: "container", make: () => createSandbox({ kind: "container", container: { image: TEST_CONTAINER_IMAGE } }) },
-];
-
 const BACKEND_CASES: Array<{ name: string; language: Language; code: string; completes: boolean }> = [
   {
     name: "a program that lets its tests run",
@@ -282,7 +265,7 @@ const BACKEND_CASES: Array<{ name: string; language: Language; code: string; com
 ];
 
 for (const backend of BACKENDS) {
-  const missing = backend.kind === "process" ? null : backendMissing(backend.kind);
+  const missing = backendMissing(backend.kind);
   describe.skipIf(missing !== null)(
     `the completion mark on the ${backend.kind} backend${missing ? `: skipped, ${missing}` : ""}`,
     () => {

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 
 import { CONTAINER_IMAGE_ENV, CONTAINER_LABEL, OWNER_LABEL } from "../src/sandbox/container-backend.js";
 import { findOnPath } from "../src/sandbox/interpreters.js";
+import { skipReason } from "./capabilities.js";
 
 /** The image the container tests run: the one scripts/build-container-image.sh builds, which .ci/run calls. */
 export const TEST_CONTAINER_IMAGE = process.env[CONTAINER_IMAGE_ENV] || "selfheal-sandbox:bookworm";
@@ -12,11 +13,7 @@ export const TEST_CONTAINER_IMAGE = process.env[CONTAINER_IMAGE_ENV] || "selfhea
  * missing engine fails the test file instead of skipping it.
  */
 export function containerEngineMissing(): string | null {
-  const missing = whyNoContainerEngine();
-  if (missing !== null && process.env.SELFHEAL_TEST_REQUIRE_DOCKER === "1") {
-    throw new Error(`SELFHEAL_TEST_REQUIRE_DOCKER=1 but the container tests cannot run: ${missing}`);
-  }
-  return missing;
+  return skipReason("docker", whyNoContainerEngine());
 }
 
 function whyNoContainerEngine(): string | null {

@@ -53,7 +53,7 @@ function linesOf(child: ChildProcess): AsyncIterable<string> {
 }
 
 describe.skipIf(missing !== null)(`container runs and their owner${missing ? ` (skipped: ${missing})` : ""}`, () => {
-  it("leaves no container and no process 2 s after its owner is SIGKILLed mid-run", async () => {
+  it("leaves no container and no process once its owner is SIGKILLed mid-run", async () => {
     const marker = `${randomInt(600, 900)}.${randomInt(1_000_000, 9_999_999)}`;
     const owner = startOwner(`import subprocess\nprint("up", flush=True)\nsubprocess.run(["sleep", "${marker}"])\n`);
     const pid = owner.pid ?? 0;
@@ -63,11 +63,14 @@ describe.skipIf(missing !== null)(`container runs and their owner${missing ? ` (
     expect(containersOwnedBy(pid).length).toBeGreaterThan(0);
 
     owner.kill("SIGKILL");
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-
-    expect(containersOwnedBy(pid)).toEqual([]);
-    expect(pidsWithMarker(marker)).toEqual([]);
-  }, 30_000);
+    // Polled until both are gone; the deadline is generous, a loaded machine reaps slowly.
+    const left = () => ({ containers: containersOwnedBy(pid), processes: pidsWithMarker(marker) });
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline && (left().containers.length > 0 || left().processes.length > 0)) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(left()).toEqual({ containers: [], processes: [] });
+  }, 60_000);
 
   it("hands the program no descriptor of its owner: /proc/self/fd holds only 0, 1 and 2", async () => {
     const directory = scratchDir("container-fds");
@@ -94,5 +97,5 @@ describe.skipIf(missing !== null)(`container runs and their owner${missing ? ` (
     const result = JSON.parse(lines.at(-1) ?? "{}") as { status: string; stdout: string };
     expect(result.status).toBe("ok");
     expect(result.stdout).toBe("[0, 1, 2]\n");
-  }, 30_000);
+  }, 60_000);
 });

@@ -20,6 +20,8 @@ describe("selfheal demo --data", () => {
     });
     expect(result.stderr).toContain("KeyError");
     expect(result.code).toBe(0);
+    // matplotlib ran (the PNG below): fontconfig found its config and said nothing on stderr.
+    expect(result.stderr).not.toContain("Fontconfig");
     const summary = JSON.parse(result.stdout);
     expect(summary).toMatchObject({ status: "passed", attempt: 2 });
     expect(summary.artifacts.files).toEqual([

@@ -20,7 +20,7 @@ import { threadFolderName } from "../src/nodes/executor.js";
 import { buildFixerPrompt } from "../src/nodes/fixer.prompt.js";
 import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";
 import { describeDataFiles } from "../src/nodes/prompt-parts.js";
-import { fence, promptText, scriptedModel } from "./helpers.js";
+import { fence, promptText, ranWithArtifacts, scriptedModel } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
 
 const sandbox = createSandbox({ kind: "process" });
@@ -31,23 +31,12 @@ const modelNeverCalled = () =>
     throw new Error("the model was called");
   });
 
-const ran = (files: { name: string }[], problems: string[] = [], folder: string | null = null): Execution => ({
-  status: "ok",
-  exitCode: 0,
-  signal: null,
-  stdout: "",
-  stderr: "",
-  truncated: false,
-  durationMs: 1,
-  ran: true,
-  failedInTests: false,
-  progress: null,
-  artifacts: {
-    folder,
+const ran = (files: { name: string }[], problems: string[] = [], folder: string | null = null): Execution =>
+  ranWithArtifacts(
+    files.map(({ name }) => ({ name, bytes: 1, sha256: "x", mediaType: "image/png" })),
     problems,
-    files: files.map(({ name }) => ({ name, bytes: 1, sha256: "x", mediaType: "image/png" })),
-  },
-});
+    folder,
+  );
 
 describe("the run input of a data task", () => {
   it("refuses input names and expected artifacts that escape the work dir", () => {
@@ -109,6 +98,19 @@ describe("the prompts of a data task", () => {
     expect(section).not.toContain("r49,49");
     expect(section).toContain("- logo.png (2048 bytes, image/png)\n");
     expect(section).toContain("The task must produce: out/chart.png.");
+  });
+
+  it("count the lines of a file that ends in a newline as a person does", () => {
+    const sixLines = "a,b\n1,2\n3,4\n5,6\n7,8\n9,10\n";
+    const shown = describeDataFiles(
+      [{ name: "six.csv", bytes: sixLines.length, mediaType: "text/csv", text: sixLines }],
+      [],
+    );
+    expect(shown).toContain("    ... (6 lines in all)");
+    const five = "a\nb\nc\nd\ne\n";
+    expect(describeDataFiles([{ name: "five.txt", bytes: 10, mediaType: "text/plain", text: five }], [])).not.toContain(
+      "lines in all",
+    );
   });
 
   it("reach both the generator and the fixer", () => {

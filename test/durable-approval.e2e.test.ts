@@ -57,6 +57,9 @@ describe("approval across processes, without a terminal", () => {
     const undecided = await runCli(["resume", thread, "--db", db], { env });
     expect(undecided.code).toBe(3);
     expect(undecided.stdout).toContain("sk-123");
+    // The same attempt number as the approval line above, not the count of attempts run so far.
+    expect(undecided.stderr).toContain("(0 attempts run; next: approval of attempt 1)");
+    expect(undecided.stderr).toContain(`awaiting approval of attempt 1 in thread ${thread}`);
     expect(stub.requests).toHaveLength(1);
 
     const rejected = await runCli(["resume", thread, "--db", db, "--reject", "never print secrets"], { env });

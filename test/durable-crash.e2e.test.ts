@@ -48,7 +48,7 @@ describe("durable runs: crash and resume", () => {
 
     const resumed = await runCli(["resume", thread, "--db", db, "--json"], { env, cwd: dir });
     expect(resumed.code).toBe(0);
-    expect(resumed.stderr).toMatch(/resuming at step \d+ \(attempt 1, next: fixer\)/);
+    expect(resumed.stderr).toMatch(/resuming at step \d+ \(1 attempt run; next: the fixer writes attempt 2\)/);
     const summary = JSON.parse(resumed.stdout);
     expect(summary).toMatchObject({ status: "passed", attempt: 2, threadId: thread });
     expect(summary.code).toContain("print(10 / 2)");

@@ -68,6 +68,7 @@ describe("history, runs and time travel", () => {
       "fixer",
       "executor",
       "critic",
+      "finish",
     ]);
     expect(checkpoints.at(-1)).toMatchObject({ attempt: 2, status: "passed", next: [] });
     const afterFirstFailure = checkpoints.find((row) => row.node === "critic" && row.next.includes("fixer"));

@@ -3,13 +3,23 @@ import { describe, it } from "vitest";
 import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container-backend.js";
 import { createSandbox } from "../src/sandbox/index.js";
 import { containerEngineMissing, TEST_CONTAINER_IMAGE } from "./container-engine.js";
-import { describeHostileSuite, isolationGaps } from "./hostile-suite.js";
+import { describeHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
 
 const MAX_PROCESSES = 32;
 const limits = { maxProcesses: MAX_PROCESSES, memoryMb: 256, cpuSeconds: 2 };
 const container = { image: TEST_CONTAINER_IMAGE };
 
-// .ci/run starts dockerd and builds the image, so CI always runs this suite; elsewhere it may skip.
+/**
+ * With the engine on this machine (a unix socket, as .ci/run starts dockerd) the container
+ * contains every case. A remote engine's cgroups cannot be read from here, so the CPU budget of
+ * the whole run cannot be watched: DOCKER_HOST is the documented switch between the two.
+ */
+const REMOTE_ENGINE: ExpectedEscapes = {
+  "CPU spread over forked processes": "the engine is not on this host: --ulimit cpu holds per process only",
+};
+const engineIsRemote = !!process.env.DOCKER_HOST && !process.env.DOCKER_HOST.startsWith("unix://");
+
+// .ci/run starts dockerd, builds the image and requires docker, so CI always runs this suite.
 const missing = containerEngineMissing();
 // The owner-killed cases start their sandbox in a child process, which finds the image here.
 process.env[CONTAINER_IMAGE_ENV] ??= TEST_CONTAINER_IMAGE;
@@ -25,7 +35,6 @@ if (missing !== null) {
     maxProcesses: MAX_PROCESSES,
     memoryMb: limits.memoryMb,
     cpuSeconds: limits.cpuSeconds,
-    // Only what describe() admits; with the engine on this host it admits nothing.
-    uncontained: isolationGaps(createSandbox({ kind: "container", limits, container, prewarm: false }).describe()),
+    uncontained: engineIsRemote ? REMOTE_ENGINE : {},
   });
 }

@@ -4,7 +4,8 @@ import { join } from "node:path";
 
 import { describe, expect, it } from "vitest";
 
-import { probeBwrap, probeGvisor, type RunResult } from "../src/sandbox/index.js";
+import type { RunResult } from "../src/sandbox/index.js";
+import { bwrapMissing, gvisorMissing } from "./capabilities.js";
 import { OWNER, REPO } from "./owner-harness.js";
 import { scratchDir } from "./scratch.js";
 
@@ -109,15 +110,16 @@ async function runWithInheritedFds(kind: string, language: "python" | "javascrip
 }
 
 const backends = [
-  { kind: "bwrap", available: probeBwrap().usable },
-  { kind: "process", available: true },
-  { kind: "gvisor", available: probeGvisor() === null },
+  { kind: "bwrap", missing: bwrapMissing() },
+  { kind: "process", missing: null },
+  { kind: "gvisor", missing: gvisorMissing() },
 ];
 
 describe("descriptors the host inherited do not reach the program", () => {
-  for (const { kind, available } of backends) {
-    it.runIf(available)(
-      `on ${kind}, Python can neither read fd 100 nor append to fd 101, and sees only 0, 1 and 2`,
+  for (const { kind, missing } of backends) {
+    const skipped = missing ? ` (skipped: ${missing})` : "";
+    it.skipIf(missing !== null)(
+      `on ${kind}, Python can neither read fd 100 nor append to fd 101, and sees only 0, 1 and 2${skipped}`,
       async () => {
         const { probe, hostPath } = await runWithInheritedFds(kind, "python");
         expect(probe.read).toBe("EBADF");
@@ -127,8 +129,8 @@ describe("descriptors the host inherited do not reach the program", () => {
       },
     );
 
-    it.runIf(available)(
-      `on ${kind}, JavaScript can neither read fd 100 nor append to fd 101, and holds no inherited fd`,
+    it.skipIf(missing !== null)(
+      `on ${kind}, JavaScript can neither read fd 100 nor append to fd 101, and holds no inherited fd${skipped}`,
       async () => {
         const { probe, hostPath, secretPath } = await runWithInheritedFds(kind, "javascript");
         expect(probe.read).toBe("EBADF");

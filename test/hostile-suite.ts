@@ -9,17 +9,17 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { judgeRun } from "../src/nodes/critic.js";
 import { describeFailure } from "../src/nodes/fixer.prompt.js";
 import type { ManagedSandbox, SandboxKind } from "../src/sandbox/index.js";
+import type { RunRequest, RunResult, SandboxIsolation } from "../src/sandbox/types.js";
 import { forkAndSleep, goneWithin, pidsWithMarker, startOwner } from "./owner-harness.js";
 
 export { pidsWithMarker };
 
-import type { RunRequest, RunResult, SandboxIsolation } from "../src/sandbox/types.js";
-
 /**
  * The hostile-code suite: one test per thing generated code may do to the machine running it.
- * It is shared by every backend; a backend lists the cases it cannot contain, with the reason, and
- * those run as `it.fails`, so the suite proves the gap is real instead of hiding it. The README's
- * table of guarantees is this list.
+ * It is shared by every backend. Each backend's test file writes out, per environment, the cases
+ * it cannot contain, with the reason; such a case asserts the escape itself (the file written,
+ * the secret printed, the process left running), so the suite proves the gap is real instead of
+ * hiding it, and a case that no longer escapes fails. The README's table of guarantees is this list.
  */
 export type HostileCase =
   | "infinite loop"
@@ -55,13 +55,40 @@ export type HostileCase =
   | "TMPDIR kept for the next run"
   | "shared temporary places";
 
+/** The cases a backend may list as not contained: each has a proof of its escape below. */
+export type EscapingCase = Extract<
+  HostileCase,
+  | "fork bomb"
+  | "memory spread over forked processes"
+  | "CPU spread over forked processes"
+  | "disk fill in many small files"
+  | "inode fill in /tmp"
+  | "denied system calls"
+  | "write outside the work dir"
+  | "read the host's home"
+  | "read /etc/shadow"
+  | "read a secret file"
+  | "connect to a host listener"
+  | "setsid grandchild"
+  | "double-forked daemon"
+  | "JS write outside the work dir"
+  | "JS connect to a host listener"
+  | "shared temporary places"
+>;
+
+/** Cases a backend cannot contain in one environment, each with the reason. */
+export type ExpectedEscapes = Partial<Record<EscapingCase, string>>;
+
 export interface HostileSuiteOptions {
   /** Builds the sandbox under test; it is closed after the suite. */
   createSandbox: () => ManagedSandbox;
   /** The same backend for a host in a process of its own (test/sandbox-owner.ts), for the owner-death cases. */
   kind: SandboxKind;
-  /** Cases this backend cannot contain, each with the reason; they are expected to fail. */
-  uncontained?: Partial<Record<HostileCase, string>>;
+  /**
+   * Cases this backend cannot contain in this environment, each with the reason: a literal list in
+   * the backend's test file, never read from the sandbox's own describe(). Each asserts its escape.
+   */
+  uncontained: ExpectedEscapes;
   /** The process cap the sandbox was created with, for the fork bomb. */
   maxProcesses: number;
   /** The sandbox's memoryMb and cpuSeconds, which the whole-run cases overrun together but not alone. */
@@ -132,18 +159,15 @@ for name, number in numbers.items():
 print(json.dumps(results))
 `;
 
-/** What the whole-run cases need of a sandbox, read from its `describe()`: where it says no, they are gaps. */
-export function isolationGaps(isolation: SandboxIsolation): Partial<Record<HostileCase, string>> {
-  const gaps: Partial<Record<HostileCase, string>> = {};
-  if (isolation.memory.scope !== "run") gaps["memory spread over forked processes"] = isolation.memory.by;
-  if (isolation.cpu.scope !== "run") gaps["CPU spread over forked processes"] = isolation.cpu.by;
-  if (isolation.disk.scope !== "run") {
-    gaps["disk fill in many small files"] = isolation.disk.by;
-    gaps["inode fill in /tmp"] = isolation.disk.by;
-  }
-  if (isolation.syscalls.scope !== "run") gaps["denied system calls"] = isolation.syscalls.by;
-  return gaps;
-}
+/** The limit of `describe()` that each whole-run case puts to the test. */
+const LIMIT_OF_CASE: Partial<Record<EscapingCase, Exclude<keyof SandboxIsolation, "kind" | "notes">>> = {
+  "fork bomb": "processes",
+  "memory spread over forked processes": "memory",
+  "CPU spread over forked processes": "cpu",
+  "disk fill in many small files": "disk",
+  "inode fill in /tmp": "disk",
+  "denied system calls": "syscalls",
+};
 
 export function describeHostileSuite(title: string, options: HostileSuiteOptions): void {
   describe(title, () => {
@@ -181,19 +205,32 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       return marker;
     };
 
-    const hostileIt = (name: HostileCase, body: () => Promise<void>): void => {
-      const reason = options.uncontained?.[name];
-      if (reason) it.fails(`${name} (not contained: ${reason})`, body);
-      else it(name, body);
+    /**
+     * A case a backend may fail to contain: `body` is told which outcome the list expects here,
+     * and asserts either the containment or the specific escape.
+     */
+    const hostileIt = (name: EscapingCase, body: (expected: "contained" | "escapes") => Promise<void>): void => {
+      const reason = options.uncontained[name];
+      if (reason) it(`${name} escapes, as listed for this environment (${reason})`, () => body("escapes"));
+      else it(name, () => body("contained"));
     };
 
-    hostileIt("infinite loop", async () => {
-      const result = await run({ language: "python", code: "while True:\n    pass\n", timeoutMs: KILL_AFTER_MS });
-      expect(result.status).toBe("timeout");
-      expect(result.durationMs).toBeLessThan(KILL_AFTER_MS + 2_000);
+    // A detection that wrongly finds no cgroup, tmpfs or filter must fail here (and in the cases it
+    // weakens), not turn cases into expected escapes: the list says what this environment contains.
+    it("says in describe() that what the list holds contained here is held for the whole run", () => {
+      const isolation = sandbox.describe?.();
+      expect(isolation).toBeDefined();
+      const contained = Object.entries(LIMIT_OF_CASE).filter(([name]) => !(name in options.uncontained));
+      const scopes = Object.fromEntries(contained.map(([name, limit]) => [name, isolation?.[limit].scope]));
+      expect(scopes).toEqual(Object.fromEntries(contained.map(([name]) => [name, "run"])));
     });
 
-    hostileIt("sleep forever", async () => {
+    it("infinite loop", async () => {
+      const result = await run({ language: "python", code: "while True:\n    pass\n", timeoutMs: KILL_AFTER_MS });
+      expect(result.status).toBe("timeout");
+    });
+
+    it("sleep forever", async () => {
       const result = await run({
         language: "python",
         code: "import time\ntime.sleep(10**6)\n",
@@ -202,13 +239,13 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       expect(result.status).toBe("timeout");
     });
 
-    hostileIt("memory bomb", async () => {
+    it("memory bomb", async () => {
       const code = "blocks = []\nwhile True:\n    blocks.append(bytearray(32 * 1024 * 1024))\n";
       const result = await run({ language: "python", code, timeoutMs: 10_000 });
       expect(result.status).toBe("memory_limit");
     });
 
-    hostileIt("fork bomb", async () => {
+    hostileIt("fork bomb", async (expected) => {
       const marker = newMarker();
       const code = [
         "import os",
@@ -226,14 +263,19 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
         "    forks += 1",
         "print(forks, flush=True)",
       ].join("\n");
-      const result = await run({ language: "python", code, timeoutMs: 10_000 });
+      const result = await run({ language: "python", code, timeoutMs: 30_000 });
       const forks = Number(result.stdout.trim());
+      if (expected === "escapes") {
+        // Every fork the program tried went through, far past the cap the sandbox was given.
+        expect(forks).toBe(FORK_BOMB_CEILING);
+        return;
+      }
       expect(forks).toBeGreaterThan(0);
       expect(forks).toBeLessThan(options.maxProcesses);
       expect(await waitUntilGone(marker)).toEqual([]);
     });
 
-    hostileIt("memory spread over forked processes", async () => {
+    hostileIt("memory spread over forked processes", async (expected) => {
       // Each child holds a third of the limit, so each one alone passes any per-process limit.
       const share = Math.ceil(options.memoryMb / 3);
       const code = [
@@ -250,7 +292,12 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
         "    os.waitpid(pid, 0)",
         `print('held', len(children) * ${share}, 'MiB')`,
       ].join("\n");
-      const result = await run({ language: "python", code, timeoutMs: 15_000 });
+      const result = await run({ language: "python", code, timeoutMs: 30_000 });
+      if (expected === "escapes") {
+        // All four children held their share at once, more than memoryMb together.
+        expect(result).toMatchObject({ status: "ok", stdout: `held ${4 * share} MiB\n` });
+        return;
+      }
       expect(result.status).toBe("memory_limit");
       // What the fixer reads: the verdict and the sandbox's own line about the whole-run limit.
       const execution = { ...result, ran: true, failedInTests: false, progress: null };
@@ -258,7 +305,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       expect(describeFailure(execution)).toContain(`together used more than ${options.memoryMb} MiB`);
     });
 
-    hostileIt("CPU spread over forked processes", async () => {
+    hostileIt("CPU spread over forked processes", async (expected) => {
       // Three children each burn 3/4 of the CPU budget: within RLIMIT_CPU each, over it together.
       const share = (options.cpuSeconds * 0.75).toFixed(2);
       const code = [
@@ -276,21 +323,31 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
         "    os.waitpid(pid, 0)",
         "print('burnt them all')",
       ].join("\n");
-      const result = await run({ language: "python", code, timeoutMs: 30_000 });
+      const result = await run({ language: "python", code, timeoutMs: 60_000 });
+      if (expected === "escapes") {
+        // 2.25 x cpuSeconds burnt in all, and the run ended by itself.
+        expect(result).toMatchObject({ status: "ok", stdout: "burnt them all\n" });
+        return;
+      }
       expect(result.status).toBe("timeout");
       expect(result.stdout).not.toContain("burnt them all");
       expect(result.stderr).toContain(`together used more than ${options.cpuSeconds} CPU seconds`);
     });
 
-    hostileIt("disk fill in many small files", async () => {
+    hostileIt("disk fill in many small files", async (expected) => {
       const code = diskFillProgram("", DISK_FILL_CEILING_MIB);
-      const result = await run({ language: "python", code, timeoutMs: 20_000 });
+      const result = await run({ language: "python", code, timeoutMs: 60_000 });
       const [written, failure] = result.stdout.trim().split(" ");
+      if (expected === "escapes") {
+        // Every file written: 200 MiB, three times the run's maxDiskMb.
+        expect([written, failure]).toEqual([String(DISK_FILL_CEILING_MIB), "none"]);
+        return;
+      }
       expect(failure).toBe("ENOSPC");
       expect(Number(written)).toBeLessThan(DISK_FILL_CEILING_MIB / 2);
     });
 
-    hostileIt("inode fill in /tmp", async () => {
+    hostileIt("inode fill in /tmp", async (expected) => {
       // It removes its files itself: where /tmp is the host's (the process backend), they would stay.
       const code = [
         "import errno, os, shutil, tempfile",
@@ -307,30 +364,38 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
         "shutil.rmtree(directory, ignore_errors=True)",
         "print(made, failure)",
       ].join("\n");
-      const result = await run({ language: "python", code, timeoutMs: 20_000 });
+      const result = await run({ language: "python", code, timeoutMs: 60_000 });
       const [made, failure] = result.stdout.trim().split(" ");
+      if (expected === "escapes") {
+        expect([made, failure]).toEqual([String(INODE_FILL_CEILING), "none"]);
+        return;
+      }
       expect(failure).toBe("ENOSPC");
       expect(Number(made)).toBeLessThan(INODE_FILL_CEILING / 2);
     });
 
-    hostileIt("denied system calls", async () => {
-      const result = await run({ language: "python", code: SYSCALL_PROBE, timeoutMs: 10_000 });
+    hostileIt("denied system calls", async (expected) => {
+      const result = await run({ language: "python", code: SYSCALL_PROBE, timeoutMs: 30_000 });
       expect(result.status).toBe("ok");
       const results = JSON.parse(result.stdout) as Record<string, string>;
       expect(Object.keys(results).length).toBeGreaterThan(0);
-      const expected = Object.fromEntries(
+      if (expected === "escapes") {
+        // No filter refused them: a no-op unshare(0) and PTRACE_TRACEME went through.
+        expect(results).toMatchObject({ unshare: "ok", ptrace: "ok" });
+        return;
+      }
+      const refused = Object.fromEntries(
         Object.keys(results).map((name) => [name, name === "io_uring_setup" || name === "clone3" ? "ENOSYS" : "EPERM"]),
       );
-      expect(results).toEqual(expected);
+      expect(results).toEqual(refused);
     });
 
-    hostileIt("output flood", async () => {
+    it("output flood", async () => {
       const result = await run({ language: "python", code: "while True:\n    print('x' * 1000)\n", timeoutMs: 10_000 });
       expect(result.status).toBe("output_limit");
       expect(result.truncated).toBe(true);
+      // Killed for passing the cap (output_limit), not at the wall-clock limit (timeout).
       expect(Buffer.byteLength(result.stdout)).toBeLessThanOrEqual(65_536);
-      // Killed as soon as it passed the cap, not at the wall-clock limit.
-      expect(result.durationMs).toBeLessThan(5_000);
     });
 
     const outsideTargets = (): string[] => {
@@ -342,7 +407,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       return targets;
     };
 
-    hostileIt("write outside the work dir", async () => {
+    hostileIt("write outside the work dir", async (expected) => {
       const targets = outsideTargets();
       const code = [
         `for target in ${JSON.stringify(targets)}:`,
@@ -353,10 +418,10 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
         "        pass",
       ].join("\n");
       await run({ language: "python", code });
-      expect(targets.filter((target) => existsSync(target))).toEqual([]);
+      expectWritten(targets, expected);
     });
 
-    hostileIt("read the host's home", async () => {
+    hostileIt("read the host's home", async (expected) => {
       // A file of our own in the real home: the sandbox may show an interpreter installed under
       // the home (pyenv), but never anything else that lives there.
       const home = homedir();
@@ -373,19 +438,25 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
         "    print('denied', error)",
       ].join("\n");
       const result = await run({ language: "python", code });
+      if (expected === "escapes") {
+        expect(result.stdout).toContain(`'${name}'`);
+        expect(result.stdout).toContain(secret);
+        return;
+      }
       // The listing quotes each entry; an error message naming the path we asked for is fine.
       expect(result.stdout).not.toContain(`'${name}'`);
       expect(result.stdout).not.toContain(secret);
     });
 
-    hostileIt("read /etc/shadow", async () => {
+    hostileIt("read /etc/shadow", async (expected) => {
       const code =
         "try:\n    print(open('/etc/shadow').read())\nexcept OSError as error:\n    print('denied', error)\n";
       const result = await run({ language: "python", code });
-      expect(result.stdout).not.toMatch(/^root:/m);
+      if (expected === "escapes") expect(result.stdout).toMatch(/^root:/m);
+      else expect(result.stdout).not.toMatch(/^root:/m);
     });
 
-    hostileIt("read a secret file", async () => {
+    hostileIt("read a secret file", async (expected) => {
       const directory = mkdtempSync(join(tmpdir(), "selfheal-secret-"));
       cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
       const secret = `secret-${randomBytes(12).toString("hex")}`;
@@ -393,10 +464,11 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       writeFileSync(file, secret, { mode: 0o644 });
       const code = `try:\n    print(open(${JSON.stringify(file)}).read())\nexcept OSError as error:\n    print("denied", error)\n`;
       const result = await run({ language: "python", code });
-      expect(result.stdout + result.stderr).not.toContain(secret);
+      if (expected === "escapes") expect(result.stdout).toBe(`${secret}\n`);
+      else expect(result.stdout + result.stderr).not.toContain(secret);
     });
 
-    hostileIt("API key in the environment", async () => {
+    it("API key in the environment", async () => {
       const result = await withFakeApiKey(() =>
         run({ language: "python", code: "import os\nprint(dict(os.environ))\n" }),
       );
@@ -405,7 +477,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       expect(result.stdout).not.toContain("OPENAI_API_KEY");
     });
 
-    hostileIt("connect to a host listener", async () => {
+    hostileIt("connect to a host listener", async (expected) => {
       await withListener(async (port, connections) => {
         const code = [
           "import socket",
@@ -415,21 +487,19 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
           "except OSError as error:",
           "    print('blocked', error)",
         ].join("\n");
-        const result = await run({ language: "python", code });
-        expect(result.stdout).toContain("blocked");
-        expect(connections()).toBe(0);
+        await expectConnection(await run({ language: "python", code }), connections, expected);
       });
     });
 
-    hostileIt("setsid grandchild", async () => {
+    hostileIt("setsid grandchild", async (expected) => {
       const marker = newMarker();
       const code = `import subprocess\nsubprocess.Popen(["setsid", "sleep", "${marker}"], start_new_session=True)\nprint("spawned")\n`;
       const result = await run({ language: "python", code });
       expect(result.stdout).toContain("spawned");
-      expect(await waitUntilGone(marker)).toEqual([]);
+      await expectGone(marker, expected);
     });
 
-    hostileIt("double-forked daemon", async () => {
+    hostileIt("double-forked daemon", async (expected) => {
       const marker = newMarker();
       const code = [
         "import os",
@@ -443,61 +513,64 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       ].join("\n");
       const result = await run({ language: "python", code });
       expect(result.stdout).toContain("daemonised");
-      expect(await waitUntilGone(marker)).toEqual([]);
+      await expectGone(marker, expected);
     });
 
-    hostileIt("SIGTERM ignored", async () => {
+    it("SIGTERM ignored", async () => {
       const code =
         "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n";
+      // It never ends by itself: the run ending at all proves SIGKILL followed the ignored SIGTERM.
       const result = await run({ language: "python", code, timeoutMs: KILL_AFTER_MS });
       expect(result.status).toBe("timeout");
-      expect(result.durationMs).toBeLessThan(KILL_AFTER_MS + 2_000);
     });
 
-    hostileIt("stdout and stderr closed, then sleep", async () => {
+    it("stdout and stderr closed, then sleep", async () => {
       const code = "import os, time\nprint('bye', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(10**6)\n";
-      const result = await run({ language: "python", code, timeoutMs: KILL_AFTER_MS });
+      // Long enough for the program to start and print even where gVisor's start-up is slow under
+      // load (the case failed once at 1.5 s with a load average of 20): the case is the output
+      // kept and the kill, not speed.
+      const result = await run({ language: "python", code, timeoutMs: 10_000 });
       expect(result.status).toBe("timeout");
       expect(result.stdout).toBe("bye\n");
     });
 
-    hostileIt("invalid UTF-8 output", async () => {
+    it("invalid UTF-8 output", async () => {
       const code = "import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe\\xc3 end\\n')\n";
       const result = await run({ language: "python", code });
       expect(result.status).toBe("ok");
       expect(result.stdout).toBe("ok \uFFFD\uFFFD\uFFFD end\n");
     });
 
-    hostileIt("read stdin", async () => {
+    it("read stdin", async () => {
       const result = await run({
         language: "python",
         code: "import sys\nprint(len(sys.stdin.read()))\n",
-        timeoutMs: 5_000,
+        timeoutMs: 30_000,
       });
+      // "ok", not "timeout": stdin gave EOF at once instead of waiting for input that never comes.
       expect(result.status).toBe("ok");
       expect(result.stdout).toBe("0\n");
-      expect(result.durationMs).toBeLessThan(3_000);
     });
 
-    hostileIt("deep recursion", async () => {
+    it("deep recursion", async () => {
       const result = await run({ language: "python", code: "def down(n):\n    return down(n + 1)\n\ndown(0)\n" });
       expect(result.status).toBe("error");
       expect(result.error).toMatchObject({ type: "RecursionError", line: 2 });
     });
 
-    hostileIt("JS infinite loop", async () => {
+    it("JS infinite loop", async () => {
       const result = await run({ language: "javascript", code: "for (;;) {}\n", timeoutMs: KILL_AFTER_MS });
       expect(result.status).toBe("timeout");
     });
 
-    hostileIt("JS write outside the work dir", async () => {
+    hostileIt("JS write outside the work dir", async (expected) => {
       const targets = outsideTargets();
       const code = `const fs = require("fs");\nfor (const target of ${JSON.stringify(targets)}) {\n  try { fs.writeFileSync(target, "pwned"); } catch {}\n}\n`;
       await run({ language: "javascript", code });
-      expect(targets.filter((target) => existsSync(target))).toEqual([]);
+      expectWritten(targets, expected);
     });
 
-    hostileIt("JS API key in the environment", async () => {
+    it("JS API key in the environment", async () => {
       const result = await withFakeApiKey(() =>
         run({ language: "javascript", code: "console.log(JSON.stringify(process.env));\n" }),
       );
@@ -505,7 +578,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       expect(result.stdout).not.toContain(FAKE_API_KEY);
     });
 
-    hostileIt("JS connect to a host listener", async () => {
+    hostileIt("JS connect to a host listener", async (expected) => {
       await withListener(async (port, connections) => {
         const code = [
           'const net = require("net");',
@@ -513,9 +586,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
           'socket.on("connect", () => { console.log("connected"); socket.end("leak"); });',
           'socket.on("error", (error) => console.log("blocked", error.code));',
         ].join("\n");
-        const result = await run({ language: "javascript", code });
-        expect(result.stdout).toContain("blocked");
-        expect(connections()).toBe(0);
+        await expectConnection(await run({ language: "javascript", code }), connections, expected);
       });
     });
 
@@ -527,14 +598,15 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       markers.push(marker);
       const owner = await startOwner(options.kind, language, forkAndSleep(language, marker));
       owner.kill("SIGKILL");
-      expect(await goneWithin(2_000, marker, owner.pid ?? 0)).toEqual([]);
+      // A deadline, not a speed target: on a loaded machine the watchdog and the kernel are slow.
+      expect(await goneWithin(10_000, marker, owner.pid ?? 0)).toEqual([]);
     };
-    hostileIt("owner SIGKILLed mid-run", () => ownerKilledMidRun("python"));
-    hostileIt("JS owner SIGKILLed mid-run", () => ownerKilledMidRun("javascript"));
+    it("owner SIGKILLed mid-run", () => ownerKilledMidRun("python"));
+    it("JS owner SIGKILLed mid-run", () => ownerKilledMidRun("javascript"));
 
     // nsjail and firejail close every descriptor but stdio before the program starts; whatever this
     // test process holds without close-on-exec (its runner's pipes, say) must not show up inside.
-    hostileIt("descriptors beyond stdio", async () => {
+    it("descriptors beyond stdio", async () => {
       const code =
         "import os\nprint(sorted(int(n) for n in os.listdir('/proc/self/fd') if os.path.exists(f'/proc/self/fd/{n}')))\n";
       const result = await run({ language: "python", code });
@@ -542,7 +614,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
     });
 
     // codejail gives each run a TMPDIR of its own; a file left there must not reach the next run.
-    hostileIt("TMPDIR kept for the next run", async () => {
+    it("TMPDIR kept for the next run", async () => {
       const name = `selfheal-hostile-tmpdir-${randomBytes(6).toString("hex")}`;
       const write = `import os, tempfile\nopen(os.path.join(tempfile.gettempdir(), "${name}"), "w").write("x")\nprint(tempfile.gettempdir())\n`;
       const first = await run({ language: "python", code: write });
@@ -555,7 +627,7 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
 
     // firejail and nsjail mount private /tmp and /dev/shm: a file one run leaves in the shared
     // places, by absolute path, must not be there for the next run.
-    hostileIt("shared temporary places", async () => {
+    hostileIt("shared temporary places", async (expected) => {
       const name = `selfheal-hostile-shared-${randomBytes(6).toString("hex")}`;
       const places = SHARED_PLACES.map((place) => join(place, name));
       cleanups.push(() => {
@@ -565,6 +637,11 @@ export function describeHostileSuite(title: string, options: HostileSuiteOptions
       await run({ language: "python", code: write });
       const check = `import os\nprint([path for path in ${JSON.stringify(places)} if os.path.exists(path)])\n`;
       const seen = JSON.parse((await run({ language: "python", code: check })).stdout.replace(/'/g, '"')) as string[];
+      if (expected === "escapes") {
+        // The second run found the first one's file in the host's /tmp.
+        expect(seen).toContain(join("/tmp", name));
+        return;
+      }
       expect(seen).toEqual([]);
       expect(places.filter((place) => existsSync(place))).toEqual([]);
     });
@@ -604,8 +681,11 @@ async function withListener(body: (port: number, connections: () => number) => P
   }
 }
 
-/** Gives the kernel a moment to reap a killed namespace, then returns whatever is still there. */
-async function waitUntilGone(marker: string, withinMs = 2_000): Promise<number[]> {
+/**
+ * Gives the kernel time to reap a killed namespace, then returns whatever is still there. The
+ * deadline is generous: on a loaded machine reaping is slow, and the case is about what is left, not when.
+ */
+async function waitUntilGone(marker: string, withinMs = 10_000): Promise<number[]> {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const left = pidsWithMarker(marker);
@@ -614,27 +694,36 @@ async function waitUntilGone(marker: string, withinMs = 2_000): Promise<number[]
   }
 }
 
+/** The program's processes are gone after its run, or (escaping) one still sleeps on the host. */
+async function expectGone(marker: string, expected: "contained" | "escapes"): Promise<void> {
+  if (expected === "escapes") expect(pidsWithMarker(marker).length).toBeGreaterThan(0);
+  else expect(await waitUntilGone(marker)).toEqual([]);
+}
+
+/** No target outside the work dir was written, or (escaping) the one in the host's temp dir was. */
+function expectWritten(targets: string[], expected: "contained" | "escapes"): void {
+  const written = targets.filter((target) => existsSync(target));
+  if (expected === "escapes") expect(written).toContain(targets.find((target) => target.startsWith(tmpdir())));
+  else expect(written).toEqual([]);
+}
+
+/** The program was refused the host's listener, or (escaping) it connected and the listener saw it. */
+async function expectConnection(
+  result: RunResult,
+  connections: () => number,
+  expected: "contained" | "escapes",
+): Promise<void> {
+  if (expected === "contained") {
+    expect(result.stdout).toContain("blocked");
+    expect(connections()).toBe(0);
+    return;
+  }
+  expect(result.stdout).toContain("connected");
+  // The accept may reach this event loop a little after the program ended.
+  const deadline = Date.now() + 10_000;
+  while (connections() === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(connections()).toBe(1);
+}
+
 /** Where any process of the host may leave files for another: /dev/shm, /tmp, /var/tmp, /run/lock. */
 const SHARED_PLACES = ["/dev/shm", "/tmp", "/var/tmp", "/run/lock"];
-
-const PLAIN_PROCESS = "the process backend runs code as the calling user, on the host's file system and network";
-
-/** What the plain process backend cannot contain, as its hostile suite demonstrates. */
-export const PROCESS_BACKEND_GAPS: Partial<Record<HostileCase, string>> = {
-  "fork bomb": "no per-run process cap: RLIMIT_NPROC counts every process of the user, and root ignores it",
-  "write outside the work dir": PLAIN_PROCESS,
-  "read the host's home": PLAIN_PROCESS,
-  ...(process.getuid?.() === 0 ? { "read /etc/shadow": "running as root, the code can read it" } : {}),
-  "read a secret file": PLAIN_PROCESS,
-  "connect to a host listener": PLAIN_PROCESS,
-  "setsid grandchild": "a new session leaves the process group the timeout kills",
-  "double-forked daemon": "a new session leaves the process group the timeout kills",
-  "JS write outside the work dir": PLAIN_PROCESS,
-  "JS connect to a host listener": PLAIN_PROCESS,
-  "memory spread over forked processes": "RLIMIT_AS holds per process only",
-  "CPU spread over forked processes": "RLIMIT_CPU holds per process only",
-  "disk fill in many small files": "RLIMIT_FSIZE holds per file only, in a host dir",
-  "inode fill in /tmp": "the code writes the host's /tmp",
-  "denied system calls": "no seccomp filter",
-  "shared temporary places": "/dev/shm, /tmp, /var/tmp and /run/lock are the host's, shared by every run and process",
-};

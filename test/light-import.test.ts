@@ -16,14 +16,18 @@ export async function resolve(specifier, context, nextResolve) {
   return resolved;
 }`;
 
-/** Imports `entry` in a fresh Node process and returns the npm packages it loaded. */
-function packagesLoadedBy(entry: string): Set<string> {
+/**
+ * Imports `entry` in a fresh Node process and returns the npm packages it loaded; with `argv`, as
+ * the CLI's bin with those arguments (the process exits when the command ends).
+ */
+function packagesLoadedBy(entry: string, argv?: string[]): Set<string> {
   const dir = mkdtempSync(join(tmpdir(), "selfheal-imports-"));
   const log = join(dir, "resolved.txt");
   try {
     const script = [
       `import { register } from "node:module";`,
       `register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(RECORDER)}`)}, { data: { log: ${JSON.stringify(log)} } });`,
+      ...(argv ? [`process.argv = ${JSON.stringify([process.execPath, entry, ...argv])};`] : []),
       `await import(${JSON.stringify(entry)});`,
     ].join("\n");
     const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
@@ -73,5 +77,37 @@ describe("the package entries", () => {
     const loaded = packagesLoadedBy("./src/benchmark/index.ts");
     expect(loaded).toContain("@langchain/langgraph");
     for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
+  });
+
+  it("load the MCP SDK only with the mcp entry, not with the agent or the CLI", () => {
+    expect(packagesLoadedBy("./src/index.ts")).not.toContain("@modelcontextprotocol/sdk");
+    expect(packagesLoadedBy("./src/cli/main.ts")).not.toContain("@modelcontextprotocol/sdk");
+    expect(packagesLoadedBy("./src/mcp/index.ts")).toContain("@modelcontextprotocol/sdk");
+  });
+});
+
+describe("the CLI's start", () => {
+  const HEAVY = [
+    "@langchain/langgraph",
+    "@langchain/core",
+    "@langchain/openai",
+    "zod",
+    "pg-boss",
+    ...DATABASE_PACKAGES,
+  ];
+
+  it("loads no agent, schema or database package for --version and --help", () => {
+    for (const argv of [["--version"], ["--help"]]) {
+      const loaded = packagesLoadedBy("./src/cli/bin.ts", argv);
+      expect(loaded, argv[0]).toContain("commander");
+      for (const name of HEAVY) expect(loaded, `${argv[0]} loaded ${name}`).not.toContain(name);
+    }
+  });
+
+  it("loads the command a person runs and not the others: doctor needs no store, no queue, no report", () => {
+    const loaded = packagesLoadedBy("./src/cli/bin.ts", ["doctor", "--help"]);
+    expect(loaded).toContain("zod");
+    for (const name of ["pg-boss", "highlight.js", "chart.js", ...DATABASE_PACKAGES])
+      expect(loaded).not.toContain(name);
   });
 });

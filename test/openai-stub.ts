@@ -51,7 +51,11 @@ async function readBody(request: IncomingMessage): Promise<string> {
  */
 export async function startOpenAIStub(
   answer: (request: StubRequest, index: number) => StubAnswer,
-  options: { port?: number } = {},
+  options: {
+    port?: number;
+    /** A server that cannot stream: it answers a streaming request with plain JSON, no server-sent events. */
+    noStreaming?: boolean;
+  } = {},
 ): Promise<OpenAIStub> {
   const requests: StubRequest[] = [];
   const receivedAt: number[] = [];
@@ -61,7 +65,9 @@ export async function startOpenAIStub(
       return;
     }
     const body = JSON.parse(await readBody(req)) as StubRequest;
-    const index = requests.push(body) - 1;
+    // What the client asked is recorded; a server that cannot stream then answers as if it had not.
+    const index = requests.push({ ...body }) - 1;
+    if (options.noStreaming) body.stream = false;
     receivedAt.push(Date.now());
     const reply = answer(body, index);
     // The request stays open until the client gives up; close() ends it.

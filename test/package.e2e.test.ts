@@ -68,6 +68,7 @@ function kindOf(store: Pick<RunStore, "location">): StoreLocation["kind"] {
 const { resolveStoreLocation } = await import("selfheal/store");
 const { loadDataset } = await import("selfheal/bench");
 const { DEFAULT_QUEUE_SCHEMA } = await import("selfheal/queue");
+const { McpRuns, createMcpServer } = await import("selfheal/mcp");
 const finished: QueueState = "finished";
 
 console.log(JSON.stringify({
@@ -77,6 +78,7 @@ console.log(JSON.stringify({
   storeKind: kindOf({ location: resolveStoreLocation({ db: "runs.db" }, {}, "/") }),
   loadDataset: typeof loadDataset,
   queue: DEFAULT_QUEUE_SCHEMA + " " + finished,
+  mcp: typeof McpRuns + " " + typeof createMcpServer,
 }));
 `;
 
@@ -145,6 +147,7 @@ describe("the packed package, installed into a strict TypeScript application", (
       storeKind: "sqlite",
       loadDataset: "function",
       queue: "selfheal_queue finished",
+      mcp: "function function",
     });
   });
 

@@ -136,7 +136,6 @@ describe("packages that cannot be had", () => {
     const { url, server } = await hangingServer();
     try {
       const model = scriptedModel(greetProgram, fence("print('hello, wheel')"));
-      const startedAt = Date.now();
       const result = await createAgent({ model, sandbox }).invoke(
         { task: "Greet the wheel." },
         {
@@ -151,7 +150,6 @@ describe("packages that cannot be had", () => {
         type: "PackageInstallFailed",
         message: expect.stringMatching(/^could not install sh-greet: the install timed out after 1500 ms/),
       });
-      expect(Date.now() - startedAt).toBeLessThan(20_000);
       expect(readdirSync(cacheDir)).toEqual([]);
     } finally {
       server.close();

@@ -1,23 +1,12 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ProgressReporter, readableReason } from "../src/cli/progress.js";
 import { terminalStyle } from "../src/cli/terminal.js";
 import { type AgentState, type Execution, emptyUsage } from "../src/core/state.js";
+import { failedExecution } from "./helpers.js";
 
 const ANSI = /\x1b\[/;
 
-const run = (fields: Partial<Execution>): Execution => ({
-  status: "error",
-  exitCode: 1,
-  signal: null,
-  stdout: "",
-  stderr: "",
-  truncated: false,
-  durationMs: 31.4,
-  ran: true,
-  failedInTests: false,
-  progress: null,
-  ...fields,
-});
+const run = (fields: Partial<Execution>): Execution => failedExecution({ durationMs: 31.4, ...fields });
 
 /** A reporter writing into an array, as stderr would look when it is not a terminal. */
 function plainReporter(style = terminalStyle({ isTTY: false }, {})) {
@@ -149,6 +138,41 @@ describe("ProgressReporter off a terminal", () => {
     ]);
   });
 
+  it("says when the LLM review ran and what it concluded", () => {
+    const { reporter, text } = plainReporter();
+    const review = { node: "critic", inputTokens: 200, outputTokens: 20 };
+    const entry = (attempt: number, outcome: string) => ({
+      attempt,
+      node: "generator",
+      codeHash: "h",
+      outcome,
+      tokens: 1,
+    });
+    reporter.update("executor", { attempt: 1, lastRun: run({ durationMs: 40 }) });
+    reporter.update("critic", {
+      critique: { passed: false, summary: "Review: prints nothing; no total", diagnosis: "print it" },
+      usage: [review],
+      history: [entry(1, "ReviewRejected")],
+    });
+    reporter.update("executor", { attempt: 2, lastRun: run({ durationMs: 30 }) });
+    reporter.update("critic", {
+      critique: { passed: true, summary: "ran cleanly", diagnosis: "" },
+      usage: [review],
+      history: [entry(2, "passed")],
+    });
+    reporter.update("executor", { attempt: 3, lastRun: run({ durationMs: 30 }) });
+    reporter.update("critic", {
+      critique: { passed: true, summary: "ran cleanly", diagnosis: "" },
+      history: [entry(3, "passed")],
+    });
+    expect(text().split("\n")).toEqual([
+      "✗ attempt 1  rejected by the LLM review: prints nothing; no total  (40 ms, 220 tokens so far)",
+      "✓ attempt 2  passed, approved by the LLM review  (30 ms, 440 tokens so far)",
+      "✓ attempt 3  passed  (30 ms, 440 tokens so far)",
+      "",
+    ]);
+  });
+
   it("names the repeating error in a stuck run's last line, not its fingerprint", () => {
     const { reporter, text } = plainReporter();
     reporter.finished(
@@ -167,19 +191,25 @@ describe("ProgressReporter off a terminal", () => {
 
   it("announces a fresh rewrite, and says what is still running every heartbeat while a model thinks", async () => {
     const written: string[] = [];
-    const reporter = new ProgressReporter({
-      stream: { write: (text: string) => written.push(text) > 0 },
-      style: { color: false, live: false },
-      from: { attempt: 2, tokens: 900 },
-      heartbeatMs: 20,
-    });
-    reporter.taskStarted("generator");
-    await new Promise((resolve) => setTimeout(resolve, 70));
-    reporter.stop();
-    const after = written.length;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The clock is the test's: heartbeats come when it moves time on, however loaded the machine.
+    vi.useFakeTimers();
+    try {
+      const reporter = new ProgressReporter({
+        stream: { write: (text: string) => written.push(text) > 0 },
+        style: { color: false, live: false },
+        from: { attempt: 2, tokens: 900 },
+        heartbeatMs: 20,
+      });
+      reporter.taskStarted("generator");
+      vi.advanceTimersByTime(70);
+      reporter.stop();
+      const after = written.length;
+      vi.advanceTimersByTime(1_000);
+      expect(written.length).toBe(after);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(written[0]).toBe("↻ attempt 3: writing a fresh program (the same error kept coming back)\n");
     expect(written[1]).toMatch(/^… attempt 3: writing a program \(0\.\d s\)\n$/);
-    expect(written.length).toBe(after);
   });
 });

@@ -1,8 +1,13 @@
 import pg from "pg";
+import { postgresMissing } from "./capabilities.js";
 import { fence } from "./helpers.js";
 import type { StubAnswer, StubRequest } from "./openai-stub.js";
 
-/** .ci/run starts PostgreSQL and exports this URL; without it the queue tests are skipped, and say so. */
+/**
+ * .ci/run starts PostgreSQL and exports this URL; without it the queue tests are skipped, and say
+ * so, except under SELFHEAL_TEST_REQUIRE_POSTGRES=1, where the test file fails.
+ */
+export const POSTGRES_MISSING = postgresMissing();
 export const POSTGRES_URL = process.env.SELFHEAL_TEST_POSTGRES_URL;
 
 /** A schema of its own for each test run, so runs never see each other's jobs; dropped after. */

@@ -9,6 +9,7 @@ import { fence } from "./helpers.js";
 import { startOpenAIStub } from "./openai-stub.js";
 import {
   cleanUpQueueTest,
+  POSTGRES_MISSING,
   POSTGRES_URL,
   queueSchemaName,
   scriptedTask,
@@ -16,10 +17,6 @@ import {
   twoAttemptAnswer,
 } from "./queue-helpers.js";
 import { scratchDir } from "./scratch.js";
-
-if (!POSTGRES_URL) {
-  console.warn("queue-workers.e2e.test.ts: SKIPPED, SELFHEAL_TEST_POSTGRES_URL is not set (see .ci/run)");
-}
 
 const TASKS = 30;
 
@@ -68,146 +65,152 @@ async function singleProcessReport(): Promise<
   }
 }
 
-describe.skipIf(!POSTGRES_URL)("the run queue: many worker processes", () => {
-  const url = POSTGRES_URL ?? "";
-  const schema = queueSchemaName("workers");
-  const prefix = `${schema}-thread`;
-  afterAll(() => cleanUpQueueTest(url, schema, prefix));
+describe.skipIf(POSTGRES_MISSING !== null)(
+  `the run queue: many worker processes${POSTGRES_MISSING ? ` (skipped: ${POSTGRES_MISSING})` : ""}`,
+  () => {
+    const url = POSTGRES_URL ?? "";
+    const schema = queueSchemaName("workers");
+    const prefix = `${schema}-thread`;
+    afterAll(() => cleanUpQueueTest(url, schema, prefix));
 
-  it("finishes 30 tasks exactly once over three workers when one is killed mid-run, repeating no model call but the one in flight", async () => {
-    const stub = await startOpenAIStub((request) => twoAttemptAnswer(request));
-    const workers: RunningCli[] = [];
-    try {
-      const env = { OPENAI_BASE_URL: stub.url, SELFHEAL_POSTGRES_URL: url, SELFHEAL_QUEUE_SCHEMA: schema };
-      const dir = scratchDir("queue-workers");
-      const file = join(dir, "tasks.jsonl");
-      writeFileSync(
-        file,
-        Array.from({ length: TASKS }, (_, i) =>
-          JSON.stringify({ task: scriptedTask(i + 1), thread: `${prefix}-${i + 1}` }),
-        ).join("\n"),
-      );
-      const submitted = await runCli(
-        ["submit", "--file", file, "--sandbox", "process", "--expire-in", "8", "--retry-delay", "1"],
-        { env, cwd: dir },
-      );
-      expect(submitted.stderr).toBe("");
-      expect(submitted.stdout.trim().split("\n")).toHaveLength(TASKS);
+    it("finishes 30 tasks exactly once over three workers when one is killed mid-run, repeating no model call but the one in flight", async () => {
+      const stub = await startOpenAIStub((request) => twoAttemptAnswer(request));
+      const workers: RunningCli[] = [];
+      try {
+        const env = { OPENAI_BASE_URL: stub.url, SELFHEAL_POSTGRES_URL: url, SELFHEAL_QUEUE_SCHEMA: schema };
+        const dir = scratchDir("queue-workers");
+        const file = join(dir, "tasks.jsonl");
+        writeFileSync(
+          file,
+          Array.from({ length: TASKS }, (_, i) =>
+            JSON.stringify({ task: scriptedTask(i + 1), thread: `${prefix}-${i + 1}` }),
+          ).join("\n"),
+        );
+        const submitted = await runCli(
+          ["submit", "--file", file, "--sandbox", "process", "--expire-in", "8", "--retry-delay", "1"],
+          { env, cwd: dir },
+        );
+        expect(submitted.stderr).toBe("");
+        expect(submitted.stdout.trim().split("\n")).toHaveLength(TASKS);
 
-      const workerArgs = [
-        "worker",
-        "--json",
-        "--until-empty",
-        "--poll-interval",
-        "0.5",
-        "--heartbeat",
-        "1",
-        "--expiry-check",
-        "1",
-      ];
-      for (let i = 0; i < 3; i++) workers.push(startCli(workerArgs, { env, cwd: dir }));
-      const [victim] = workers;
-      let victimOut = "";
-      victim!.child.stdout?.on("data", (chunk) => (victimOut += chunk));
+        const workerArgs = [
+          "worker",
+          "--json",
+          "--until-empty",
+          "--poll-interval",
+          "0.5",
+          "--heartbeat",
+          "1",
+          "--expiry-check",
+          "1",
+        ];
+        for (let i = 0; i < 3; i++) workers.push(startCli(workerArgs, { env, cwd: dir }));
+        const [victim] = workers;
+        let victimOut = "";
+        victim!.child.stdout?.on("data", (chunk) => (victimOut += chunk));
 
-      // Kill the first worker while it runs a thread, once the others are busy too.
-      await waitFor(() => stub.requests.length >= 20, "20 model requests", 60_000);
-      await waitFor(() => heldThread(victimOut) !== undefined, "the victim mid-run", 30_000);
-      const heldByVictim = heldThread(victimOut)!;
-      victim!.child.kill("SIGKILL");
-      await victim!.done;
+        // Kill the first worker while it runs a thread, once the others are busy too.
+        await waitFor(() => stub.requests.length >= 20, "20 model requests", 60_000);
+        await waitFor(() => heldThread(victimOut) !== undefined, "the victim mid-run", 30_000);
+        const heldByVictim = heldThread(victimOut)!;
+        victim!.child.kill("SIGKILL");
+        await victim!.done;
 
-      const results = await Promise.all(workers.slice(1).map((worker) => worker.done));
-      for (const result of results) expect(result.code).toBe(0);
+        const results = await Promise.all(workers.slice(1).map((worker) => worker.done));
+        for (const result of results) expect(result.code).toBe(0);
 
-      const finished = [victimOut, ...results.map((result) => result.stdout)]
-        .flatMap(workerLines)
-        .filter((line) => line.event === "finished");
-      const finishedThreads = finished.map((line) => line.threadId).sort();
-      expect(finishedThreads).toEqual(Array.from({ length: TASKS }, (_, i) => `${prefix}-${i + 1}`).sort());
-      expect(finished.find((line) => line.threadId === heldByVictim)?.worker).not.toBe(
-        workerLines(victimOut)[0]?.worker,
-      );
+        const finished = [victimOut, ...results.map((result) => result.stdout)]
+          .flatMap(workerLines)
+          .filter((line) => line.event === "finished");
+        const finishedThreads = finished.map((line) => line.threadId).sort();
+        expect(finishedThreads).toEqual(Array.from({ length: TASKS }, (_, i) => `${prefix}-${i + 1}`).sort());
+        expect(finished.find((line) => line.threadId === heldByVictim)?.worker).not.toBe(
+          workerLines(victimOut)[0]?.worker,
+        );
 
-      // Two requests per task; only the thread the victim held may have sent its in-flight one again, identical.
-      const byTask = new Map<number, typeof stub.requests>();
-      for (const request of stub.requests) {
-        const n = taskNumberOf(request);
-        byTask.set(n, [...(byTask.get(n) ?? []), request]);
-      }
-      const victimTask = Number(heldByVictim.split("-").at(-1));
-      for (const [n, requests] of byTask) {
-        if (n !== victimTask) expect(requests, `task ${n}`).toHaveLength(2);
-      }
-      const victimRequests = byTask.get(victimTask) ?? [];
-      expect(victimRequests.length).toBeGreaterThanOrEqual(1);
-      expect(victimRequests.length).toBeLessThanOrEqual(3);
-      // Its generator and fixer calls, one of them twice: the one the kill cut off.
-      expect(new Set(victimRequests.map((request) => JSON.stringify(request.messages))).size).toBe(2);
+        // Two requests per task; only the thread the victim held may have sent its in-flight one again, identical.
+        const byTask = new Map<number, typeof stub.requests>();
+        for (const request of stub.requests) {
+          const n = taskNumberOf(request);
+          byTask.set(n, [...(byTask.get(n) ?? []), request]);
+        }
+        const victimTask = Number(heldByVictim.split("-").at(-1));
+        for (const [n, requests] of byTask) {
+          if (n !== victimTask) expect(requests, `task ${n}`).toHaveLength(2);
+        }
+        const victimRequests = byTask.get(victimTask) ?? [];
+        expect(victimRequests.length).toBeGreaterThanOrEqual(1);
+        expect(victimRequests.length).toBeLessThanOrEqual(3);
+        // Its generator and fixer calls, one of them twice: the one the kill cut off.
+        expect(new Set(victimRequests.map((request) => JSON.stringify(request.messages))).size).toBe(2);
 
-      // One job per thread, each completed once; `runs` reports what a single process reports.
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      const jobs = await client
-        .query<{ state: string; count: string }>(
-          `SELECT state, count(*) FROM ${schema}.job WHERE name = 'selfheal-runs' GROUP BY state`,
+        // One job per thread, each completed once; `runs` reports what a single process reports.
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        const jobs = await client
+          .query<{ state: string; count: string }>(
+            `SELECT state, count(*) FROM ${schema}.job WHERE name = 'selfheal-runs' GROUP BY state`,
+          )
+          .finally(() => client.end());
+        expect(jobs.rows).toEqual([{ state: "completed", count: String(TASKS) }]);
+
+        const runs = await runCli(["runs", "--json", "--limit", "1000"], { env, cwd: dir });
+        const ours = (
+          JSON.parse(runs.stdout) as Array<{
+            threadId: string;
+            task: string;
+            status: string;
+            attempts: number;
+            tokens: number;
+          }>
         )
-        .finally(() => client.end());
-      expect(jobs.rows).toEqual([{ state: "completed", count: String(TASKS) }]);
+          .filter((row) => row.threadId.startsWith(prefix))
+          .map(({ task, status, attempts, tokens }) => ({ task, status, attempts, tokens }))
+          .sort((a, b) => taskOrder(a.task) - taskOrder(b.task));
+        expect(ours).toEqual(await singleProcessReport());
+        expect(ours.every((row) => row.status === "passed" && row.attempts === 2)).toBe(true);
+      } finally {
+        for (const worker of workers) worker.child.kill("SIGKILL");
+        await stub.close();
+      }
+    }, 120_000);
+  },
+);
 
-      const runs = await runCli(["runs", "--json", "--limit", "1000"], { env, cwd: dir });
-      const ours = (
-        JSON.parse(runs.stdout) as Array<{
-          threadId: string;
-          task: string;
-          status: string;
-          attempts: number;
-          tokens: number;
-        }>
-      )
-        .filter((row) => row.threadId.startsWith(prefix))
-        .map(({ task, status, attempts, tokens }) => ({ task, status, attempts, tokens }))
-        .sort((a, b) => taskOrder(a.task) - taskOrder(b.task));
-      expect(ours).toEqual(await singleProcessReport());
-      expect(ours.every((row) => row.status === "passed" && row.attempts === 2)).toBe(true);
-    } finally {
-      for (const worker of workers) worker.child.kill("SIGKILL");
-      await stub.close();
-    }
-  }, 120_000);
-});
+describe.skipIf(POSTGRES_MISSING !== null)(
+  `selfheal bench --queue${POSTGRES_MISSING ? ` (skipped: ${POSTGRES_MISSING})` : ""}`,
+  () => {
+    const url = POSTGRES_URL ?? "";
+    const schema = queueSchemaName("bench");
+    afterAll(() => cleanUpQueueTest(url, schema, "bench-"));
 
-describe.skipIf(!POSTGRES_URL)("selfheal bench --queue", () => {
-  const url = POSTGRES_URL ?? "";
-  const schema = queueSchemaName("bench");
-  afterAll(() => cleanUpQueueTest(url, schema, "bench-"));
-
-  it("hands the dataset to the workers and reports what a run in one process reports", async () => {
-    const tasks = await loadDataset({ taskIds: ["HumanEval/0", "HumanEval/2"] });
-    // The first answer of each task is wrong, the fix is the reference solution: two attempts each.
-    const stub = await startOpenAIStub((request) => {
-      const text = request.messages.map((message) => message.content).join("\n");
-      const task = tasks.find((candidate) => text.includes(candidate.entry_point))!;
-      const fixing = text.includes("Latest failure");
-      const code = fixing
-        ? `${task.prompt}${task.canonical_solution}`
-        : `def ${task.entry_point}(*args):\n    return None\n`;
-      return { content: fence(code), usage: { prompt_tokens: fixing ? 300 : 200, completion_tokens: 50 } };
-    });
-    const env = { OPENAI_BASE_URL: stub.url, SELFHEAL_POSTGRES_URL: url, SELFHEAL_QUEUE_SCHEMA: schema };
-    const dir = scratchDir("bench-queue");
-    const args = ["bench", "--model", "stub-model", "--tasks", "0,2", "--max-attempts", "3", "--sandbox", "process"];
-    const worker = startCli(["worker", "--poll-interval", "0.5", "--concurrency", "2"], { env, cwd: dir });
-    try {
-      const direct = await runCli([...args, "--json", join(dir, "direct.json")], { env, cwd: dir });
-      expect(direct.code).toBe(0);
-      await waitFor(() => worker.stderr().includes("taking jobs"), "the worker to start");
-      const queued = await runCli([...args, "--queue", "--json", join(dir, "queued.json")], { env, cwd: dir });
-      expect(queued.stderr).not.toContain("HarnessError");
-      expect(queued.code).toBe(0);
-      const outcomes = (file: string) =>
-        (JSON.parse(readFileSync(join(dir, file), "utf8")) as { perTask: Array<Record<string, unknown>> }).perTask.map(
-          ({ taskId, status, attempts, solved, inputTokens, outputTokens, attemptOutcomes }) => ({
+    it("hands the dataset to the workers and reports what a run in one process reports", async () => {
+      const tasks = await loadDataset({ taskIds: ["HumanEval/0", "HumanEval/2"] });
+      // The first answer of each task is wrong, the fix is the reference solution: two attempts each.
+      const stub = await startOpenAIStub((request) => {
+        const text = request.messages.map((message) => message.content).join("\n");
+        const task = tasks.find((candidate) => text.includes(candidate.entry_point))!;
+        const fixing = text.includes("Latest failure");
+        const code = fixing
+          ? `${task.prompt}${task.canonical_solution}`
+          : `def ${task.entry_point}(*args):\n    return None\n`;
+        return { content: fence(code), usage: { prompt_tokens: fixing ? 300 : 200, completion_tokens: 50 } };
+      });
+      const env = { OPENAI_BASE_URL: stub.url, SELFHEAL_POSTGRES_URL: url, SELFHEAL_QUEUE_SCHEMA: schema };
+      const dir = scratchDir("bench-queue");
+      const args = ["bench", "--model", "stub-model", "--tasks", "0,2", "--max-attempts", "3", "--sandbox", "process"];
+      const worker = startCli(["worker", "--poll-interval", "0.5", "--concurrency", "2"], { env, cwd: dir });
+      try {
+        const direct = await runCli([...args, "--json", join(dir, "direct.json")], { env, cwd: dir });
+        expect(direct.code).toBe(0);
+        await waitFor(() => worker.stderr().includes("taking jobs"), "the worker to start");
+        const queued = await runCli([...args, "--queue", "--json", join(dir, "queued.json")], { env, cwd: dir });
+        expect(queued.stderr).not.toContain("HarnessError");
+        expect(queued.code).toBe(0);
+        const outcomes = (file: string) =>
+          (
+            JSON.parse(readFileSync(join(dir, file), "utf8")) as { perTask: Array<Record<string, unknown>> }
+          ).perTask.map(({ taskId, status, attempts, solved, inputTokens, outputTokens, attemptOutcomes }) => ({
             taskId,
             status,
             attempts,
@@ -215,21 +218,21 @@ describe.skipIf(!POSTGRES_URL)("selfheal bench --queue", () => {
             inputTokens,
             outputTokens,
             attemptOutcomes,
-          }),
-        );
-      expect(outcomes("queued.json")).toEqual(outcomes("direct.json"));
-      expect(outcomes("queued.json")).toEqual([
-        expect.objectContaining({ taskId: "HumanEval/0", solved: true, attempts: 2 }),
-        expect.objectContaining({ taskId: "HumanEval/2", solved: true, attempts: 2 }),
-      ]);
-      worker.child.kill("SIGTERM");
-      expect((await worker.done).code).toBe(0);
-    } finally {
-      worker.child.kill("SIGKILL");
-      await stub.close();
-    }
-  }, 90_000);
-});
+          }));
+        expect(outcomes("queued.json")).toEqual(outcomes("direct.json"));
+        expect(outcomes("queued.json")).toEqual([
+          expect.objectContaining({ taskId: "HumanEval/0", solved: true, attempts: 2 }),
+          expect.objectContaining({ taskId: "HumanEval/2", solved: true, attempts: 2 }),
+        ]);
+        worker.child.kill("SIGTERM");
+        expect((await worker.done).code).toBe(0);
+      } finally {
+        worker.child.kill("SIGKILL");
+        await stub.close();
+      }
+    }, 90_000);
+  },
+);
 
 function taskOrder(task: string): number {
   return Number(/Task (\d+):/.exec(task)?.[1]);

@@ -1,7 +1,8 @@
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { builtFromSource } from "../bin/built-from-source.js";
 import { cleanEnv, REPO } from "./cli-helpers.js";
 
 const readme = readFileSync(join(REPO, "README.md"), "utf8");
@@ -15,16 +16,39 @@ function blockAfter(heading: string, language: string): string {
 }
 
 describe("the README", () => {
-  it("shows what the use-from-code snippet really prints with no API key", () => {
-    // The snippet is plain JavaScript; it imports the package, which here is the source.
-    const snippet = blockAfter("## Use from code", "ts").replace(`from "selfheal"`, `from "./src/index.ts"`);
+  beforeAll(() => {
+    // What `npm ci` in a fresh clone does (prepare: npm run build); here only when src/ changed since.
+    if (!builtFromSource()) execFileSync("npm", ["run", "build"], { cwd: REPO, stdio: "ignore" });
+  }, 300_000);
+
+  it("shows what the use-from-code snippet really prints with no API key, run as written from the clone", () => {
+    // The snippet is plain JavaScript importing "selfheal": in the clone that is the package itself
+    // (Node resolves a package's own name through its exports), compiled to dist/ by npm ci.
+    const snippet = blockAfter("## Use from code", "ts");
+    expect(snippet).toContain(`from "selfheal"`);
     const shown = blockAfter("## Use from code", "text");
-    const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", snippet], {
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", snippet], {
       cwd: REPO,
       env: cleanEnv(),
       encoding: "utf8",
     });
+    expect(result.stderr).toBe("");
     expect(result.status).toBe(0);
     expect(result.stdout).toBe(shown);
+  });
+});
+
+describe("the README on the benchmark's run reports", () => {
+  it("names the folder `selfheal bench --html` really writes them to", async () => {
+    const { runReportsBeside } = await import("../src/cli/commands/bench.js");
+    const example =
+      /`selfheal bench --html (\S+?)` writes each task's run report\s+in `([^`]+)\/` beside it \([^)]*: `([^`]+)`\)/.exec(
+        readme,
+      );
+    expect(example).not.toBeNull();
+    const [, html, folder, file] = example!;
+    const beside = runReportsBeside(html!);
+    expect(beside.dir).toBe(folder);
+    expect(beside.path("HumanEval/0")).toBe(file);
   });
 });

@@ -94,6 +94,28 @@ describe("decideAfterCritic", () => {
     expect(decision.next === "finish" && decision.reason).toContain("KeyError: 'total'");
   });
 
+  it("ends a stuck reason in one full stop when the error's message already ends in one", () => {
+    const message = "'pandas' is not available here: no package may be installed.";
+    const errors = [
+      { fingerprint: "a", type: "PackageNotAvailable", message, count: 3, firstAttempt: 1, lastAttempt: 3 },
+    ];
+    const state = stateWith({
+      attempt: 3,
+      history: [entry(1, "a"), entry(2, "a"), entry(3, "a")],
+      rewrittenFor: ["a"],
+      errors,
+    });
+    const decision = decideAfterCritic(state, settings);
+    expect(decision.next === "finish" && decision.reason).toBe(
+      `The same error keeps coming back, even after a fresh rewrite: PackageNotAvailable: ${message} (fingerprint a)`,
+    );
+    expect(
+      decideAfterCritic(stateWith({ ...state, errors: [{ ...errors[0]!, message: "no" }] }), settings),
+    ).toMatchObject({
+      reason: "The same error keeps coming back, even after a fresh rewrite: PackageNotAvailable: no (fingerprint a).",
+    });
+  });
+
   it("keeps fixing when a rewrite produced a different error", () => {
     const state = stateWith({
       attempt: 3,

@@ -7,9 +7,11 @@ import { traceThread, writeRunReport } from "../src/cli/commands/report.js";
 import { createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
 import { htmlPage, REPORT_LIMITS, renderRunReport } from "../src/report/index.js";
 import { openRunStore, type RunStore } from "../src/store/index.js";
-import { CHROMIUM, haveChromium, launchChromium, pngColours } from "./browser.js";
+import { chromiumMissing, launchChromium, pngColours } from "./browser.js";
 import { fence } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
+
+const noChromium = chromiumMissing();
 
 const sandbox = createSandbox({ prewarm: ["python"] });
 const dir = scratchDir("run-report");
@@ -54,7 +56,7 @@ beforeAll(async () => {
     { context: parseSettings({ maxAttempts: 6, model: "scripted-report" }), configurable: { thread_id: THREAD } },
   );
   expect(await writeRunReport(store, THREAD, reportPath)).toBe(true);
-  if (!haveChromium) return;
+  if (noChromium !== null) return;
   browser = await launchChromium();
   page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 900 });
@@ -84,125 +86,131 @@ async function pixelStats(png: string): Promise<{ inked: number; colours: Set<st
   return { inked: colours.filter((colour) => colour !== "ffffff").length, colours: new Set(colours) };
 }
 
-describe.skipIf(!haveChromium)(`a run's HTML report in headless Chromium (skipped: no ${CHROMIUM})`, () => {
-  it("has one timeline row per attempt, with its author, and marks the repeated error", async () => {
-    const rows = await page.$$eval("#timeline tr.attempt-row", (trs) =>
-      trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent?.trim() ?? "")),
-    );
-    expect(rows.map((row) => row[0])).toEqual(["1", "2", "3", "4"]);
-    expect(rows.map((row) => row[1])).toEqual(["generator", "fixer", "rewrite", "fixer"]);
-    expect(rows.map((row) => row[2])).toEqual(["KeyError", "KeyError", "AssertionError", "passed"]);
-    expect(rows[0]![4]).not.toMatch(/repeat/);
-    expect(rows[1]![4]).toMatch(/repeat ×2$/);
-    expect(rows[1]![4]!.replace(/repeat.*/, "").trim()).toBe(rows[0]![4]);
-  });
-
-  it("shows the changed lines of each attempt against the one before", async () => {
-    const diff = (attempt: number, kind: string) =>
-      page.$$eval(`#attempt-${attempt} .diff .${kind}`, (lines) => lines.map((line) => line.textContent));
-    expect(await diff(2, "del")).toEqual(["-config = {}"]);
-    expect(await diff(2, "add")).toEqual(['+config = {"name": "x"}']);
-    expect(await diff(4, "add")).toEqual(['+greeting = "hi"', "+print(greeting)"]);
-    expect(await page.$eval("#attempt-1 .diff-from-previous", (details) => details.textContent)).toMatch(
-      /nothing to compare/,
-    );
-  });
-
-  it("shows the traceback, the output, the live lines and the critic's verdict of a failed attempt", async () => {
-    const text = await page.$eval("#attempt-1", (section) => section.textContent);
-    expect(text).toMatch(/Traceback[\s\S]*KeyError: 'greeting'/);
-    expect(text).toMatch(/Live output \(last \d+ lines, as streamed\)/);
-    expect(text).toMatch(/Critic\s*failed: KeyError/);
-    // Highlighted when the report was written: the comment is a span of its own, its markup still text.
-    expect(await page.$eval("#attempt-1 pre.program .hljs-comment", (span) => span.textContent)).toBe(
-      "# </script><script>window.__fromCode = 1</script>",
-    );
-  });
-
-  it("runs none of the markup the task, the programs and their output carry, and shows it as text", async () => {
-    const flags = await page.evaluate(() => {
-      const seen = window as unknown as Record<string, unknown>;
-      return [typeof seen.__fromTask, typeof seen.__fromCode, typeof seen.__fromOutput];
+describe.skipIf(noChromium !== null)(
+  `a run's HTML report in headless Chromium${noChromium ? ` (skipped: ${noChromium})` : ""}`,
+  () => {
+    it("has one timeline row per attempt, with its author, and marks the repeated error", async () => {
+      const rows = await page.$$eval("#timeline tr.attempt-row", (trs) =>
+        trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent?.trim() ?? "")),
+      );
+      expect(rows.map((row) => row[0])).toEqual(["1", "2", "3", "4"]);
+      expect(rows.map((row) => row[1])).toEqual(["generator", "fixer", "rewrite", "fixer"]);
+      expect(rows.map((row) => row[2])).toEqual(["KeyError", "KeyError", "AssertionError", "passed"]);
+      expect(rows[0]![4]).not.toMatch(/repeat/);
+      expect(rows[1]![4]).toMatch(/repeat ×2$/);
+      expect(rows[1]![4]!.replace(/repeat.*/, "").trim()).toBe(rows[0]![4]);
     });
-    expect(flags).toEqual(["undefined", "undefined", "undefined"]);
-    expect(await page.$$eval("img", (images) => images.length)).toBe(0);
-    expect(pageErrors).toEqual([]);
-    const text = await page.evaluate(() => document.body.textContent);
-    expect(text).toContain(TASK);
-    expect(text).toContain(PRINTED);
-    expect(text).toContain("# </script><script>window.__fromCode = 1</script>");
-    // The inline JSON escapes `</` and `<!--`: the whole report has one closing </script> per script it runs.
-    const html = readFileSync(reportPath, "utf8");
-    const data = html.slice(
-      html.indexOf('id="report-data">'),
-      html.indexOf("</script>", html.indexOf('id="report-data">')),
-    );
-    expect(data).not.toMatch(/<\/|<!--/);
-  });
 
-  it("draws the token charts and the path through the graph, with no network", async () => {
-    expect(outsideRequests).toEqual([]);
-    expect(await page.$eval("body", (body) => body.getAttribute("data-charts-rendered"))).toBe("2");
-    await page.bringToFront();
-    const bars = await pixelStats(
-      (await (await page.$("#chart-node-tokens"))!.screenshot({ encoding: "base64" })) as string,
-    );
-    expect(bars.inked).toBeGreaterThan(2_000);
-    expect(bars.colours.has("1f6feb")).toBe(true);
-    const nodes = await page.$$eval("#graph-path g.node", (groups) =>
-      groups.map((group) => group.getAttribute("data-node")),
-    );
-    expect(nodes).toEqual(
-      expect.arrayContaining(["__start__", "generator", "executor", "critic", "fixer", "finish", "__end__"]),
-    );
-    const taken = await page.$$eval("#graph-path path.edge.taken", (paths) =>
-      Object.fromEntries(
-        paths.map((path) => [path.getAttribute("data-edge"), Number(path.getAttribute("data-count"))]),
-      ),
-    );
-    expect(taken["executor>critic"]).toBe(4);
-    expect(taken["critic>fixer"]).toBe(2);
-    expect(taken["critic>generator"]).toBe(1);
-    expect(taken["critic>finish"]).toBe(1);
-    expect(taken["finish>__end__"]).toBe(1);
-  });
+    it("shows the changed lines of each attempt against the one before", async () => {
+      const diff = (attempt: number, kind: string) =>
+        page.$$eval(`#attempt-${attempt} .diff .${kind}`, (lines) => lines.map((line) => line.textContent));
+      expect(await diff(2, "del")).toEqual(["-config = {}"]);
+      expect(await diff(2, "add")).toEqual(['+config = {"name": "x"}']);
+      expect(await diff(4, "add")).toEqual(['+greeting = "hi"', "+print(greeting)"]);
+      expect(await page.$eval("#attempt-1 .diff-from-previous", (details) => details.textContent)).toMatch(
+        /nothing to compare/,
+      );
+    });
 
-  it("looks like a report in a screenshot: many colours, not one blank page", async () => {
-    await page.bringToFront();
-    const path = join(dir, "report.png");
-    const shot = await page.screenshot({ fullPage: true });
-    writeFileSync(path, shot);
-    expect(statSync(path).size).toBeGreaterThan(10_000);
-    const stats = await pixelStats(Buffer.from(shot).toString("base64"));
-    expect(stats.colours.size).toBeGreaterThan(50);
-    expect(stats.inked).toBeGreaterThan(100_000);
-  });
-});
+    it("shows the traceback, the output, the live lines and the critic's verdict of a failed attempt", async () => {
+      const text = await page.$eval("#attempt-1", (section) => section.textContent);
+      expect(text).toMatch(/Traceback[\s\S]*KeyError: 'greeting'/);
+      expect(text).toMatch(/Live output \(last \d+ lines, as streamed\)/);
+      expect(text).toMatch(/Critic\s*failed: KeyError/);
+      // Highlighted when the report was written: the comment is a span of its own, its markup still text.
+      expect(await page.$eval("#attempt-1 pre.program .hljs-comment", (span) => span.textContent)).toBe(
+        "# </script><script>window.__fromCode = 1</script>",
+      );
+    });
 
-describe.skipIf(!haveChromium)("inline report data in headless Chromium", () => {
-  it("keeps `</script>` and `<!--` in the inline JSON inside its element, and reads them back intact", async () => {
-    const hostileText = "</script><script>window.__fromData = 1</script><!-- <script>";
-    const path = join(dir, "data.html");
-    writeFileSync(
-      path,
-      htmlPage({
-        title: "data",
-        body: "<p>data</p>",
-        data: { hostileText },
-        scripts: [
-          'document.body.setAttribute("data-read", JSON.parse(document.getElementById("report-data").textContent).hostileText);',
-        ],
-      }),
-    );
-    const dataPage = await browser!.newPage();
-    await dataPage.goto(pathToFileURL(path).href, { waitUntil: "load" });
-    expect(await dataPage.evaluate(() => typeof (window as unknown as Record<string, unknown>).__fromData)).toBe(
-      "undefined",
-    );
-    expect(await dataPage.$eval("body", (body) => body.getAttribute("data-read"))).toBe(hostileText);
-    await dataPage.close();
-  });
-});
+    it("runs none of the markup the task, the programs and their output carry, and shows it as text", async () => {
+      const flags = await page.evaluate(() => {
+        const seen = window as unknown as Record<string, unknown>;
+        return [typeof seen.__fromTask, typeof seen.__fromCode, typeof seen.__fromOutput];
+      });
+      expect(flags).toEqual(["undefined", "undefined", "undefined"]);
+      expect(await page.$$eval("img", (images) => images.length)).toBe(0);
+      expect(pageErrors).toEqual([]);
+      const text = await page.evaluate(() => document.body.textContent);
+      expect(text).toContain(TASK);
+      expect(text).toContain(PRINTED);
+      expect(text).toContain("# </script><script>window.__fromCode = 1</script>");
+      // The inline JSON escapes `</` and `<!--`: the whole report has one closing </script> per script it runs.
+      const html = readFileSync(reportPath, "utf8");
+      const data = html.slice(
+        html.indexOf('id="report-data">'),
+        html.indexOf("</script>", html.indexOf('id="report-data">')),
+      );
+      expect(data).not.toMatch(/<\/|<!--/);
+    });
+
+    it("draws the token charts and the path through the graph, with no network", async () => {
+      expect(outsideRequests).toEqual([]);
+      expect(await page.$eval("body", (body) => body.getAttribute("data-charts-rendered"))).toBe("2");
+      await page.bringToFront();
+      const bars = await pixelStats(
+        (await (await page.$("#chart-node-tokens"))!.screenshot({ encoding: "base64" })) as string,
+      );
+      expect(bars.inked).toBeGreaterThan(2_000);
+      expect(bars.colours.has("1f6feb")).toBe(true);
+      const nodes = await page.$$eval("#graph-path g.node", (groups) =>
+        groups.map((group) => group.getAttribute("data-node")),
+      );
+      expect(nodes).toEqual(
+        expect.arrayContaining(["__start__", "generator", "executor", "critic", "fixer", "finish", "__end__"]),
+      );
+      const taken = await page.$$eval("#graph-path path.edge.taken", (paths) =>
+        Object.fromEntries(
+          paths.map((path) => [path.getAttribute("data-edge"), Number(path.getAttribute("data-count"))]),
+        ),
+      );
+      expect(taken["executor>critic"]).toBe(4);
+      expect(taken["critic>fixer"]).toBe(2);
+      expect(taken["critic>generator"]).toBe(1);
+      expect(taken["critic>finish"]).toBe(1);
+      expect(taken["finish>__end__"]).toBe(1);
+    });
+
+    it("looks like a report in a screenshot: many colours, not one blank page", async () => {
+      await page.bringToFront();
+      const path = join(dir, "report.png");
+      const shot = await page.screenshot({ fullPage: true });
+      writeFileSync(path, shot);
+      expect(statSync(path).size).toBeGreaterThan(10_000);
+      const stats = await pixelStats(Buffer.from(shot).toString("base64"));
+      expect(stats.colours.size).toBeGreaterThan(50);
+      expect(stats.inked).toBeGreaterThan(100_000);
+    });
+  },
+);
+
+describe.skipIf(noChromium !== null)(
+  `inline report data in headless Chromium${noChromium ? ` (skipped: ${noChromium})` : ""}`,
+  () => {
+    it("keeps `</script>` and `<!--` in the inline JSON inside its element, and reads them back intact", async () => {
+      const hostileText = "</script><script>window.__fromData = 1</script><!-- <script>";
+      const path = join(dir, "data.html");
+      writeFileSync(
+        path,
+        htmlPage({
+          title: "data",
+          body: "<p>data</p>",
+          data: { hostileText },
+          scripts: [
+            'document.body.setAttribute("data-read", JSON.parse(document.getElementById("report-data").textContent).hostileText);',
+          ],
+        }),
+      );
+      const dataPage = await browser!.newPage();
+      await dataPage.goto(pathToFileURL(path).href, { waitUntil: "load" });
+      expect(await dataPage.evaluate(() => typeof (window as unknown as Record<string, unknown>).__fromData)).toBe(
+        "undefined",
+      );
+      expect(await dataPage.$eval("body", (body) => body.getAttribute("data-read"))).toBe(hostileText);
+      await dataPage.close();
+    });
+  },
+);
 
 describe("a run of many attempts with big programs and big output", () => {
   const ATTEMPTS = 30;

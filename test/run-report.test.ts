@@ -1,11 +1,13 @@
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { Command } from "@langchain/langgraph";
 import { afterAll, describe, expect, it } from "vitest";
 import { traceThread } from "../src/cli/commands/report.js";
 import { type AgentState, createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
 import { detailedAttempts, edgeCounts, type RunStep, renderRunReport, traceRun } from "../src/report/index.js";
 import { openRunStore } from "../src/store/index.js";
-import { fence } from "./helpers.js";
+import { fence, ranWithArtifacts } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
 
 const sandbox = createSandbox({ kind: "process" });
@@ -47,13 +49,41 @@ describe("a run's report, from its steps", () => {
     ]);
   });
 
-  it("shows the artifacts a history entry carries, escaped, and says nothing of them when there are none", () => {
-    const withArtifacts = renderRunReport(
-      traceRun(twoAttempts({ artifacts: [{ name: "<img src=x onerror=alert(1)>.png", bytes: 12 }] })),
+  it("draws a kept image inline, links every kept file with its size and sha256, and lists the others' files as not kept", () => {
+    const folder = scratchDir("kept");
+    const png = Buffer.from(
+      "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+      "base64",
     );
-    expect(withArtifacts).toContain("<h4>Artifacts</h4>");
-    expect(withArtifacts).toContain("&lt;img src=x onerror=alert(1)&gt;.png");
-    expect(withArtifacts).not.toContain("<img");
+    mkdirSync(join(folder, "out"));
+    writeFileSync(join(folder, "out", "chart.png"), png);
+    writeFileSync(join(folder, "out", "totals.csv"), "a,1\n");
+    const file = (name: string, bytes: number, mediaType: string) => ({
+      name,
+      bytes,
+      sha256: `sha-${name}`,
+      mediaType,
+    });
+    const chart = file("out/chart.png", png.length, "image/png");
+    const csv = file("out/totals.csv", 4, "text/csv");
+    const hostile = file("out/<img src=x onerror=alert(1)>.png", 9, "image/png");
+    const steps = twoAttempts();
+    const runWith = (files: ReturnType<typeof file>[]) => ranWithArtifacts(files);
+    steps[1]!.values.lastRun = runWith([hostile]);
+    steps[2]!.values.lastRun = runWith([chart, csv]);
+    steps[2]!.values.artifacts = { attempt: 2, folder, files: [chart, csv] };
+    const trace = traceRun(steps);
+    expect(trace.attempts.map((attempt) => attempt.artifacts?.folder ?? null)).toEqual([null, folder]);
+    expect(trace.artifacts).toEqual({ attempt: 2, folder, files: [chart, csv] });
+
+    const html = renderRunReport(trace);
+    expect(html).toContain("<h4>Artifacts (kept from attempt 2)</h4>");
+    expect(html).toContain(`src="data:image/png;base64,${png.toString("base64")}"`);
+    expect(html).toContain(
+      `<a href="${pathToFileURL(join(folder, "out/totals.csv")).href}">out/totals.csv</a> (4 bytes, text/csv, sha256 <code>sha-out/totals.csv</code>)`,
+    );
+    expect(html).toContain("&lt;img src=x onerror=alert(1)&gt;.png</code> (9 bytes, image/png, sha256");
+    expect(html).not.toContain("<img src=x");
     expect(renderRunReport(traceRun(twoAttempts()))).not.toContain("Artifacts");
   });
 
@@ -69,6 +99,32 @@ describe("a run's report, from its steps", () => {
     expect(trace.agreement).toBe("2 of 3 candidates print the same");
     expect(renderRunReport(trace)).toContain("<tr><th>candidates</th><td>2 of 3 candidates print the same</td></tr>");
     expect(renderRunReport(traceRun(twoAttempts()))).not.toContain("<th>candidates</th>");
+  });
+
+  it("shows per attempt whether the LLM review ran and what it concluded", () => {
+    const critic = (tokens: number) => ({ inputTokens: tokens, outputTokens: 0, totalTokens: tokens, calls: 1 });
+    const withCritic = (base: AgentState["usage"], tokens: number): AgentState["usage"] => ({
+      ...base,
+      byNode: { ...base.byNode, critic: critic(tokens) },
+    });
+    const steps = twoAttempts();
+    const first = steps[1]!.values;
+    first.history = [{ ...first.history![0]!, outcome: "ReviewRejected" }];
+    first.critique = { passed: false, summary: "Review: it prints nothing", diagnosis: "print the total" };
+    first.usage = withCritic(first.usage!, 30);
+    steps[2]!.values.history = [first.history[0]!, steps[2]!.values.history![1]!];
+    steps[2]!.values.usage = withCritic(steps[2]!.values.usage!, 60);
+    const trace = traceRun(steps);
+    expect(trace.attempts.map((attempt) => attempt.review)).toEqual([
+      { verdict: "rejected", reasons: "it prints nothing" },
+      { verdict: "approved" },
+    ]);
+    const html = renderRunReport(trace);
+    expect(html).toContain(
+      'The critic model reviewed the clean run: <span class="fail">rejected</span>: it prints nothing',
+    );
+    expect(html).toContain('The critic model reviewed the clean run: <span class="pass">approved</span>');
+    expect(renderRunReport(traceRun(twoAttempts()))).not.toContain("reviewed the clean run");
   });
 
   it("counts how often the run took each edge, from start to end", () => {

@@ -67,7 +67,7 @@ describe("the bwrap command line", () => {
     const etc = targets.filter((target) => target.startsWith("/etc/"));
     expect(
       etc.every((target) =>
-        /^\/etc\/(passwd|group|hosts|nsswitch\.conf|ld\.so\.cache|ld\.so\.conf|localtime|alternatives|matplotlibrc)$/.test(
+        /^\/etc\/(passwd|group|hosts|nsswitch\.conf|ld\.so\.cache|ld\.so\.conf|localtime|alternatives|matplotlibrc|fonts)$/.test(
           target,
         ),
       ),

@@ -148,31 +148,33 @@ describe("the container backend's CPU budget", () => {
 });
 
 describe("the container backend without a reachable engine", () => {
-  it("returns unavailable with docker's own message, quickly", async () => {
+  it("returns unavailable with docker's own message", async () => {
     // An engine that is not there, even where docker runs: the CLI follows DOCKER_HOST.
     const saved = process.env.DOCKER_HOST;
     process.env.DOCKER_HOST = "unix:///nonexistent/selfheal-docker.sock";
     try {
       const sandbox = createSandbox({ kind: "container" });
-      const started = Date.now();
       const result = await sandbox.run({ language: "python", code: "print(1)" });
       await sandbox.close();
       expect(sandbox.kind).toBe("container");
       expect(result.status).toBe("unavailable");
       expect(result.stderr.trim().length).toBeGreaterThan(0);
       if (findOnPath("docker")) expect(result.stderr).toMatch(/docker/i);
-      expect(Date.now() - started).toBeLessThan(6_000);
     } finally {
       if (saved === undefined) delete process.env.DOCKER_HOST;
       else process.env.DOCKER_HOST = saved;
     }
   });
 
-  it.skipIf(findOnPath("podman") !== null)("returns unavailable when the engine CLI is not installed", async () => {
-    const sandbox = createSandbox({ kind: "container", container: { command: "podman" } });
-    const result = await sandbox.run({ language: "javascript", code: "console.log(1)" });
-    expect(result.status).toBe("unavailable");
-  });
+  const podman = findOnPath("podman");
+  it.skipIf(podman !== null)(
+    `returns unavailable when the engine CLI is not installed${podman ? ` (skipped: podman is installed at ${podman})` : ""}`,
+    async () => {
+      const sandbox = createSandbox({ kind: "container", container: { command: "podman" } });
+      const result = await sandbox.run({ language: "javascript", code: "console.log(1)" });
+      expect(result.status).toBe("unavailable");
+    },
+  );
 });
 
 const engineMissing = containerEngineMissing();

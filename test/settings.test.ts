@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { createAgent, createSandbox, parseSettings, SettingsSchema } from "../src/index.js";
+import { createAgent, createSandbox, parseSettings, ScriptedChatModel, SettingsSchema } from "../src/index.js";
 import { cleanEnv, REPO } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
 
@@ -20,7 +20,7 @@ describe("settings", () => {
 
   it("names the field in every invalid-value message", () => {
     expect(() => parseSettings({ maxAttempts: 0 })).toThrow(/maxAttempts must be at least 1/);
-    expect(() => parseSettings({ tokenBudget: -1 })).toThrow(/tokenBudget must not be negative/);
+    expect(() => parseSettings({ tokenBudget: -1 })).toThrow(/tokenBudget must be at least 1/);
     expect(() => parseSettings({ sandbox: "vm" })).toThrow(/sandbox/);
     expect(SettingsSchema.safeParse({ temperature: 3 }).success).toBe(false);
   });
@@ -64,5 +64,23 @@ describe("importing selfheal", () => {
     expect(result.stdout.trim()).toBe(
       "__start__,approval,candidate,critic,executor,finish,fixer,generator,join,probe,propose",
     );
+  });
+});
+
+describe("an unknown setting", () => {
+  it("is an error that names it and the setting it resembles", () => {
+    expect(() => parseSettings({ maxAtempts: 3 })).toThrow('unknown setting "maxAtempts" (did you mean maxAttempts?)');
+    expect(() => parseSettings({ packageInstall: { timeotMs: 5 } })).toThrow(
+      'unknown setting "packageInstall.timeotMs" (did you mean timeoutMs?)',
+    );
+    expect(() => parseSettings({ colour: "red" })).toThrow(/^unknown setting "colour"$/);
+  });
+
+  it("fails a run given as JSON before any model call, instead of running with the default", async () => {
+    const context = JSON.parse('{ "maxAtempts": 1 }');
+    const model = new ScriptedChatModel([fence("print(1)")]);
+    const agent = createAgent({ model, sandbox: createSandbox({ kind: "process" }) });
+    await expect(agent.invoke({ task: "Print 1." }, { context })).rejects.toThrow(/unknown setting "maxAtempts"/);
+    expect(model.prompts).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
-import { createAgent } from "../../src/index.js";
+import { createAgent, studioDeclaration } from "../../src/index.js";
 import { staticCheck } from "./index.js";
 
 /** For langgraph.json: Studio draws the `staticCheck` node between the writers and the approval gate. */
-export const graph = createAgent({ verifiers: [staticCheck()] });
+export const graph = createAgent({ verifiers: [staticCheck()] }, studioDeclaration());

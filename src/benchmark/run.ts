@@ -3,6 +3,7 @@ import {
   type AgentModels,
   type AgentState,
   createAgent,
+  type ModelCallsMode,
   parseSettings,
   type RunInput,
   type RunStatusValue,
@@ -225,7 +226,9 @@ export interface RunBenchmarkOptions {
   tasks: readonly BenchmarkTask[];
   /** Chat models to inject (the simulated model, or real ones built by the caller). */
   models?: AgentModels;
-  /** A ready agent; when given, `models` is ignored. */
+  /** Records the agent's model calls to a folder, or replays them from one (see AgentOptions.modelCalls). */
+  modelCalls?: ModelCallsMode;
+  /** A ready agent; when given, `models` and `modelCalls` are ignored. */
   agent?: Agent;
   /** Runs each task somewhere else (the queue's workers); when given, `agent` and `models` are ignored. */
   runner?: TaskRunner;
@@ -281,7 +284,7 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
     ...(options.strategies?.[0] !== undefined ? { strategy: options.strategies[0] } : {}),
   });
   const compared = [...new Set(options.strategies ?? [])];
-  const agent = options.agent ?? createAgent({ ...options.models, sandbox });
+  const agent = options.agent ?? createAgent({ ...options.models, sandbox, modelCalls: options.modelCalls });
   const runner = options.runner ?? streamingRunner(agent);
   const judge = createJudge(sandbox, judgeTimeoutMs);
   const tracing = options.onRunTrace ? await traceMeta(agent, options.modelLabel.name) : undefined;

@@ -1,22 +1,8 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
-import { z } from "zod";
-import { formatIssues, SelfhealError } from "../index.js";
-import { registerBenchCommand } from "./commands/bench.js";
-import { registerCancelCommand } from "./commands/cancel.js";
-import { registerDemoCommand } from "./commands/demo.js";
-import { registerDoctorCommand } from "./commands/doctor.js";
-import { registerHistoryCommand } from "./commands/history.js";
-import { registerReportCommand } from "./commands/report.js";
-import { registerResumeCommand } from "./commands/resume.js";
-import { registerRunCommand } from "./commands/run.js";
-import { registerRunsCommand } from "./commands/runs.js";
-import { registerSubmitCommand } from "./commands/submit.js";
-import { registerWorkerCommand } from "./commands/worker.js";
-import { EXIT } from "./stream-run.js";
+import { COMMANDS } from "./commands/catalog.js";
+import { EXIT } from "./exit.js";
 import { colorsFor, terminalStyle } from "./terminal.js";
-
-export { UsageError } from "./session.js";
 
 /** The installed package's version; package.json sits two levels up from src/cli/ and from dist/cli/ alike. */
 export function packageVersion(): string {
@@ -38,23 +24,31 @@ function pointToHelp(command: Command, path: string): void {
   for (const sub of command.commands) pointToHelp(sub, `${path} ${sub.name()}`);
 }
 
-export function buildProgram(): Command {
+/**
+ * The commands `argv` names: the first operand (`selfheal run ...`), or the one after `help`
+ * (`selfheal help run`); none for `--version`, `--help` or nothing at all. Top-level selfheal has
+ * no options that take a value, so the first word without a dash is the command.
+ */
+export function commandsNamed(argv: readonly string[]): string[] {
+  const operands = argv.slice(2).filter((word) => !word.startsWith("-"));
+  return operands[0] === "help" ? operands.slice(1, 2) : operands.slice(0, 1);
+}
+
+/**
+ * The CLI's commands: those `argv` names loaded in full, the others as a name and a line of help
+ * only, so a command pays for its own imports and no other's (`--version` for none at all).
+ * Without `argv`, every command is loaded.
+ */
+export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   const program = new Command("selfheal")
     .description("An LLM that writes a program, runs it in a sandbox, and repairs it from the real traceback.")
     .version(packageVersion(), "-V, --version", "print the version")
     .exitOverride();
-
-  registerRunCommand(program);
-  registerResumeCommand(program);
-  registerHistoryCommand(program);
-  registerRunsCommand(program);
-  registerReportCommand(program);
-  registerSubmitCommand(program);
-  registerWorkerCommand(program);
-  registerCancelCommand(program);
-  registerDemoCommand(program);
-  registerBenchCommand(program);
-  registerDoctorCommand(program);
+  const wanted = argv ? commandsNamed(argv) : COMMANDS.map((entry) => entry.name);
+  for (const entry of COMMANDS) {
+    if (wanted.includes(entry.name)) (await entry.load())(program);
+    else program.command(`${entry.name} ${entry.operands}`.trim()).description(entry.summary);
+  }
   pointToHelp(program, "selfheal");
   return program;
 }
@@ -62,7 +56,7 @@ export function buildProgram(): Command {
 export async function main(argv: string[] = process.argv): Promise<number> {
   try {
     // Built inside the try: the help shows defaults read from the environment, which may be bad.
-    await buildProgram().parseAsync(argv);
+    await (await buildProgram(argv)).parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : EXIT.passed;
   } catch (error) {
     if (
@@ -74,6 +68,9 @@ export async function main(argv: string[] = process.argv): Promise<number> {
       // commander already printed the message (or the help); --help and --version exit 0.
       return error.exitCode === 0 ? 0 : EXIT.usage;
     }
+    // Loaded only now: --version and --help need neither zod nor the error classes.
+    const { formatIssues, SelfhealError } = await import("../settings.js");
+    const { z } = await import("zod");
     // Every error selfheal raises on purpose is a usage or configuration problem the user can fix.
     if (error instanceof SelfhealError) {
       process.stderr.write(`selfheal: ${error.message}\n`);

@@ -1,8 +1,11 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import {
   InvalidSettingsError,
   LANGUAGES,
   type Language,
+  type ModelCallsMode,
   type Packages,
   PackagesSchema,
   SANDBOX_KINDS,
@@ -10,7 +13,7 @@ import {
   type SettingsInput,
   SettingsSchema,
   STRATEGIES,
-} from "../index.js";
+} from "../settings.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
 export interface SettingFlags {
@@ -23,6 +26,7 @@ export interface SettingFlags {
   llmReview?: boolean;
   candidates?: number;
   strategy?: SettingsInput["strategy"];
+  python?: string;
 }
 
 export function positiveInteger(value: string): number {
@@ -82,6 +86,10 @@ export function addSettingOptions(command: Command): Command {
       integer,
     )
     .addOption(sandboxOption())
+    .option(
+      "--python <path>",
+      "the Python that runs programs (default $SELFHEAL_PYTHON, else python3 on PATH; `selfheal doctor` lists those found)",
+    )
     .option("--llm-review", "ask the critic model to review runs that have no tests")
     .option(
       "--candidates <n>",
@@ -107,6 +115,7 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     llmReview: flags.llmReview,
     candidates: flags.candidates,
     strategy: flags.strategy,
+    python: flags.python,
   };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
 }
@@ -122,6 +131,7 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
   llmReview: "--llm-review",
   candidates: "--candidates",
   strategy: "--strategy",
+  python: "--python",
 };
 
 /**
@@ -177,4 +187,37 @@ export function packagesFromFlags(specs: readonly string[] | undefined, runLangu
     throw new InvalidSettingsError(problems.join("; "));
   }
   return result.data;
+}
+
+/** `--record DIR` / `--replay DIR`, on the commands that call a model. */
+export interface ModelCallFlags {
+  record?: string;
+  replay?: string;
+}
+
+export function addModelCallOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option("--record <dir>", "write every model request and reply of the run to DIR").env("SELFHEAL_RECORD"),
+    )
+    .option(
+      "--replay <dir>",
+      "answer every model request from a folder --record wrote, with no model and no network (it wins over --record)",
+    );
+}
+
+/** The `modelCalls` agent option the flags ask for, if any; a replay folder that is not there is a usage error. */
+export function modelCallsFromFlags(flags: ModelCallFlags): ModelCallsMode | undefined {
+  if (flags.replay) {
+    if (!existsSync(flags.replay))
+      throw new InvalidSettingsError(`no recorded model calls at ${resolve(flags.replay)}`);
+    return { replay: flags.replay };
+  }
+  return flags.record ? { record: flags.record } : undefined;
+}
+
+/** The progress line that says where the run's model calls come from or go, when recorded or replayed. */
+export function describeModelCalls(flags: ModelCallFlags): string | undefined {
+  if (flags.replay) return `model calls replayed from ${resolve(flags.replay)}: no model is called`;
+  return flags.record ? `recording model calls to ${resolve(flags.record)}` : undefined;
 }

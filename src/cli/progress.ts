@@ -1,5 +1,6 @@
 import ora, { type Ora } from "ora";
 import type { AgentState, AgentUpdate, OutputEvent, Usage } from "../index.js";
+import { missingModuleAdvice } from "./python-choice.js";
 import { type Colors, colorsFor, type TerminalStyle, terminalStyle } from "./terminal.js";
 
 type Output = Pick<NodeJS.WritableStream, "write"> & { isTTY?: boolean; columns?: number };
@@ -39,6 +40,8 @@ export class ProgressReporter {
   private heartbeat: NodeJS.Timeout | undefined;
   /** The latest execution, until its verdict arrives and is summarised. */
   private lastRun: { ran: boolean; durationMs: number } | undefined;
+  /** Modules a missing-module hint was shown for. */
+  private readonly hinted = new Set<string>();
 
   constructor(options: ReporterOptions = {}) {
     this.stream = options.stream ?? process.stderr;
@@ -105,19 +108,33 @@ export class ProgressReporter {
     for (const note of Array.isArray(update.notes) ? update.notes : []) {
       this.line(`  ${this.colors.dim(`· ${note.source}:`)} ${note.message}`);
     }
-    if (update.critique) this.attemptEnded(update.critique);
+    if (update.critique) this.attemptEnded(update.critique, reviewIn(update));
+    if (update.critique && !update.critique.passed) this.hintMissingModule(update.critique.summary);
+  }
+
+  /**
+   * A program that failed to import a module the Python lacks: the fixer is told to do without it,
+   * but the person can do better, once per module.
+   */
+  private hintMissingModule(summary: string): void {
+    const module = missingModuleIn(summary);
+    if (!module || this.hinted.has(module)) return;
+    this.hinted.add(module);
+    this.line(
+      `  ${this.colors.yellow("hint:")} ${module} is not installed for the Python that runs programs: ${missingModuleAdvice([module])}`,
+    );
   }
 
   /** The one line an attempt ends in: verdict, what failed it, time and tokens so far. */
-  private attemptEnded(critique: NonNullable<AgentState["critique"]>): void {
+  private attemptEnded(critique: NonNullable<AgentState["critique"]>, review: Review | undefined): void {
     this.stop();
     const { green, red, bold, dim } = this.colors;
     const run = this.lastRun;
     const timing = run === undefined ? [] : run.ran ? [`${Math.round(run.durationMs)} ms`] : ["not run"];
     const facts = dim(`(${[...timing, `${this.tokens} tokens so far`].join(", ")})`);
     const verdict = critique.passed
-      ? `${green("✓")} ${bold(`attempt ${this.attempt}`)}  passed`
-      : `${red("✗")} ${bold(`attempt ${this.attempt}`)}  ${firstLine(critique.summary)}`;
+      ? `${green("✓")} ${bold(`attempt ${this.attempt}`)}  passed${review === "approved" ? ", approved by the LLM review" : ""}`
+      : `${red("✗")} ${bold(`attempt ${this.attempt}`)}  ${review === "rejected" ? `rejected by the LLM review: ${firstLine(critique.summary).replace(/^Review:\s*/, "")}` : firstLine(critique.summary)}`;
     this.line(`${verdict}  ${facts}`);
     this.lastRun = undefined;
   }
@@ -188,6 +205,27 @@ export class ProgressReporter {
 }
 
 const firstLine = (text: string) => text.split("\n")[0] ?? "";
+
+/** The top-level Python module an attempt failed to import, from the critic's summary of it. */
+export function missingModuleIn(summary: string): string | undefined {
+  const match =
+    /PackageNotAvailable: '([\w.]+)' is not available here/.exec(summary) ?? /No module named '([\w.]+)'/.exec(summary);
+  return match?.[1]?.split(".")[0];
+}
+
+type Review = "approved" | "rejected";
+
+/**
+ * What the critic model's review concluded, when the critic's update says one ran: it booked a
+ * call of its own (a review runs only for a clean run), and its outcome is `ReviewRejected` when
+ * the reviewer said no.
+ */
+function reviewIn(update: AgentUpdate): Review | undefined {
+  const calls = Array.isArray(update.usage) ? update.usage : [];
+  if (!calls.some((call) => call.node === "critic")) return undefined;
+  const entries = Array.isArray(update.history) ? update.history : [];
+  return entries.some((entry) => entry.outcome === "ReviewRejected") ? "rejected" : "approved";
+}
 
 /** The stop reason for a person: the error it names, without the fingerprint scripts use. */
 export function readableReason(reason: string | undefined): string {

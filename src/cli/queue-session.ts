@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { DEFAULT_QUEUE_SCHEMA, type QueueLocation, TaskQueue } from "../queue/index.js";
+import { checkSchemaName, DEFAULT_QUEUE_SCHEMA, type QueueLocation, TaskQueue } from "../queue/index.js";
 import { resolveStoreLocation } from "../store/index.js";
 import { type StoreFlags, UsageError } from "./session.js";
 
@@ -21,11 +21,11 @@ export function resolveQueueLocation(flags: QueueFlags, env: NodeJS.ProcessEnv =
     throw new UsageError("the queue needs the PostgreSQL store: give --postgres URL or set SELFHEAL_POSTGRES_URL");
   }
   const schema = flags.queueSchema ?? env.SELFHEAL_QUEUE_SCHEMA ?? DEFAULT_QUEUE_SCHEMA;
-  // The name goes into SQL as an identifier: allow only what needs no quoting.
-  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) {
-    throw new UsageError(`--queue-schema must be lower-case letters, digits and underscores (got "${schema}")`);
+  try {
+    return { url: store.url, schema: checkSchemaName(schema) };
+  } catch (error) {
+    throw new UsageError(`--queue-schema: ${(error as Error).message}`);
   }
-  return { url: store.url, schema };
 }
 
 /** Opens the queue, runs `use`, and always closes it. */

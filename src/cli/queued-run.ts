@@ -1,12 +1,11 @@
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { Command as GraphCommand, type StateSnapshot } from "@langchain/langgraph";
 import {
-  type Agent,
   type AgentState,
   checkSandbox,
   createAgent,
   parseSettings,
+  planResume,
   type Sandbox,
   type SandboxKind,
 } from "../index.js";
@@ -34,25 +33,7 @@ export class EnvironmentFailure extends Error {
   override name = "EnvironmentFailure";
 }
 
-/**
- * How to continue a thread from its head:
- * - paused for approval, or stopped between steps (killed, Ctrl-C): run on from the checkpoint;
- * - ended on a model error: run the node whose call failed again, with the run marked running;
- * - ended otherwise: nothing to run.
- */
-export function planResume(snapshot: StateSnapshot, agent: Agent): { start: RunStart } | { finished: AgentState } {
-  const values: AgentState = snapshot.values;
-  if (snapshot.next.length > 0) return { start: null };
-  if (values.status === "model_error" && values.resumeFrom && values.resumeFrom in agent.nodes) {
-    return {
-      start: new GraphCommand({
-        goto: values.resumeFrom,
-        update: { status: "running", reason: undefined, resumeFrom: undefined },
-      }),
-    };
-  }
-  return { finished: values };
-}
+export { planResume };
 
 export interface QueuedRunDeps {
   store: RunStore;

@@ -10,6 +10,7 @@ import {
   ThreadBusyError,
   type ThreadLease,
 } from "../store/index.js";
+import { EXIT } from "./exit.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
 export interface StoreFlags {
@@ -100,11 +101,19 @@ export function resumeCommandFor(threadId: string, flags: StoreFlags): string {
   return `selfheal resume ${threadId}${store}`;
 }
 
-/** Ctrl-C stops the run between steps instead of killing the process mid-write. */
+/**
+ * Ctrl-C stops the run between steps instead of killing the process mid-write; a second Ctrl-C
+ * exits at once (130), for a step that does not stop. The listener stays on (`on`, not `once`)
+ * until disposed: signal-exit, which ora loads on a terminal, re-raises SIGINT and so kills the
+ * process whenever it finds no listener but its own, as it would right after a `once` fired.
+ */
 export function abortOnCtrlC(): { signal: AbortSignal; dispose: () => void } {
   const controller = new AbortController();
-  const onSigint = () => controller.abort();
-  process.once("SIGINT", onSigint);
+  const onSigint = () => {
+    if (controller.signal.aborted) process.exit(EXIT.stopped);
+    controller.abort();
+  };
+  process.on("SIGINT", onSigint);
   return { signal: controller.signal, dispose: () => process.off("SIGINT", onSigint) };
 }
 

@@ -13,10 +13,10 @@ import {
   type Settings,
   UsageError,
 } from "../index.js";
+import { EXIT } from "./exit.js";
 import { ProgressReporter } from "./progress.js";
 
-/** 130 is what a shell reports for a process stopped by Ctrl-C. */
-export const EXIT = { passed: 0, failed: 1, usage: 2, awaitingApproval: 3, stopped: 130 } as const;
+export { EXIT } from "./exit.js";
 
 /** What a handler may show or watch besides the request itself. */
 export interface ApprovalContext {

@@ -62,5 +62,6 @@ function describeRepeat(
   const error = record
     ? `${record.type}: ${record.message}`
     : ([...state.history].reverse().find((entry) => entry.fingerprint === fingerprint)?.outcome ?? "an error");
-  return `${error} (fingerprint ${fingerprint}).`;
+  // One full stop: an error message often ends in its own, and "only.." reads as a typo.
+  return `${error} (fingerprint ${fingerprint})${/[.!?]$/.test(error) ? "" : "."}`;
 }

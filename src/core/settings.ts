@@ -63,14 +63,14 @@ const PackageSpecSchema = z
   );
 
 /** The packages a run may install, per language: nothing is installed unless it is listed here. */
-export const PackagesSchema = z.object({
+export const PackagesSchema = z.strictObject({
   python: z.array(PackageSpecSchema).default(() => []),
   javascript: z.array(PackageSpecSchema).default(() => []),
 });
 export type Packages = z.infer<typeof PackagesSchema>;
 
 /** How allowed packages are installed: where the cache is, how long an install may take, which index. */
-export const PackageInstallSchema = z.object({
+export const PackageInstallSchema = z.strictObject({
   /** The install step's own wall-clock limit; past it the install is killed and reported to the fixer. */
   timeoutMs: z
     .number()
@@ -100,9 +100,10 @@ function boundedInteger(name: string, min: number, max: number, fallback: number
 
 /**
  * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
- * nodes read them through `readSettings(runtime.context)`.
+ * nodes read them through `readSettings(runtime.context)`. Strict: a misspelt setting from JSON,
+ * Studio or the queue (`maxAtempts`) is an error that names it, never silently a default.
  */
-export const SettingsSchema = z.object({
+export const SettingsSchema = z.strictObject({
   /**
    * Rounds before the run gives up as `failed`. A round is one program, or with `candidates` > 1
    * one fan-out of candidates written and run in parallel; a repair after it is a round too.
@@ -127,7 +128,8 @@ export const SettingsSchema = z.object({
   tokenBudget: z
     .number({ error: "tokenBudget must be a number" })
     .int("tokenBudget must be a whole number")
-    .min(0, "tokenBudget must not be negative")
+    // No model call fits in 0 tokens: such a run could only end budget_exhausted before its first program.
+    .min(1, "tokenBudget must be at least 1")
     .default(40_000),
   /** How many times in a row one error may repeat before a fresh rewrite, then `stuck`. */
   repeatLimit: z.number().int().min(1, "repeatLimit must be at least 1").default(2),
@@ -181,6 +183,19 @@ export const SettingsSchema = z.object({
    * store's folder (`.selfheal/artifacts`). Null: the state lists them, their bytes are not kept.
    */
   artifactsDir: z.string().min(1).nullable().default(null),
+  /**
+   * The Python that runs programs: a path, or a command looked up on PATH. Null: `$SELFHEAL_PYTHON`,
+   * else python3 on PATH. The bwrap and gVisor sandboxes mount its installation read-only; the
+   * container backend runs its image's own.
+   */
+  python: z.string().trim().min(1, "python must name an interpreter").nullable().default(null),
+  /**
+   * Show the fixer the values a failed run computed: a failed assert's operands, the locals of the
+   * innermost frames, bounded and masked (see "Runtime values" in the README).
+   */
+  runtimeValues: z.boolean().default(true),
+  /** Also record the calls the tests make of the program's functions, with arguments and results (Python). */
+  traceCalls: z.boolean().default(true),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
   /** Packages the program may import beyond the standard library, installed on first need. */
@@ -220,7 +235,42 @@ export function formatIssues(error: z.ZodError): string {
   return error.issues
     .map((issue) => {
       const field = issue.path.join(".") || "input";
+      if (issue.code === "unrecognized_keys") return unknownKeys(issue.path, issue.keys);
       return issue.message.startsWith(field) ? issue.message : `${field}: ${issue.message}`;
     })
     .join("; ");
+}
+
+/** `unknown setting "maxAtempts" (did you mean maxAttempts?)`, naming the known one closest in spelling. */
+function unknownKeys(path: PropertyKey[], keys: string[]): string {
+  const known = Object.keys(path.length === 0 ? SettingsSchema.shape : knownKeysAt(path));
+  return keys
+    .map((key) => {
+      const name = [...path, key].join(".");
+      const closest = known
+        .map((candidate) => ({ candidate, distance: editDistance(key.toLowerCase(), candidate.toLowerCase()) }))
+        .sort((a, b) => a.distance - b.distance)[0];
+      const hint =
+        closest && closest.distance <= Math.max(2, key.length / 3) ? ` (did you mean ${closest.candidate}?)` : "";
+      return `unknown setting "${name}"${hint}`;
+    })
+    .join("; ");
+}
+
+function knownKeysAt(path: PropertyKey[]): Record<string, unknown> {
+  const nested = { packages: PackagesSchema.shape, packageInstall: PackageInstallSchema.shape } as const;
+  return nested[path[0] as keyof typeof nested] ?? {};
+}
+
+/** Levenshtein distance, for the "did you mean" hint. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { keepLatestRound } from "./candidates.js";
 import { ArtifactFileSchema, ExpectedArtifactsSchema, InputsSchema } from "./data-files.js";
 import { LANGUAGES, RunResultSchema } from "./run-result.js";
+import { RuntimeValuesSchema } from "./runtime-values.js";
 
 /** `invalid_input`: an input file is missing or too big; the run ends before any model call. */
 export const RUN_STATUSES = [
@@ -55,6 +56,11 @@ export const ExecutionSchema = RunResultSchema.extend({
   testsCompleted: z.boolean().optional(),
   /** Where the program's text calls for the process to end; named when the tests did not finish. */
   exitCalls: z.array(ExitCallSchema).optional(),
+  /**
+   * What the failed run computed: the failed check's operands, the innermost frames' locals, the
+   * calls the failing test line made (see `runtimeValues`). Cut and masked before it gets here.
+   */
+  values: RuntimeValuesSchema.optional(),
 });
 export type Execution = z.infer<typeof ExecutionSchema>;
 

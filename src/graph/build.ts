@@ -9,6 +9,7 @@ import {
   type StateDefinitionInit,
   StateGraph,
 } from "@langchain/langgraph";
+import type { ZodObject } from "zod";
 import { planRound, proposesInputs } from "../core/candidates.js";
 import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
 import { type AgentState, type AgentUpdate, State } from "../core/state.js";
@@ -26,6 +27,7 @@ import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
+import { ModelCallLog, type ModelCallsMode } from "../tools/recorded-model.js";
 import { sandboxSlots } from "../tools/slots.js";
 import { type AgentExtensions, CORE_NODES, type CoreNodeName, FAN_OUT_NODES, stagedSteps } from "./extensions.js";
 import {
@@ -51,6 +53,11 @@ export interface AgentOptions extends AgentExtensions {
   sandbox?: Sandbox;
   /** Any LangGraph checkpointer; required for resume and approval. */
   checkpointer?: BaseCheckpointSaver;
+  /**
+   * `{ record: dir }` writes every model request and reply to `dir`; `{ replay: dir }` answers
+   * from it with no model and no network, and a request it does not hold fails the call.
+   */
+  modelCalls?: ModelCallsMode;
 }
 
 /** Sandboxes are made on first use and shared by the runs of one agent. */
@@ -68,7 +75,7 @@ function sandboxProvider(injected?: Sandbox): (kind: SandboxKind) => Sandbox {
 
 export function createNodeDeps(options: AgentOptions = {}): NodeDeps {
   return {
-    resolveModel: createModelResolver(options),
+    resolveModel: createModelResolver(options, options.modelCalls && new ModelCallLog(options.modelCalls)),
     getSandbox: sandboxProvider(options.sandbox),
   };
 }
@@ -99,6 +106,38 @@ export function recursionLimitFor(extraSteps: number): number {
 }
 
 /**
+ * How the graph is declared where the dev server introspects it (see studio.ts): the same state as
+ * a zod object whose reducers sit in LangGraph's zod registry, the input a person gives, and the
+ * settings as the context schema.
+ */
+export interface IntrospectedDeclaration {
+  state: ZodObject;
+  input: ZodObject;
+  context: ZodObject;
+}
+
+/** The graph's builder, declared from the StateSchema, or from `declaration` where one is given. */
+function declareGraph(declaration?: IntrospectedDeclaration) {
+  type Builder = StateGraph<
+    typeof State,
+    AgentState,
+    AgentUpdate,
+    typeof START,
+    typeof State,
+    typeof State,
+    ContextChannels
+  >;
+  if (!declaration) return new StateGraph(State) as Builder;
+  // The zod declaration builds the same channels (reducers and defaults) as State; its static type
+  // stays State's, the one the nodes are written against, since a zod object's inferred type would
+  // lose the reducers' update types.
+  return new StateGraph(declaration.state, {
+    input: declaration.input,
+    context: declaration.context,
+  }) as unknown as Builder;
+}
+
+/**
  * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
  * [after steps] -> critic -> fixer | generator (a fresh rewrite) | finish -> END; a writer that
  * stops the run (budget, model error) goes to finish too. With `candidates` > 1: START -> k x
@@ -106,7 +145,7 @@ export function recursionLimitFor(extraSteps: number): number {
  * the candidates from the critic (see core/candidates.ts). Add nodes, edges or a
  * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
  */
-export function buildAgentGraph(options: AgentOptions = {}) {
+export function buildAgentGraph(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
   const deps = createNodeDeps(options);
   const core: Record<CoreNodeName, AgentNode> = {
     generator: createGeneratorNode(deps),
@@ -120,9 +159,7 @@ export function buildAgentGraph(options: AgentOptions = {}) {
   const { before, after } = stagedSteps(options, deps);
 
   const graph = widenNodeNames(
-    new StateGraph<typeof State, AgentState, AgentUpdate, typeof START, typeof State, typeof State, ContextChannels>(
-      State,
-    )
+    declareGraph(declaration)
       .addNode("generator", node("generator"))
       .addNode("approval", node("approval"))
       .addNode("executor", node("executor"))
@@ -216,8 +253,8 @@ function chain(graph: { addEdge(from: string, to: string): unknown }, names: str
  * A compiled selfheal agent: `invoke({ task }, { context: { maxAttempts: 3 }, configurable: { thread_id } })`.
  * Its recursion limit fits every valid setting and every extra step, so callers never set one.
  */
-export function createAgent(options: AgentOptions = {}) {
-  const graph = buildAgentGraph(options);
+export function createAgent(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
+  const graph = buildAgentGraph(options, declaration);
   // Counted from the built graph, so the limit follows whatever steps the extensions added.
   const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length - FAN_OUT_NODES.length;
   return graph

@@ -21,6 +21,7 @@ import {
   withoutCompletionMark,
 } from "../tools/assemble.js";
 import { loadInputs } from "../tools/inputs.js";
+import { instrumentProgram, isValuesLine, takeRuntimeValues } from "../tools/runtime-values/index.js";
 import { runWithPackages } from "./install-packages.js";
 import type { AgentNode, AgentRuntime, NodeDeps } from "./types.js";
 
@@ -102,6 +103,9 @@ export async function executeProgram(
   if (!inputs.ok) return { lastRun: notRun("InputUnavailable", inputs.reason) };
   const artifacts = await artifactFolder(settings, runtime, attempt);
   const assembled = assembleProgram(program.code, program.tests, program.language);
+  const instrumented = settings.runtimeValues
+    ? instrumentProgram(assembled, program.language, { calls: settings.traceCalls })
+    : null;
   const sandbox = deps.getSandbox(settings.sandbox);
   const liveTail: OutputLine[] = [];
   try {
@@ -109,7 +113,8 @@ export async function executeProgram(
       sandbox,
       {
         language: program.language,
-        code: assembled.source,
+        code: instrumented?.code ?? assembled.source,
+        ...(instrumented ? { files: instrumented.files } : {}),
         timeoutMs: settings.timeoutMs,
         inputs: inputs.files,
         collectArtifacts: artifacts.request,
@@ -121,7 +126,7 @@ export async function executeProgram(
         hooks: {
           onOutput: (stream, printed) => {
             const line = stream === "stderr" ? withoutCompletionMark(printed) : printed;
-            if (line === null) return;
+            if (line === null || (stream === "stderr" && isValuesLine(line))) return;
             keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
             const event: OutputEvent = { kind: "output", attempt, stream, line };
             runtime.writer?.(candidate === undefined ? event : { ...event, candidate });
@@ -129,7 +134,8 @@ export async function executeProgram(
         },
       },
     );
-    const settled = settleCompletion(result, assembled);
+    const { result: ran, values } = takeRuntimeValues(result, instrumented?.nonce);
+    const settled = settleCompletion(ran, assembled);
     const collected = result.artifacts && !artifacts.keep ? { ...result.artifacts, folder: null } : result.artifacts;
     const lastRun: Execution = {
       ...settled,
@@ -138,6 +144,7 @@ export async function executeProgram(
       ran: true,
       ...locateFailure(result.error?.line, assembled),
     };
+    if (values) lastRun.values = values;
     if (installed.length > 0) lastRun.installed = installed;
     if (settled.testsCompleted === false) lastRun.exitCalls = findExitCalls(program.code, program.language);
     return { lastRun, notes };

@@ -1,10 +1,11 @@
 import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import type { Critique, ErrorRecord, Execution } from "../core/state.js";
 import type { Language } from "../sandbox/types.js";
-import { ERROR_LINE_LIMITS, LANGUAGE_NAMES, summarizeErrors, tail } from "./prompt-parts.js";
+import { describeRuntimeValues } from "../tools/runtime-values/index.js";
+import { cutNote, ERROR_LINE_LIMITS, LANGUAGE_NAMES, summarizeErrors, tail } from "./prompt-parts.js";
 
 /** Caps that keep the fixer's prompt flat: attempt 5 costs what attempt 2 did. */
-export const FIXER_LIMITS = { tracebackChars: 2000, outputTailChars: 800, ...ERROR_LINE_LIMITS };
+export const FIXER_LIMITS = { tracebackChars: 2000, outputTailChars: 800, valuesChars: 1600, ...ERROR_LINE_LIMITS };
 
 /** Runs of at least this many task lines found verbatim in the program are not sent twice. */
 const REPEATED_RUN_LINES = 3;
@@ -52,10 +53,29 @@ export function describeFailure(run: Execution): string {
   if (!run.error?.traceback && run.stderr.trim())
     parts.push(`stderr (tail):\n${tail(run.stderr.trim(), FIXER_LIMITS.outputTailChars)}`);
   if (run.stdout.trim()) parts.push(`stdout (tail):\n${tail(run.stdout.trim(), FIXER_LIMITS.outputTailChars)}`);
+  if (run.truncated)
+    parts.push("The program printed more than the output limit: what it printed past the limit was not kept.");
+  const values = valuesSection(run);
+  if (values) parts.push(values);
   parts.push(
     `Exit: status ${run.status}, exit code ${run.exitCode ?? "none"}${run.signal ? `, signal ${run.signal}` : ""}`,
   );
   return parts.join("\n\n");
+}
+
+/**
+ * The values the failed run computed, one line each: what the traceback cannot say about a wrong
+ * result. Capped as a whole, with the cut said, so the prompt stays flat.
+ */
+function valuesSection(run: Execution): string | null {
+  if (!run.values) return null;
+  const lines = describeRuntimeValues(run.values);
+  if (lines.length === 0) return null;
+  let text = lines.map((line) => `- ${line}`).join("\n");
+  if (text.length > FIXER_LIMITS.valuesChars) {
+    text = `${text.slice(0, FIXER_LIMITS.valuesChars)}\n${cutNote(text.length - FIXER_LIMITS.valuesChars)}`;
+  }
+  return `Values at the failure (recorded in the run, cut and masked):\n${text}`;
 }
 
 export function buildFixerPrompt(args: {
@@ -73,7 +93,7 @@ export function buildFixerPrompt(args: {
 }): BaseMessage[] {
   const system = [
     `You are an expert ${LANGUAGE_NAMES[args.language]} programmer repairing a program that failed when it ran.`,
-    "Find the root cause in the traceback, fix it, and keep everything that already works.",
+    "Find the root cause in the traceback and the values recorded at the failure, fix it, and keep everything that already works.",
     `Reply with the complete corrected program in a single fenced \`\`\`${args.language} block: the whole file, not a diff.`,
     "Keep the program's self-checks unless they contradict the task, and keep the task's function names.",
   ].join("\n");

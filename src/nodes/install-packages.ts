@@ -47,12 +47,14 @@ const STANDARD_LIBRARY: Record<Language, string> = {
  */
 export async function runWithPackages(
   sandbox: Sandbox,
-  request: RunRequest,
+  given: RunRequest,
   context: { state: Pick<AgentState, "notes">; settings: Settings; attempt: number; hooks?: RunHooks },
 ): Promise<PackagedRun> {
-  const { language } = request;
+  const { language } = given;
+  const python = language === "python" ? context.settings.python : null;
+  const request: RunRequest = python ? { ...given, python } : given;
   const allowed = context.settings.packages[language];
-  const packages: PackageRequest = { language, specs: allowed, install: context.settings.packageInstall };
+  const packages: PackageRequest = { language, specs: allowed, install: context.settings.packageInstall, python };
   const entry = allowed.length > 0 && sandbox.mountsPackages ? await findPackageEntry(packages) : null;
   const first = await sandbox.run(withPackages(request, entry), context.hooks);
   const module = missingModule(language, first);

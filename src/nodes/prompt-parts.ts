@@ -5,8 +5,12 @@ import type { Language } from "../sandbox/types.js";
 
 export const LANGUAGE_NAMES: Record<Language, string> = { python: "Python 3", javascript: "JavaScript (Node.js 20)" };
 
-/** The end of a long text, where tracebacks and failing output put what matters. */
-export const tail = (text: string, max: number) => (text.length <= max ? text : `...${text.slice(-max)}`);
+/** How a prompt says that part of a text is not shown: `[... 12,345 characters cut ...]`. */
+export const cutNote = (characters: number) => `[... ${characters.toLocaleString("en-US")} characters cut ...]`;
+
+/** The end of a long text, where tracebacks and failing output put what matters; the model is told how much is missing. */
+export const tail = (text: string, max: number) =>
+  text.length <= max ? text : `${cutNote(text.length - max)}\n${text.slice(-max)}`;
 
 /** The start of a long line. */
 export const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 3)}...`);
@@ -41,7 +45,8 @@ export interface InputSummary {
 }
 
 function previewLines(text: string): string[] {
-  const lines = text.split("\n");
+  // A final newline ends the last line; it does not start another.
+  const lines = text.replace(/\r?\n$/, "").split("\n");
   const shown = lines
     .slice(0, INPUT_PREVIEW_LIMITS.lines)
     .map((line) => `    ${clip(line, INPUT_PREVIEW_LIMITS.lineChars)}`);

@@ -1,6 +1,7 @@
 // `selfheal/queue`: runs spread over many workers by a pg-boss queue in the PostgreSQL the run
 // store already uses. Its own entry because it loads pg-boss, which `import "selfheal"` must not pay for.
 export { ModelCallGate, type ModelCallRate, SharedTokenBucket } from "./rate-limit.js";
+export { checkSchemaName } from "./setup.js";
 export {
   DEAD_LETTER_QUEUE,
   DEFAULT_DELIVERY,

@@ -1,6 +1,6 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import pg from "pg";
-import { createTablesOnce } from "./setup.js";
+import { checkSchemaName, createTablesOnce } from "./setup.js";
 
 /** A rate shared by every worker on one database: `perMinute` on average, up to `burst` at once. */
 export interface ModelCallRate {
@@ -30,6 +30,7 @@ export class SharedTokenBucket {
   ) {}
 
   static async open(url: string, schema: string, name: string, rate: ModelCallRate): Promise<SharedTokenBucket> {
+    checkSchemaName(schema);
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     pool.on("error", () => undefined);
     await createTablesOnce(pool, schema, [BUCKET_TABLE_SQL(schema)]);

@@ -1,4 +1,18 @@
 import type pg from "pg";
+import { InvalidSettingsError } from "../core/errors.js";
+
+/**
+ * The schema name goes into SQL as an identifier, here and inside pg-boss, which does not quote
+ * it: only a name that needs no quoting is accepted, checked where it enters this package.
+ */
+export function checkSchemaName(schema: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new InvalidSettingsError(
+      `the queue schema must be 1 to 63 lower-case letters, digits and underscores, starting with a letter or underscore (got ${JSON.stringify(schema)})`,
+    );
+  }
+  return schema;
+}
 
 /**
  * Runs `use` while holding a session lock per schema. Processes that start together on a fresh
@@ -10,6 +24,7 @@ export async function withSchemaSetupLock<T>(
   schema: string,
   use: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
+  checkSchemaName(schema);
   const client = await pool.connect();
   const key = `selfheal:queue-setup:${schema}`;
   try {

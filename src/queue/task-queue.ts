@@ -5,7 +5,7 @@ import { StoreConnectionError } from "../core/errors.js";
 import type { RunInput } from "../core/state.js";
 import { describeLocation } from "../store/location.js";
 import { HEARTBEAT_TABLE_SQL, type Heartbeats, startHeartbeat } from "./heartbeat.js";
-import { withSchemaSetupLock } from "./setup.js";
+import { checkSchemaName, withSchemaSetupLock } from "./setup.js";
 
 /** The pg-boss queue that holds one job per thread, and the one its jobs go to when retries run out. */
 export const RUN_QUEUE = "selfheal-runs";
@@ -129,6 +129,7 @@ export class TaskQueue {
     location: QueueLocation,
     options: { maintenanceIntervalSeconds?: number; supervise?: boolean } = {},
   ): Promise<TaskQueue> {
+    checkSchemaName(location.schema);
     const boss = new PgBoss({
       connectionString: location.url,
       schema: location.schema,
@@ -294,6 +295,7 @@ async function listQueuedRuns(pool: pg.Pool, schema: string, threadId?: string):
 
 /** The queue's jobs for `selfheal runs`, read straight from PostgreSQL; empty when no queue was ever made. */
 export async function readQueuedRuns(location: QueueLocation): Promise<QueuedRun[]> {
+  checkSchemaName(location.schema);
   const pool = new pg.Pool({ connectionString: location.url, max: 1 });
   pool.on("error", () => undefined);
   try {

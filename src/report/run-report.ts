@@ -1,12 +1,15 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { structuredPatch } from "diff";
 import hljs from "highlight.js/lib/core";
 import javascript from "highlight.js/lib/languages/javascript";
 import python from "highlight.js/lib/languages/python";
+import { type ArtifactFile, describeRuntimeValues, type Execution } from "../index.js";
 import { renderGraphPath } from "./graph-svg.js";
 import { chartJsSource, escapeHtml, htmlPage } from "./html.js";
-import type { AttemptTrace, RunTrace } from "./trace.js";
+import type { ArtifactsTrace, AttemptTrace, RunTrace } from "./trace.js";
 
 hljs.registerLanguage("python", python);
 hljs.registerLanguage("javascript", javascript);
@@ -21,6 +24,8 @@ export const REPORT_LIMITS = {
   outputChars: 3_000,
   tracebackChars: 4_000,
   textChars: 2_000,
+  /** An image artifact larger than this is linked, not drawn inline. */
+  inlineImageBytes: 2 * 1024 * 1024,
   detailedFirst: 5,
   detailedLast: 15,
 } as const;
@@ -63,9 +68,65 @@ const block = (title: string, text: string | undefined, limit: number, cls = "")
 const list = (title: string, items: string[]): string =>
   items.length > 0 ? `<h4>${title}</h4><ul>${items.map((item) => `<li>${item}</li>`).join("")}</ul>` : "";
 
-function artifactItem(artifact: unknown): string {
-  if (typeof artifact === "string") return escapeHtml(head(artifact, REPORT_LIMITS.textChars));
-  return `<code>${escapeHtml(head(JSON.stringify(artifact), REPORT_LIMITS.textChars))}</code>`;
+/** Image types a browser shows from a data: URI in an <img>, where no script runs (an SVG's included). */
+const INLINE_IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"]);
+
+const sizeOf = (bytes: number): string =>
+  bytes < 1024
+    ? `${bytes} bytes`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/** The file's bytes, when the folder still holds it, it is the size the state says, and small enough to inline. */
+function readKept(folder: string, file: ArtifactFile): Buffer | undefined {
+  if (file.bytes > REPORT_LIMITS.inlineImageBytes) return undefined;
+  try {
+    const bytes = readFileSync(join(folder, file.name));
+    return bytes.length === file.bytes ? bytes : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One artifact: its name, size and sha256; a link to the kept file; an image drawn inline, read
+ * when the report is written, so the report still shows it once the folder is gone.
+ */
+function artifactItem(file: ArtifactFile, folder: string | null): string {
+  const facts = `${escapeHtml(sizeOf(file.bytes))}, ${escapeHtml(file.mediaType)}, sha256 <code>${escapeHtml(file.sha256)}</code>`;
+  if (!folder) return `<code>${escapeHtml(file.name)}</code> (${facts}; not kept)`;
+  const link = `<a href="${escapeHtml(pathToFileURL(join(folder, file.name)).href)}">${escapeHtml(file.name)}</a> (${facts})`;
+  const image = INLINE_IMAGE_TYPES.has(file.mediaType) ? readKept(folder, file) : undefined;
+  if (!image) return link;
+  return `${link}<br><img class="artifact" alt="${escapeHtml(file.name)}" src="data:${escapeHtml(file.mediaType)};base64,${image.toString("base64")}">`;
+}
+
+function artifactList(title: string, artifacts: ArtifactsTrace | undefined): string {
+  return artifacts
+    ? list(
+        title,
+        artifacts.files.map((file) => artifactItem(file, artifacts.folder)),
+      )
+    : "";
+}
+
+function reviewLine(review: AttemptTrace["review"]): string {
+  if (!review) return "";
+  const verdict = `<span class="${review.verdict === "approved" ? "pass" : "fail"}">${review.verdict}</span>`;
+  const reasons = review.reasons ? `: ${escapeHtml(head(review.reasons, REPORT_LIMITS.textChars))}` : "";
+  return `<h4>LLM review</h4><p class="review">The critic model reviewed the clean run: ${verdict}${reasons}</p>`;
+}
+
+/** What the failed run computed, as the fixer read it (see describeRuntimeValues). */
+function valuesBlock(run: Execution | undefined): string {
+  if (!run?.values) return "";
+  return block(
+    "Values at the failure",
+    describeRuntimeValues(run.values).join("\n"),
+    REPORT_LIMITS.tracebackChars,
+    "values",
+  );
 }
 
 function repeatMark(attempt: AttemptTrace): string {
@@ -83,6 +144,7 @@ function timelineRow(attempt: AttemptTrace, detailed: boolean): string {
     `<td class="${attempt.outcome === "passed" ? "pass" : "fail"}">${escapeHtml(attempt.outcome)}</td>`,
     `<td>${escapeHtml(attempt.errorType ?? "")}</td>`,
     `<td><code>${escapeHtml(attempt.fingerprint ?? "")}</code>${repeatMark(attempt)}</td>`,
+    `<td>${attempt.review ? `<span class="${attempt.review.verdict === "approved" ? "pass" : "fail"}">${attempt.review.verdict}</span>` : ""}</td>`,
     `<td>${attempt.tokens}</td>`,
     `<td>${ms(attempt.run?.durationMs)}</td>`,
     `<td>${ms(attempt.wallMs)}</td>`,
@@ -110,6 +172,7 @@ function attemptSection(attempt: AttemptTrace, previous: AttemptTrace | undefine
       REPORT_LIMITS.tracebackChars,
       "traceback",
     ),
+    valuesBlock(run),
     block("stdout (end)", run?.stdout, REPORT_LIMITS.outputChars),
     block("stderr (end)", run?.stderr, REPORT_LIMITS.outputChars),
     live.length > 0
@@ -132,7 +195,8 @@ function attemptSection(attempt: AttemptTrace, previous: AttemptTrace | undefine
           `${escapeHtml(objection.source)}: ${escapeHtml(objection.type)}: ${escapeHtml(head(objection.message, REPORT_LIMITS.textChars))}`,
       ),
     ),
-    attempt.artifacts ? list("Artifacts", attempt.artifacts.map(artifactItem)) : "",
+    reviewLine(attempt.review),
+    artifactList("Artifacts", attempt.artifacts),
     tokenRows.length > 0
       ? `<table class="attempt-tokens"><tr><th>node</th><th>input tokens</th><th>output tokens</th></tr>${tokenRows.join("")}</table>`
       : "",
@@ -180,7 +244,7 @@ function header(trace: RunTrace): string {
     byNode.length > 0
       ? `<table class="node-tokens"><tr><th>node</th><th>input tokens</th><th>output tokens</th><th>calls</th></tr>${byNode.join("")}</table>`
       : "",
-    trace.artifacts ? list("Artifacts", trace.artifacts.map(artifactItem)) : "",
+    artifactList(`Artifacts (kept from attempt ${trace.artifacts?.attempt})`, trace.artifacts),
   ].join("\n");
 }
 
@@ -238,6 +302,7 @@ const STYLE = `
 .live .stderr { color: #d1242f; }
 .repeat { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 4px; padding: 0 .3rem; font-size: 12px; }
 .task { white-space: pre-wrap; }
+img.artifact { max-width: 100%; max-height: 480px; border: 1px solid #d0d7de; margin: .3rem 0; }
 tr.failed td:first-child { border-left: 4px solid #d1242f; } tr.passed td:first-child { border-left: 4px solid #1a7f37; }
 `;
 
@@ -262,7 +327,7 @@ export function renderRunReport(trace: RunTrace): string {
     body: [
       header(trace),
       "<h2>Timeline</h2>",
-      `<table id="timeline"><tr><th>attempt</th><th>written by</th><th>outcome</th><th>error type</th><th>fingerprint</th><th>tokens</th><th>ran</th><th>wall</th></tr>${trace.attempts.map((attempt, index) => timelineRow(attempt, detailed(index))).join("")}</table>`,
+      `<table id="timeline"><tr><th>attempt</th><th>written by</th><th>outcome</th><th>error type</th><th>fingerprint</th><th>LLM review</th><th>tokens</th><th>ran</th><th>wall</th></tr>${trace.attempts.map((attempt, index) => timelineRow(attempt, detailed(index))).join("")}</table>`,
       '<div class="charts">',
       '<figure><figcaption>Tokens per node</figcaption><canvas id="chart-node-tokens" width="480" height="280"></canvas></figure>',
       '<figure><figcaption>Tokens per attempt, by node</figcaption><canvas id="chart-attempt-tokens" width="480" height="280"></canvas></figure>',

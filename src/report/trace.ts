@@ -1,5 +1,6 @@
 import type {
   AgentState,
+  ArtifactFile,
   Critique,
   Decision,
   Execution,
@@ -43,8 +44,24 @@ export interface AttemptTrace {
   /** From one verdict to the next, when the steps have times. */
   wallMs?: number;
   liveTail: OutputLine[];
-  /** Artifacts the run kept for this attempt, in whatever form the state carries them. */
-  artifacts?: unknown[];
+  /**
+   * What this attempt's program wrote under `out/`; `folder` holds the bytes when the run kept
+   * this attempt's (the passing or best one), else null: only their names, sizes and hashes remain.
+   */
+  artifacts?: ArtifactsTrace;
+  /** The critic model's review of a clean run (`llmReview`), when one ran for this attempt. */
+  review?: ReviewTrace;
+}
+
+export interface ArtifactsTrace {
+  folder: string | null;
+  files: ArtifactFile[];
+}
+
+export interface ReviewTrace {
+  verdict: "approved" | "rejected";
+  /** The reviewer's reasons for a rejection (its hint for the fixer is the critique's diagnosis). */
+  reasons?: string;
 }
 
 export interface RunTrace {
@@ -62,8 +79,8 @@ export interface RunTrace {
   wallMs?: number;
   /** The graph's own nodes and edges, to draw the path on. */
   graph?: { nodes: string[]; edges: Array<{ source: string; target: string }> };
-  /** Artifacts kept on the state itself rather than on an attempt. */
-  artifacts?: unknown[];
+  /** The artifacts the run kept: the passing attempt's, or the best one's. */
+  artifacts?: ArtifactsTrace & { attempt: number };
   /** With candidates: how many of the latest round's candidates agreed (`3 of 4 candidates print the same`). */
   agreement?: string;
 }
@@ -77,12 +94,30 @@ export interface TraceMeta {
 }
 
 /**
- * Another branch adds artifacts to the state; until the field exists on every run, read it
- * where it is present and skip it where it is not.
+ * An attempt's artifacts: the files its run listed, and the kept folder when the run kept this
+ * attempt's bytes (the folders of other attempts are removed when a better one comes).
  */
-function artifactsOf(holder: unknown): unknown[] | undefined {
-  const value = (holder as { artifacts?: unknown } | undefined)?.artifacts;
-  return Array.isArray(value) && value.length > 0 ? value : undefined;
+function artifactsOf(
+  run: Execution | undefined,
+  attempt: number,
+  final: Partial<AgentState>,
+): ArtifactsTrace | undefined {
+  const files = run?.artifacts?.files ?? [];
+  if (files.length === 0) return undefined;
+  const kept = final.artifacts?.attempt === attempt ? (final.artifacts.folder ?? null) : null;
+  return { folder: kept, files };
+}
+
+/**
+ * Whether the critic model reviewed this attempt and what it concluded. The state records no
+ * review as such: the critic's tokens on this attempt say one ran, and a `ReviewRejected`
+ * outcome that it said no (a review runs only for a clean run, which otherwise passes).
+ */
+function reviewOf(entry: HistoryEntry, tokens: NodeTokens, critique: Critique | undefined): ReviewTrace | undefined {
+  const critic = tokens.critic;
+  if (!critic || critic.inputTokens + critic.outputTokens === 0) return undefined;
+  if (entry.outcome !== "ReviewRejected") return { verdict: "approved" };
+  return { verdict: "rejected", reasons: critique?.summary.replace(/^Review:\s*/, "") };
 }
 
 function tokensBetween(before: Usage | undefined, after: Usage | undefined): NodeTokens {
@@ -126,6 +161,9 @@ function attemptTrace(
   const started = timeOf(before);
   const ended = timeOf(step);
   const failed = entry.outcome !== "passed";
+  const tokensByNode = tokensBetween(before?.values.usage, values.usage);
+  const artifacts = artifactsOf(values.lastRun, entry.attempt, final);
+  const review = reviewOf(entry, tokensByNode, values.critique);
   return {
     attempt: entry.attempt,
     author: authorOf(entry, before),
@@ -140,10 +178,11 @@ function attemptTrace(
     notes: (final.notes ?? []).filter((note) => note.attempt === entry.attempt),
     objections: (final.objections ?? []).filter((objection) => objection.attempt === entry.attempt),
     tokens: entry.tokens,
-    tokensByNode: tokensBetween(before?.values.usage, values.usage),
+    tokensByNode,
     ...(started !== undefined && ended !== undefined ? { wallMs: ended - started } : {}),
     liveTail: values.lastRun?.liveTail ?? [],
-    ...(artifactsOf(entry) ? { artifacts: artifactsOf(entry) } : {}),
+    ...(artifacts ? { artifacts } : {}),
+    ...(review ? { review } : {}),
   };
 }
 
@@ -169,7 +208,7 @@ export function traceRun(steps: readonly RunStep[], meta: TraceMeta = {}): RunTr
     path: steps.flatMap((step) => (step.node ? step.node.split(", ") : [])),
     ...(first !== undefined && last !== undefined ? { wallMs: last - first } : {}),
     ...(meta.graph ? { graph: meta.graph } : {}),
-    ...(artifactsOf(final) ? { artifacts: artifactsOf(final) } : {}),
+    ...(final.artifacts && final.artifacts.files.length > 0 ? { artifacts: final.artifacts } : {}),
     ...(final.candidateChoice ? { agreement: final.candidateChoice.agreement } : {}),
   };
 }

@@ -347,7 +347,9 @@ export function sandboxEtcFiles(supportDir: string): SandboxEtcFile[] {
   }));
   // /etc/alternatives: Debian's switchable libraries are symlinks through it (numpy's libblas.so.3);
   // /etc/matplotlibrc: Debian's matplotlib keeps its defaults there and will not import without them.
-  for (const file of ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/alternatives", "/etc/matplotlibrc"]) {
+  // /etc/fonts: without it fontconfig prints "Fontconfig error: Cannot load default config file" on
+  // every matplotlib run, noise in the stderr the fixer reads; it names font folders, nothing secret.
+  for (const file of ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/alternatives", "/etc/matplotlibrc", "/etc/fonts"]) {
     if (existsSync(file)) files.push({ source: file, target: file });
   }
   const localtime = resolveOrNull("/etc/localtime");
@@ -476,13 +478,13 @@ export class BwrapLauncher implements Launcher {
     return { kind: "bwrap", memory, processes, cpu, disk, syscalls, notes };
   }
 
-  async reserve(): Promise<Reservation> {
+  async reserve(python?: string): Promise<Reservation> {
     const spare = this.spare;
     this.spare = null;
     const resources = (await spare) ?? (await this.prepare());
     this.scheduleSpare();
     const { hostUid, group, workDir } = resources;
-    const interpreters = await resolveInterpreters();
+    const interpreters = await resolveInterpreters(python);
     const forgetRuns: (() => void)[] = [];
     return {
       workDir,

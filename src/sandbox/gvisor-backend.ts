@@ -145,7 +145,7 @@ export class GvisorSandbox implements Sandbox {
     const startedAt = performance.now();
     const problem = probeGvisor();
     if (problem !== null || !this.runsc) return unavailableResult(problem ?? "runsc is not installed", startedAt);
-    const interpreter = (await resolveInterpreters())[request.language];
+    const interpreter = (await resolveInterpreters(request.python))[request.language];
     if (!interpreter) return unavailableResult(new InterpreterMissingError(request.language).message, startedAt);
 
     // Only root may hand the work dir to the sandbox's uid; runs as another user are untested here.

@@ -24,7 +24,8 @@ export interface Reservation {
 /** A backend that runs programs on this machine: the plain process one or bwrap. */
 export interface Launcher {
   readonly kind: "process" | "bwrap";
-  reserve(): Promise<Reservation>;
+  /** A work dir and the interpreters, the Python being `python` when given (else the default). */
+  reserve(python?: string): Promise<Reservation>;
   describe(): SandboxIsolation;
   /** Gives back what the launcher keeps ahead of need (a spare cgroup). */
   close?(): Promise<void>;
@@ -73,10 +74,12 @@ export class LocalSandbox implements Sandbox {
     // A run that arrives before the next interpreter even started goes cold; starting that one too
     // would only compete with this run for the CPU.
     this.cancelScheduledWarming(request.language);
-    // A warm interpreter was started without packages mounted, so a run that needs them goes cold.
-    const warm = request.packagesDir ? null : await this.takeWarm(request.language);
+    // A warm interpreter was started without packages mounted and with the default Python, so a
+    // run that needs packages or names its own Python goes cold.
+    const python = request.language === "python" ? request.python : undefined;
+    const warm = request.packagesDir || python ? null : await this.takeWarm(request.language);
 
-    const reservation = warm?.reservation ?? (await this.launcher.reserve());
+    const reservation = warm?.reservation ?? (await this.launcher.reserve(python));
     try {
       await writeProgramFiles(reservation.workDir, request);
     } catch (error) {

@@ -106,6 +106,8 @@ export interface PackageRequest {
   /** Every allowed spec of the language: one cache entry holds them all. */
   specs: readonly string[];
   install: PackageInstall;
+  /** The Python the packages are for (`settings.python`); the default one when absent. */
+  python?: string | null;
 }
 
 /** Where a language's packages are in the cache; `ready` when an earlier install put them there. */
@@ -117,7 +119,7 @@ export interface PackageEntry {
 
 /** The entry for these specs with this interpreter, installed or not; null when the interpreter is missing. */
 export async function findPackageEntry(request: PackageRequest): Promise<PackageEntry | null> {
-  const interpreter = (await resolveInterpreters())[request.language];
+  const interpreter = (await resolveInterpreters(request.python))[request.language];
   if (!interpreter) return null;
   const version = await interpreterVersion(request.language, interpreter.executable);
   const key = packageCacheKey(request.language, request.specs, version);
@@ -221,7 +223,7 @@ export async function installerCommand(
   paths: { target: string; npmCache: string; findLinks?: string | null },
   searchPath: string = process.env.PATH ?? "",
 ): Promise<InstallerCommand | { reason: string }> {
-  const interpreter = (await resolveInterpreters())[request.language];
+  const interpreter = (await resolveInterpreters(request.python))[request.language];
   if (!interpreter) return { reason: `no ${request.language} interpreter to install packages for` };
   const { install } = request;
   const { target } = paths;

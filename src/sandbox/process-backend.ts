@@ -66,8 +66,8 @@ export class ProcessLauncher implements Launcher {
     };
   }
 
-  async reserve(): Promise<Reservation> {
-    const [interpreters, workDir] = await Promise.all([resolveInterpreters(), WorkDir.create()]);
+  async reserve(python?: string): Promise<Reservation> {
+    const [interpreters, workDir] = await Promise.all([resolveInterpreters(python), WorkDir.create()]);
     let released = false;
     const forgetRuns: (() => void)[] = [];
     return {

@@ -30,6 +30,11 @@ export interface RunRequest {
   language: Language;
   code: string;
   stdin?: string;
+  /**
+   * The Python to run a Python program with (a path, or a command on PATH) instead of the default
+   * (`$SELFHEAL_PYTHON`, else python3 on PATH); such a run starts a fresh interpreter.
+   */
+  python?: string;
   /** Overrides the sandbox's `limits.timeoutMs` for this run. */
   timeoutMs?: number;
   /** Extra files written into the work dir before the run (name -> content). */

@@ -46,6 +46,11 @@ export async function loadInputs(
     if ("content" in source) bytes = Buffer.byteLength(source.content);
     else {
       const info = await stat(resolve(cwd, source.path)).catch(() => null);
+      if (info?.isDirectory())
+        return {
+          ok: false,
+          reason: `input ${name}: ${source.path} is a directory; give a file (one --input per file)`,
+        };
       if (!info?.isFile()) return { ok: false, reason: `input ${name}: no such file: ${source.path}` };
       bytes = info.size;
     }

@@ -191,6 +191,11 @@ export interface ModelFailureContext {
  * One sentence for a failed model call: where it went, what happened and what to check. Every
  * node that calls a model builds its `reason` from this, so the same fault reads the same everywhere.
  */
+/** LangChain's error for a streamed call that produced no chunk at all. */
+export function isEmptyStreamError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("Received empty response from chat model call");
+}
+
 export function describeModelFailure(error: unknown, context: ModelFailureContext): string {
   const server = context.endpoint ? `the server at ${context.endpoint}` : "the model";
   const chain = causeChain(error);
@@ -208,6 +213,12 @@ export function describeModelFailure(error: unknown, context: ModelFailureContex
   if (errors.some((link) => /Missing credentials|API key (not found|is missing)/i.test(link.message))) {
     const client = context.endpoint ? `the OpenAI client for ${context.endpoint}` : "the model's client";
     return `${client} will not start without an API key: set OPENAI_API_KEY (any value, e.g. "not-needed", for a server that needs none), or pass apiKey to the model.`;
+  }
+
+  // LangChain streams a call when someone listens for tokens (Studio does); a server without
+  // server-sent events then yields no chunk. A model that could not be asked again lands here.
+  if (errors.some(isEmptyStreamError)) {
+    return `${server} sent no server-sent events for a streaming request: it does not seem to stream (Studio and streamMode "messages" stream model calls). Use a server that streams, or call the model without a token listener.`;
   }
 
   const http = errors.find((link) => typeof link.status === "number");

@@ -4,7 +4,8 @@ import { ChatOpenAI } from "@langchain/openai";
 import { InvalidSettingsError, MissingModelConfigError } from "../core/errors.js";
 import { modelTimeoutFromEnv } from "../core/settings.js";
 import type { ModelCallUsage } from "../core/state.js";
-import { idleBoundedFetch, inspectingFetch } from "./model-errors.js";
+import { idleBoundedFetch, inspectingFetch, isEmptyStreamError } from "./model-errors.js";
+import { type ModelCallLog, RecordedChatModel } from "./recorded-model.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
 
 export type ModelRole = "generator" | "fixer" | "strongFixer" | "critic";
@@ -21,6 +22,28 @@ export { MissingModelConfigError };
 
 export function hasModelConfig(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.OPENAI_API_KEY || env.OPENAI_BASE_URL);
+}
+
+/**
+ * Throws unless the environment can build a model: MissingModelConfigError with neither
+ * OPENAI_API_KEY nor OPENAI_BASE_URL, InvalidSettingsError for a base URL that is not an http(s)
+ * URL. Called before a run starts, so a typo costs one line and no saved run.
+ */
+export function checkModelConfig(env: NodeJS.ProcessEnv = process.env): void {
+  if (!hasModelConfig(env)) throw new MissingModelConfigError();
+  const base = env.OPENAI_BASE_URL;
+  if (!base) return;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(base).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== "http:" && protocol !== "https:") {
+    throw new InvalidSettingsError(
+      `OPENAI_BASE_URL must be an http(s) URL such as http://localhost:11434/v1, got ${JSON.stringify(base)}`,
+    );
+  }
 }
 
 export const DEFAULT_MODEL_RETRIES = 3;
@@ -48,7 +71,7 @@ export function createChatModel(
   options: { temperature: number; maxTokens?: number; timeoutMs?: number },
   env: NodeJS.ProcessEnv = process.env,
 ): BaseChatModel {
-  if (!hasModelConfig(env)) throw new MissingModelConfigError();
+  checkModelConfig(env);
   return new ChatOpenAI({
     model: name,
     temperature: options.temperature,
@@ -105,8 +128,11 @@ export interface CallLimits {
  */
 export function withRequestLimits(
   model: BaseChatModel,
-  limits: Pick<CallLimits, "outputCap" | "timeoutMs">,
+  limits: Pick<CallLimits, "outputCap" | "timeoutMs"> & { disableStreaming?: boolean },
 ): BaseChatModel {
+  // A recorder stays outermost, so it keys and records the call as the limited model makes it.
+  if (model instanceof RecordedChatModel)
+    return model.limitedTo(model.inner && withRequestLimits(model.inner, limits), limits.outputCap);
   if (!("maxTokens" in model)) return model;
   const Model = model.constructor as new (fields: Record<string, unknown>) => CappableModel;
   const timeout =
@@ -117,6 +143,7 @@ export function withRequestLimits(
     ...timeout,
     ...idleBoundedConfiguration(model, (model as CappableModel).timeout ?? limits.timeoutMs),
     ...((model as CappableModel).streaming ? { streaming: false } : {}),
+    ...(limits.disableStreaming ? { disableStreaming: true } : {}),
   });
   // ChatOpenAI keeps what withConfig / bindTools bound here, outside its constructor fields.
   const bound = (model as CappableModel).defaultOptions;
@@ -159,6 +186,22 @@ function untilAborted<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
 export async function invokeWithinLimits<T>(
   model: BaseChatModel,
   limits: CallLimits,
+  invoke: (model: BaseChatModel, signal: AbortSignal | undefined) => Promise<T>,
+): Promise<T> {
+  try {
+    return await invokeOnce(model, limits, invoke);
+  } catch (error) {
+    // Someone listens for tokens (Studio, streamMode "messages"), so LangChain asked for a stream,
+    // and a server without server-sent events answered with none. Asked again without streaming,
+    // such a server answers; the tokens then arrive as one message instead of one by one.
+    if (!isEmptyStreamError(error) || limits.signal?.aborted || !("maxTokens" in model)) throw error;
+    return invokeOnce(model, { ...limits, disableStreaming: true }, invoke);
+  }
+}
+
+async function invokeOnce<T>(
+  model: BaseChatModel,
+  limits: CallLimits & { disableStreaming?: boolean },
   invoke: (model: BaseChatModel, signal: AbortSignal | undefined) => Promise<T>,
 ): Promise<T> {
   const limited = withRequestLimits(model, limits);
@@ -228,11 +271,29 @@ export interface ModelSettings {
   modelTimeoutMs: number;
 }
 
+/** The model name and temperature the settings give a role, whether its model is injected or built. */
+function roleModel(role: ModelRole, settings: ModelSettings): { model: string; temperature: number } {
+  switch (role) {
+    case "generator":
+      return { model: settings.model, temperature: settings.temperature };
+    case "fixer":
+      return { model: settings.fixerModel ?? settings.model, temperature: settings.temperature };
+    case "strongFixer":
+      return {
+        model: settings.strongFixerModel ?? settings.fixerModel ?? settings.model,
+        temperature: settings.temperature,
+      };
+    case "critic":
+      return { model: settings.criticModel ?? settings.model, temperature: 0 };
+  }
+}
+
 /**
  * Resolves the chat model for a role: an injected model first, else one built from the
- * environment by name. Built models are cached, so a run reuses one client per name.
+ * environment by name. Built models are cached, so a run reuses one client per name. With a log of
+ * model calls, every model is wrapped to record its calls; when replaying, none is built at all.
  */
-export function createModelResolver(injected: AgentModels = {}) {
+export function createModelResolver(injected: AgentModels = {}, calls?: ModelCallLog) {
   const built = new Map<string, BaseChatModel>();
   const build = (name: string, temperature: number, timeoutMs: number) => {
     const key = `${name}@${temperature}@${timeoutMs}`;
@@ -260,6 +321,12 @@ export function createModelResolver(injected: AgentModels = {}) {
         return injected.criticModel ?? fallback ?? byName(settings.criticModel ?? settings.model, 0);
     }
   };
-  return resolve;
+  if (!calls) return resolve;
+  return (role: ModelRole, settings: ModelSettings): BaseChatModel =>
+    new RecordedChatModel({
+      log: calls,
+      ...roleModel(role, settings),
+      ...(calls.mode === "record" ? { inner: resolve(role, settings) } : {}),
+    });
 }
 export type ModelResolver = ReturnType<typeof createModelResolver>;

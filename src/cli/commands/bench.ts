@@ -26,10 +26,9 @@ import {
   verifyDataset,
 } from "../../benchmark/index.js";
 import {
+  checkModelConfig,
   createAgent,
   createSandbox,
-  hasModelConfig,
-  MissingModelConfigError,
   parseSettings,
   type Sandbox,
   type SandboxKind,
@@ -39,10 +38,19 @@ import {
   UsageError,
 } from "../../index.js";
 import { type RunTrace, renderRunReport } from "../../report/index.js";
-import { nonNegativeInteger, positiveInteger, sandboxOption, settingDefaults } from "../options.js";
+import {
+  addModelCallOptions,
+  type ModelCallFlags,
+  modelCallsFromFlags,
+  nonNegativeInteger,
+  positiveInteger,
+  sandboxOption,
+  settingDefaults,
+} from "../options.js";
 import { queueRunner } from "../queue-bench.js";
 import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
+import { summaryOf } from "./catalog.js";
 
 /** `repair,resample,mixed`: the strategies to compare, the first the main run's. */
 function strategyList(value: string): Strategy[] {
@@ -53,7 +61,7 @@ function strategyList(value: string): Strategy[] {
   return names as Strategy[];
 }
 
-interface BenchFlags {
+interface BenchFlags extends ModelCallFlags {
   dataset: string;
   datasetDir?: string;
   limit?: number;
@@ -163,6 +171,11 @@ async function withRunner<T>(flags: BenchFlags, use: (runner?: TaskRunner) => Pr
   if (flags.simulated) {
     throw new UsageError("--simulated cannot be used with --queue: the workers build their model from the environment");
   }
+  if (flags.record || flags.replay) {
+    throw new UsageError(
+      "--record and --replay cannot be used with --queue: the workers call the model, not this process",
+    );
+  }
   const location = resolveQueueLocation(flags);
   return withStore(flags, (store) =>
     withQueue(location, { supervise: false }, (queue) =>
@@ -193,6 +206,7 @@ async function benchCommand(
       tasks,
       sandbox,
       ...(simulated ? { models: { model: simulated } } : {}),
+      modelCalls: modelCallsFromFlags(flags),
       ...(runner ? { runner } : {}),
       // With the queue every task is handed out at once: the workers' own concurrency is the limit.
       concurrency: runner ? tasks.length : flags.concurrency,
@@ -246,9 +260,8 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     sandbox: flags.sandbox,
     candidates: flags.candidates,
   });
-  // With --queue the workers call the model, not this process.
-  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !hasModelConfig())
-    throw new MissingModelConfigError();
+  // With --queue the workers call the model, not this process; a replay answers from its folder.
+  if (!flags.verifyDataset && !flags.simulated && !flags.queue && !flags.replay) checkModelConfig();
 
   const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
   try {
@@ -265,7 +278,7 @@ export function registerBenchCommand(program: Command): Command {
   const defaults = settingDefaults();
   const command = program
     .command("bench")
-    .description("benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge")
+    .description(summaryOf("bench"))
     .option(
       "--dataset <name|file>",
       `${Object.keys(NAMED_DATASETS).join(", ")}, or a HumanEval-format .jsonl / .jsonl.gz file`,
@@ -323,7 +336,7 @@ export function registerBenchCommand(program: Command): Command {
     )
     .addOption(sandboxOption())
     .option("--queue", "hand the tasks to `selfheal worker`s through the queue, and gather the same report");
-  return addQueueOptions(addStoreOptions(command)).action(async (flags: BenchFlags) => {
+  return addQueueOptions(addStoreOptions(addModelCallOptions(command))).action(async (flags: BenchFlags) => {
     try {
       process.exitCode = await runBenchCommand(flags);
     } catch (error) {

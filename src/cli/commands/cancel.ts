@@ -1,7 +1,8 @@
 import type { Command } from "commander";
+import { EXIT } from "../exit.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { addStoreOptions } from "../session.js";
-import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 
 /** `selfheal cancel`: a queued run is never started; a running one stops as on Ctrl-C, checkpoints kept. */
 export async function cancelRuns(threadIds: string[], flags: QueueFlags): Promise<number> {
@@ -18,7 +19,7 @@ export async function cancelRuns(threadIds: string[], flags: QueueFlags): Promis
 export function registerCancelCommand(program: Command): void {
   const command = program
     .command("cancel")
-    .description("cancel queued or running runs; a running one stops at once, its checkpoints kept")
+    .description(summaryOf("cancel"))
     .argument("<thread...>", "thread ids printed by `selfheal submit`");
   addQueueOptions(addStoreOptions(command)).action(async (threadIds: string[], flags: QueueFlags) => {
     process.exitCode = await cancelRuns(threadIds, flags);

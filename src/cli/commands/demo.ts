@@ -3,6 +3,7 @@ import { createDataDemoModel, DATA_DEMO_BANNER, DATA_DEMO_INPUT, DATA_DEMO_TASK 
 import { createDemoModel, DEMO_BANNER, DEMO_TASK } from "../demo-model.js";
 import { addReportOption, sandboxOption } from "../options.js";
 import { addStoreOptions, type StoreFlags } from "../session.js";
+import { summaryOf } from "./catalog.js";
 import { type RunFlags, startRun } from "./run.js";
 
 type DemoFlags = StoreFlags & Pick<RunFlags, "json" | "sandbox" | "artifacts" | "report"> & { data?: boolean };
@@ -11,7 +12,7 @@ type DemoFlags = StoreFlags & Pick<RunFlags, "json" | "sandbox" | "artifacts" | 
 export function registerDemoCommand(program: Command): void {
   const command = program
     .command("demo")
-    .description("watch a scripted model write a buggy program, see it crash, and fix it (no API key needed)")
+    .description(summaryOf("demo"))
     .option("--json", "print a JSON result instead of the code")
     .option("--data", "the data task instead: read sales.csv with pandas, save a matplotlib chart as out/chart.png")
     .option("--artifacts <dir>", "copy the files the kept attempt wrote under out/ into this folder at the end")

@@ -1,8 +1,9 @@
 import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
 import { type Agent, type AgentState, createAgent } from "../../index.js";
+import { EXIT } from "../exit.js";
 import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 
 /** One checkpoint of a thread, as `selfheal history` shows it. */
 export interface CheckpointRow {
@@ -114,7 +115,7 @@ export function formatCheckpoints(rows: CheckpointRow[]): string {
 export function registerHistoryCommand(program: Command): void {
   const command = program
     .command("history")
-    .description("list a thread's checkpoints: step, the node that wrote it, attempt, status, checkpoint id")
+    .description(summaryOf("history"))
     .argument("<thread>", "the thread id")
     .option("--json", "print JSON");
   addStoreOptions(command).action(async (threadId: string, flags: StoreFlags & { json?: boolean }) => {

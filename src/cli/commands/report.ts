@@ -6,6 +6,7 @@ import { type RunTrace, renderRunReport, traceRun } from "../../report/index.js"
 import type { RunStore } from "../../store/index.js";
 import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
 import { checkOutputFile, EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 import { readCheckpoints } from "./history.js";
 import { describeStatus } from "./runs.js";
 
@@ -81,9 +82,7 @@ export function openInViewer(path: string, platform: NodeJS.Platform = process.p
 export function registerReportCommand(program: Command): void {
   const command = program
     .command("report")
-    .description(
-      "write a self-contained HTML report of a finished or paused run: every attempt, its diff, output and tokens",
-    )
+    .description(summaryOf("report"))
     .argument("<thread>", "the thread id")
     .option("-o, --out <file>", "where to write it (default selfheal-report-<thread>.html)")
     .option("--open", "open it in the desktop's browser once written");

@@ -7,10 +7,9 @@ import {
   type AgentState,
   type ApprovalDecision,
   ApprovalDecisionSchema,
+  checkModelConfig,
   checkSandbox,
   createAgent,
-  hasModelConfig,
-  MissingModelConfigError,
   modelRetriesFromEnv,
   type Settings,
 } from "../../index.js";
@@ -19,9 +18,12 @@ import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { scriptedDemoModelFor } from "../data-demo-model.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
 import {
+  addModelCallOptions,
   addOutputOptions,
   addReportOption,
   addSettingOptions,
+  type ModelCallFlags,
+  modelCallsFromFlags,
   type SettingFlags,
   settingsWithFlags,
 } from "../options.js";
@@ -40,9 +42,10 @@ import {
   withThreadStore,
 } from "../session.js";
 import { type ApprovalHandler, checkOutputFile, EXIT, streamRun, summarizeRun } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 import { reportAtEnd } from "./report.js";
 
-export interface ResumeFlags extends StoreFlags, SettingFlags {
+export interface ResumeFlags extends StoreFlags, SettingFlags, ModelCallFlags {
   approve?: boolean;
   reject?: string;
   edit?: string;
@@ -107,10 +110,11 @@ export async function resumeRun(threadId: string, flags: ResumeFlags): Promise<n
     const record = await store.getRun(threadId);
     // A demo run is resumed with the same scripted model; any other needs a configured one.
     const scripted = record?.settings.model === DEMO_MODEL_NAME && !flags.model;
-    if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
+    if (!scripted && !flags.replay) checkModelConfig();
     const agent = createAgent({
       model: scripted ? scriptedDemoModelFor(record?.task) : undefined,
       checkpointer: store.checkpointer,
+      modelCalls: modelCallsFromFlags(flags),
     });
     if (!(await threadExists(store, threadId))) throw noSuchRunError(threadId, store.location);
     if (!record) reporter.note(`thread ${threadId} was not started by the CLI: resuming it with default settings`);
@@ -149,6 +153,34 @@ interface Resumption {
   extraSummary: Record<string, unknown>;
 }
 
+const attemptsRun = (attempts: number) => `${attempts} attempt${attempts === 1 ? "" : "s"} run`;
+
+/**
+ * Where a resumed run picks up, numbered as the approval prompt and the progress lines number
+ * attempts: the program about to be written, approved or run is attempt `attempts + 1`; the one
+ * about to be judged is attempt `attempts`.
+ */
+export function describeResumePoint(attempts: number, next: readonly string[]): string {
+  const coming = attempts + 1;
+  const steps = next.map((node) => {
+    switch (node) {
+      case "generator":
+        return `the generator writes attempt ${coming}`;
+      case "fixer":
+        return `the fixer writes attempt ${coming}`;
+      case "approval":
+        return `approval of attempt ${coming}`;
+      case "executor":
+        return `running attempt ${coming}`;
+      case "critic":
+        return `judging attempt ${attempts}`;
+      default:
+        return node;
+    }
+  });
+  return `${attemptsRun(attempts)}; next: ${steps.join(", ")}`;
+}
+
 /** Runs the thread on from its head while holding its lease, or reports that it already ended. */
 async function continueThread(target: string, resume: Resumption): Promise<number> {
   const { agent, settings, flags, decision, reporter, extraSummary } = resume;
@@ -172,7 +204,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   const values: AgentState = snapshot.values;
   reporter.note(describeModel(settings, { scripted: resume.scripted }));
   reporter.note(
-    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (attempt ${values.attempt}, ${plan.start instanceof GraphCommand ? `retrying the ${values.resumeFrom} call` : `next: ${snapshot.next.join(", ")}`})`,
+    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, snapshot.next)})`,
   );
   const ctrlC = abortOnCtrlC();
   try {
@@ -220,9 +252,7 @@ async function forkRun(
 export function registerResumeCommand(program: Command): void {
   const command = program
     .command("resume")
-    .description(
-      "continue a stopped run from its last checkpoint, decide a pending approval, or fork from an earlier checkpoint",
-    )
+    .description(summaryOf("resume"))
     .argument("<thread>", "the thread id printed by `selfheal run`")
     .option("--approve", "approve the program waiting for approval")
     .option("--reject <reason>", "reject it; the reason reaches the fixer like an error")
@@ -232,7 +262,7 @@ export function registerResumeCommand(program: Command): void {
       "time travel: fork the run from this checkpoint (see `selfheal history`) into a new thread",
     )
     .option("--thread <id>", "with --from: the new thread's id (default: a new random id)");
-  addOutputOptions(addSettingOptions(command));
+  addModelCallOptions(addOutputOptions(addSettingOptions(command)));
   addStoreOptions(addReportOption(command)).action(async (threadId: string, flags: ResumeFlags) => {
     process.exitCode = await resumeRun(threadId, flags);
   });

@@ -4,14 +4,13 @@ import { basename, resolve } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { type Command, Option } from "commander";
 import {
+  checkModelConfig,
   checkSandbox,
   createAgent,
   formatIssues,
-  hasModelConfig,
   type InputSource,
   LANGUAGES,
   loadInputs,
-  MissingModelConfigError,
   modelRetriesFromEnv,
   type RunInput,
   RunInputSchema,
@@ -20,14 +19,19 @@ import { artifactsFolder, describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
 import {
+  addModelCallOptions,
   addOutputOptions,
   addReportOption,
   addSettingOptions,
+  describeModelCalls,
+  type ModelCallFlags,
+  modelCallsFromFlags,
   packagesFromFlags,
   type SettingFlags,
   settingsWithFlags,
 } from "../options.js";
 import { ProgressReporter } from "../progress.js";
+import { choosePython, modulesSuggested } from "../python-choice.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
@@ -40,6 +44,7 @@ import {
   withThreadLease,
 } from "../session.js";
 import { checkArtifactsDir, checkOutputFile, streamRun } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 import { reportAtEnd } from "./report.js";
 
 /** The input with its defaults filled in (the language, for one). */
@@ -49,7 +54,7 @@ function validateInput(input: unknown): ReturnType<typeof RunInputSchema.parse> 
   return result.data;
 }
 
-export interface RunFlags extends SettingFlags, StoreFlags {
+export interface RunFlags extends SettingFlags, StoreFlags, ModelCallFlags {
   language: string;
   tests?: string;
   approve?: boolean;
@@ -101,7 +106,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     ...(flags.expect ? { expect: flags.expect } : {}),
     ...scripted?.input,
   });
-  const settings = settingsWithFlags(
+  const flagged = settingsWithFlags(
     {
       approval: Boolean(flags.approve),
       packages: packagesFromFlags(flags.allowPackage, input.language),
@@ -110,15 +115,21 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     flags,
   );
   // A missing or oversized input is a usage error now, not a failed run after a model call.
-  const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
+  const inputs = await loadInputs(input.inputs ?? {}, flagged.maxInputBytes);
   if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
   if (flags.artifacts) checkArtifactsDir(flags.artifacts);
-  if (!scripted && !hasModelConfig()) throw new MissingModelConfigError();
+  // A replay answers from its folder: no model is built.
+  const modelCalls = modelCallsFromFlags(flags);
+  if (!scripted && !flags.replay) checkModelConfig();
   modelRetriesFromEnv();
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
   if (flags.report) checkOutputFile(flags.report, "--report");
-  await checkSandbox({ kind: settings.sandbox });
+  await checkSandbox({ kind: flagged.sandbox });
+  // Which Python runs the programs is settled (and stored) before the run, so resume keeps it;
+  // after the checks above, which are cheaper than asking a Python what it can import.
+  const python = input.language === "python" ? await choosePython(flagged, modulesSuggested(input)) : undefined;
+  const settings = python ? { ...flagged, python: python.python } : flagged;
 
   return withStore(flags, async (store) => {
     const threadId = flags.thread ?? randomUUID();
@@ -133,12 +144,20 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       await store.saveRun({ threadId, task: input.task, settings: stored, createdAt: new Date().toISOString() });
       const reporter = new ProgressReporter();
       if (scripted) reporter.warn(scripted.banner);
-      reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
+      if (!flags.replay) reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
+      const calls = describeModelCalls(flags);
+      if (calls) reporter.note(calls);
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
+      if (python) reporter.note(python.note);
+      if (python?.warning) reporter.warn(python.warning);
       const ctrlC = abortOnCtrlC();
       try {
         const exitCode = await streamRun(
-          createAgent({ model: scripted?.model, checkpointer: store.checkpointer }),
+          createAgent({
+            model: scripted?.model,
+            checkpointer: store.checkpointer,
+            modelCalls,
+          }),
           input,
           stored,
           {
@@ -164,9 +183,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
 export function registerRunCommand(program: Command): void {
   const command = program
     .command("run")
-    .description(
-      "solve a task: generate, execute, judge and fix until it passes or a budget says stop; every step is checkpointed",
-    )
+    .description(summaryOf("run"))
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
     .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")
@@ -182,6 +199,7 @@ export function registerRunCommand(program: Command): void {
       .option("--approve", "pause before each execution for a person to approve, reject or edit the program")
       .option("--thread <id>", "thread id for this run (default: a new random id)"),
   );
+  addModelCallOptions(command);
   addStoreOptions(addReportOption(command)).action(async (task: string, flags: RunFlags) => {
     process.exitCode = await startRun(task, flags);
   });

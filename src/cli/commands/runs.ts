@@ -1,12 +1,12 @@
-import type { StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
-import { type Agent, type AgentState, createAgent } from "../../index.js";
+import { type Agent, type AgentState, createAgent, describeStatus } from "../../index.js";
 import { type QueuedRun, readQueuedRuns } from "../../queue/index.js";
 import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
+import { EXIT } from "../exit.js";
 import { positiveInteger } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation } from "../queue-session.js";
 import { addStoreOptions, withExistingStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 import { formatTable } from "./history.js";
 
 /** One thread, as `selfheal runs` shows it. */
@@ -23,12 +23,7 @@ export interface RunRow {
   queue?: Omit<QueuedRun, "threadId" | "output">;
 }
 
-export function describeStatus(snapshot: StateSnapshot): string {
-  const values: Partial<AgentState> = snapshot.values;
-  if (snapshot.tasks.some((task) => task.interrupts.length > 0)) return "awaiting approval";
-  if (values.status && values.status !== "running") return values.status;
-  return snapshot.next.length > 0 ? `unfinished (next: ${snapshot.next.join(", ")})` : (values.status ?? "empty");
-}
+export { describeStatus };
 
 /**
  * Every thread in the store: the ones the CLI started or forked, and any other run a program
@@ -121,7 +116,7 @@ export function formatRuns(rows: RunRow[]): string {
 export function registerRunsCommand(program: Command): void {
   const command = program
     .command("runs")
-    .description("list the runs in the store: thread, status, attempts, tokens, last update, task")
+    .description(summaryOf("runs"))
     .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
     .option("--json", "print JSON");
   addQueueOptions(addStoreOptions(command)).action(async (flags: QueueFlags & { json?: boolean; limit: number }) => {

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { formatIssues, LANGUAGES, RunInputSchema, type Settings } from "../../index.js";
 import { DEFAULT_DELIVERY, type DeliveryPolicy, type RunJobData } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
+import { EXIT } from "../exit.js";
 import {
   addSettingOptions,
   integer,
@@ -15,7 +16,7 @@ import {
 } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { addStoreOptions, threadExists, UsageError, withStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 
 /** One line of `--file tasks.jsonl`: a run's input, and optionally its thread id and priority. */
 export const SubmittedTaskSchema = RunInputSchema.extend({
@@ -131,7 +132,7 @@ export async function submitRuns(task: string | undefined, flags: SubmitFlags): 
 export function registerSubmitCommand(program: Command): void {
   const command = program
     .command("submit")
-    .description("enqueue runs for `selfheal worker`s on any machine; prints one thread id per run")
+    .description(summaryOf("submit"))
     .argument("[task]", "what the program must do")
     .option(
       "-f, --file <tasks.jsonl>",

@@ -1,18 +1,13 @@
 import type { Command } from "commander";
-import {
-  createSandbox,
-  hasModelConfig,
-  MissingModelConfigError,
-  modelRetriesFromEnv,
-  type SandboxKind,
-} from "../../index.js";
+import { checkModelConfig, createSandbox, modelRetriesFromEnv, type SandboxKind } from "../../index.js";
 import { type Delivery, ModelCallGate, SharedTokenBucket, type TaskQueue, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
+import { EXIT } from "../exit.js";
 import { positiveInteger, secondsAtLeast } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { runQueuedThread } from "../queued-run.js";
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
-import { EXIT } from "../stream-run.js";
+import { summaryOf } from "./catalog.js";
 
 interface WorkerFlags extends QueueFlags {
   concurrency: number;
@@ -143,7 +138,7 @@ async function work({ store, queue, sandboxes, gate }: WorkerParts, flags: Worke
 
 /** `selfheal worker`: takes jobs from the queue and runs each as a checkpointed thread. */
 export async function runWorker(flags: WorkerFlags): Promise<number> {
-  if (!hasModelConfig()) throw new MissingModelConfigError();
+  checkModelConfig();
   modelRetriesFromEnv();
   const location = resolveQueueLocation(flags);
   const bucket = flags.modelCallsPerMinute
@@ -170,7 +165,7 @@ export async function runWorker(flags: WorkerFlags): Promise<number> {
 export function registerWorkerCommand(program: Command): void {
   const command = program
     .command("worker")
-    .description("take runs from the queue (`selfheal submit`) and run them, on this machine or any other")
+    .description(summaryOf("worker"))
     .option("-c, --concurrency <n>", "runs at once in this worker", positiveInteger, 1)
     .option(
       "--model-calls-per-minute <n>",

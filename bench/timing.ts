@@ -1,0 +1,32 @@
+import { performance } from "node:perf_hooks";
+
+/** One thing a benchmark times: a run, with optional untimed work before each. */
+export interface Contender {
+  name: string;
+  runOnce: () => Promise<void>;
+  /** Untimed work between two timed runs (letting the next interpreter warm up). */
+  between?: () => Promise<void>;
+  close?: () => Promise<void>;
+}
+
+export function percentile(sorted: number[], fraction: number): number {
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
+  return sorted[index] ?? Number.NaN;
+}
+
+/**
+ * Latency of every contender, measured round-robin (one run of each per round) so a change in the
+ * machine's load during the benchmark hits all of them alike instead of whichever ran then.
+ */
+export async function latencies(contenders: Contender[], runs: number): Promise<number[][]> {
+  const durations = contenders.map((): number[] => []);
+  for (let run = 0; run < runs; run++) {
+    for (const [index, contender] of contenders.entries()) {
+      await contender.between?.();
+      const started = performance.now();
+      await contender.runOnce();
+      durations[index]?.push(performance.now() - started);
+    }
+  }
+  return durations.map((list) => list.sort((a, b) => a - b));
+}

@@ -1,0 +1,76 @@
+import type { Command } from "commander";
+import { openRunStore, resolveStoreLocation } from "../../store/index.js";
+import { addModelCallOptions, type ModelCallFlags, modelCallsFromFlags, positiveInteger } from "../options.js";
+import { addStoreOptions, type StoreFlags } from "../session.js";
+import { EXIT } from "../stream-run.js";
+
+interface McpFlags extends StoreFlags, ModelCallFlags {
+  http?: boolean;
+  port: number;
+  host: string;
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+function untilStopped(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      resolve();
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+}
+
+/**
+ * `selfheal mcp`: the agent as an MCP server, in the same run store as the CLI. Over stdio it
+ * serves the client that started it until that client closes stdin; over HTTP, any number of
+ * clients until SIGINT or SIGTERM. Stdout belongs to the protocol: every note goes to stderr.
+ */
+async function serveMcp(flags: McpFlags, version: string): Promise<number> {
+  // Loaded here, not with the CLI: no other command should pay for the MCP SDK at start-up.
+  const { McpRuns, serveHttp, serveStdio } = await import("../../mcp/index.js");
+  const store = await openRunStore(resolveStoreLocation(flags));
+  const runs = new McpRuns({ store, modelCalls: modelCallsFromFlags(flags) });
+  try {
+    if (!flags.http) {
+      await serveStdio(runs, { version });
+      return EXIT.passed;
+    }
+    const server = await serveHttp(runs, { version }, { host: flags.host, port: flags.port });
+    process.stderr.write(`selfheal mcp: serving MCP over Streamable HTTP at ${server.url}\n`);
+    if (!server.loopback) {
+      process.stderr.write(
+        `selfheal mcp: warning: ${flags.host} is not a loopback address and the server asks no credentials: anyone who can reach it can run programs on this machine\n`,
+      );
+    }
+    await untilStopped();
+    await server.close();
+    return EXIT.passed;
+  } finally {
+    await runs.close();
+    await store.close();
+  }
+}
+
+/** Adds `selfheal mcp` to the CLI; called from main.ts. */
+export function registerMcpCommand(program: Command, version: string): void {
+  const command = program
+    .command("mcp")
+    .description("serve the agent to MCP clients (Claude Desktop, Cursor, VS Code): over stdio, or --http")
+    .option("--http", "serve over Streamable HTTP instead of stdio")
+    .option("--port <port>", "with --http: the port (0: any free one)", portNumber, 3000)
+    .option(
+      "--host <address>",
+      "with --http: the address to listen on; loopback unless you say otherwise",
+      "127.0.0.1",
+    );
+  addStoreOptions(addModelCallOptions(command)).action(async (flags: McpFlags) => {
+    process.exitCode = await serveMcp(flags, version);
+  });
+}
+
+function portNumber(value: string): number {
+  return value === "0" ? 0 : positiveInteger(value);
+}

@@ -1,0 +1,283 @@
+import { randomUUID } from "node:crypto";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { Command } from "@langchain/langgraph";
+import {
+  type Agent,
+  type AgentState,
+  type AgentUpdate,
+  type ApprovalDecision,
+  checkSandbox,
+  createAgent,
+  createSandbox,
+  describeStatus,
+  hasModelConfig,
+  loadInputs,
+  MissingModelConfigError,
+  type ModelCallsMode,
+  type OutputEvent,
+  parseSettings,
+  planResume,
+  RunInputSchema,
+  type Sandbox,
+  type SandboxKind,
+  type Settings,
+  type SettingsInput,
+  SettingsSchema,
+  UsageError,
+} from "../index.js";
+import { artifactsFolder, type RunStore } from "../store/index.js";
+
+/** The settings a person changes from an MCP client; the rest keep their defaults. */
+export const ClientSettingsSchema = SettingsSchema.pick({
+  maxAttempts: true,
+  tokenBudget: true,
+  timeoutMs: true,
+  modelTimeoutMs: true,
+  model: true,
+  fixerModel: true,
+  criticModel: true,
+  temperature: true,
+  llmReview: true,
+  approval: true,
+  python: true,
+  sandbox: true,
+  packages: true,
+  candidates: true,
+  strategy: true,
+}).partial();
+
+/** What one attempt ended in, and each line the program printed, as the run goes. */
+export interface RunListener {
+  attemptEnded(event: { attempt: number; maxAttempts: number; passed: boolean; summary: string }): Promise<void>;
+  output(event: OutputEvent): Promise<void>;
+}
+
+/** Where a run stands when a tool call returns. */
+export interface RunOutcome {
+  threadId: string;
+  /** The run's status, or `awaiting_approval` when it paused for a person. */
+  status: AgentState["status"] | "awaiting_approval";
+  state: AgentState;
+  /** The program waiting for approval, when paused. */
+  awaiting?: { attempt: number; code: string };
+}
+
+export interface McpRunsOptions {
+  store: RunStore;
+  /** A model for every role (tests, embedding); otherwise built from the environment by the run's settings. */
+  model?: BaseChatModel;
+  /** Record or replay every model call of the runs this server makes. */
+  modelCalls?: ModelCallsMode;
+}
+
+/**
+ * The runs an MCP server starts and continues, in the same store as the CLI's: each run's
+ * settings are saved as `selfheal run` saves them, so `selfheal runs`, `report` and `resume` see it.
+ * One agent per sandbox kind, shared by every client of this server.
+ */
+export class McpRuns {
+  private readonly agents = new Map<SandboxKind, Agent>();
+  private readonly sandboxes = new Map<SandboxKind, Sandbox>();
+  /** Threads a call of this server is running: the store's lease is per process, so it lets them all through. */
+  private readonly running = new Set<string>();
+
+  constructor(private readonly options: McpRunsOptions) {}
+
+  get store(): RunStore {
+    return this.options.store;
+  }
+
+  /** An agent that reads the store; it runs nothing, so any sandbox kind serves. */
+  reader(): Agent {
+    return this.agentFor("process");
+  }
+
+  private agentFor(kind: SandboxKind): Agent {
+    let agent = this.agents.get(kind);
+    if (!agent) {
+      const sandbox = createSandbox({ kind });
+      this.sandboxes.set(kind, sandbox);
+      agent = createAgent({
+        model: this.options.model,
+        sandbox,
+        checkpointer: this.store.checkpointer,
+        modelCalls: this.options.modelCalls,
+      });
+      this.agents.set(kind, agent);
+    }
+    return agent;
+  }
+
+  private checkModel(): void {
+    if (!this.options.model && !this.options.modelCalls && !hasModelConfig()) throw new MissingModelConfigError();
+  }
+
+  /** Starts a new run in a new (or named) thread and runs it until it ends, pauses, or `signal` stops it. */
+  async solve(
+    given: { input: unknown; settings?: SettingsInput; threadId?: string },
+    listener: RunListener,
+    signal: AbortSignal,
+  ): Promise<RunOutcome> {
+    const input = RunInputSchema.parse(given.input);
+    const settings: Settings = parseSettings({
+      ...given.settings,
+      artifactsDir: artifactsFolder(this.store.location),
+    });
+    const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
+    if (!inputs.ok) throw new UsageError(`inputs: ${inputs.reason}`);
+    this.checkModel();
+    await checkSandbox({ kind: settings.sandbox });
+    const threadId = given.threadId ?? randomUUID();
+    if ((await this.store.getRun(threadId)) || (await this.snapshot(threadId)).createdAt)
+      throw new UsageError(`thread ${threadId} already has a run; continue it with the resume tool`);
+    return this.withLease(threadId, async () => {
+      await this.store.saveRun({ threadId, task: input.task, settings, createdAt: new Date().toISOString() });
+      return this.runThread(threadId, input, settings, listener, signal);
+    });
+  }
+
+  /** Continues a thread that stopped: cancelled mid-way, paused for approval, or ended on a model error. */
+  async resume(
+    given: { threadId: string; decision?: ApprovalDecision; settings?: SettingsInput },
+    listener: RunListener,
+    signal: AbortSignal,
+  ): Promise<RunOutcome> {
+    const { threadId, decision } = given;
+    const record = await this.store.getRun(threadId);
+    const snapshot = await this.snapshot(threadId);
+    if (!snapshot.createdAt) throw new UsageError(`no run with thread id ${threadId}`);
+    const settings = parseSettings({ ...record?.settings, ...given.settings });
+    const waiting = snapshot.tasks.some((task) => task.interrupts.length > 0);
+    if (waiting && !decision) {
+      throw new UsageError(`thread ${threadId} is waiting for approval: give a decision (approve, reject or edit)`);
+    }
+    if (decision && !waiting)
+      throw new UsageError(`thread ${threadId} is not waiting for approval (${describeStatus(snapshot)})`);
+    const plan = planResume(snapshot, this.agentFor(settings.sandbox));
+    if ("finished" in plan) {
+      throw new UsageError(
+        `thread ${threadId} already ended: ${plan.finished.status}; start a new run with the solve tool`,
+      );
+    }
+    this.checkModel();
+    await checkSandbox({ kind: settings.sandbox });
+    const start = decision ? new Command({ resume: decision }) : plan.start;
+    return this.withLease(threadId, () => this.runThread(threadId, start, settings, listener, signal));
+  }
+
+  private snapshot(threadId: string) {
+    return this.reader().getState({ configurable: { thread_id: threadId } });
+  }
+
+  private async withLease<T>(threadId: string, use: () => Promise<T>): Promise<T> {
+    if (this.running.has(threadId))
+      throw new UsageError(`thread ${threadId} is running right now; try again when it stops`);
+    this.running.add(threadId);
+    try {
+      const lease = await this.store.lease(threadId);
+      try {
+        return await use();
+      } finally {
+        await lease.release();
+      }
+    } finally {
+      this.running.delete(threadId);
+    }
+  }
+
+  private async runThread(
+    threadId: string,
+    start: ReturnType<typeof RunInputSchema.parse> | Command | null,
+    settings: Settings,
+    listener: RunListener,
+    signal: AbortSignal,
+  ): Promise<RunOutcome> {
+    const agent = this.agentFor(settings.sandbox);
+    const config = { configurable: { thread_id: threadId } };
+    let attempt = (await agent.getState(config)).values.attempt ?? 0;
+    const stream = await agent.stream(start, {
+      ...config,
+      context: settings,
+      streamMode: ["updates", "custom"],
+      // As the CLI: every checkpoint is written before the next step, so a cancelled call keeps all but the step it was in.
+      durability: "sync",
+      signal,
+    });
+    for await (const [mode, chunk] of stream) {
+      if (mode === "custom" && isOutputEvent(chunk)) await listener.output(chunk);
+      if (mode !== "updates") continue;
+      for (const update of Object.values(chunk as Record<string, AgentUpdate | undefined>)) {
+        if (!update || typeof update !== "object") continue;
+        if (typeof update.attempt === "number") attempt = update.attempt;
+        if (update.critique) {
+          await listener.attemptEnded({
+            attempt,
+            maxAttempts: settings.maxAttempts,
+            passed: update.critique.passed,
+            summary: update.critique.summary,
+          });
+        }
+      }
+    }
+    const snapshot = await agent.getState(config);
+    const state: AgentState = snapshot.values;
+    const interrupt = snapshot.tasks.flatMap((task) => task.interrupts)[0]?.value as
+      | { attempt: number; code: string }
+      | undefined;
+    return interrupt
+      ? { threadId, status: "awaiting_approval", state, awaiting: { attempt: interrupt.attempt, code: interrupt.code } }
+      : { threadId, status: state.status, state };
+  }
+
+  /** The runs in the store, newest first: the ones the CLI or an MCP client started. */
+  async list(limit: number) {
+    const agent = this.reader();
+    const rows = [];
+    for (const record of await this.store.listRuns()) {
+      const snapshot = await agent.getState({ configurable: { thread_id: record.threadId } });
+      const values: Partial<AgentState> = snapshot.values;
+      rows.push({
+        threadId: record.threadId,
+        task: record.task,
+        status: snapshot.createdAt ? describeStatus(snapshot) : "not started",
+        attempts: values.attempt ?? 0,
+        tokens: values.usage?.totalTokens ?? 0,
+        updatedAt: snapshot.createdAt ?? record.createdAt,
+      });
+    }
+    rows.sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+    return rows.slice(0, limit);
+  }
+
+  /** One run's story: status, each attempt, its distinct errors, the tokens, and how many checkpoints it has. */
+  async history(threadId: string) {
+    const agent = this.reader();
+    const config = { configurable: { thread_id: threadId } };
+    const snapshot = await agent.getState(config);
+    if (!snapshot.createdAt) throw new UsageError(`no run with thread id ${threadId}`);
+    let checkpoints = 0;
+    for await (const _ of agent.getStateHistory(config)) checkpoints++;
+    const state: AgentState = snapshot.values;
+    return {
+      threadId,
+      task: state.task,
+      status: describeStatus(snapshot),
+      reason: state.reason ?? null,
+      attempts: state.history,
+      errors: state.errors,
+      usage: state.usage,
+      notes: state.notes,
+      code: state.status === "passed" ? state.code : (state.best?.code ?? state.code),
+      next: [...snapshot.next],
+      checkpoints,
+    };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.sandboxes.values()].map((sandbox) => sandbox.close?.()));
+  }
+}
+
+function isOutputEvent(chunk: unknown): chunk is OutputEvent {
+  return typeof chunk === "object" && chunk !== null && "kind" in chunk && chunk.kind === "output";
+}

@@ -1,0 +1,49 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli } from "./cli-helpers.js";
+import { scratchDir } from "./scratch.js";
+
+// A configuration mistake is one line and exit 2 before anything is stored: no run record to
+// resume, no resume hint, no model call.
+function workspace() {
+  const dir = scratchDir("config");
+  return { dir, db: join(dir, "runs.db") };
+}
+
+describe("configuration errors up front", () => {
+  it("refuses an OPENAI_BASE_URL that is not a URL, with exit 2 and no run saved", async () => {
+    const { dir, db } = workspace();
+    const result = await runCli(["run", "Print 1.", "--db", db], { env: { OPENAI_BASE_URL: "not-a-url" }, cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      'selfheal: OPENAI_BASE_URL must be an http(s) URL such as http://localhost:11434/v1, got "not-a-url"',
+    );
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it("refuses an --input that names a directory, saying so, with exit 2 and no run saved", async () => {
+    const { dir, db } = workspace();
+    mkdirSync(join(dir, "data"));
+    const result = await runCli(["run", "Sum the numbers.", "--input", "data", "--db", db], {
+      env: { OPENAI_API_KEY: "not-needed" },
+      cwd: dir,
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      `selfheal: --input: input data: ${join(dir, "data")} is a directory; give a file (one --input per file)`,
+    );
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it("refuses --token-budget 0, naming the flag, with exit 2 and no run saved", async () => {
+    const { dir, db } = workspace();
+    const result = await runCli(["run", "Print 1.", "--token-budget", "0", "--db", db], {
+      env: { OPENAI_API_KEY: "not-needed" },
+      cwd: dir,
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe("selfheal: --token-budget must be at least 1 (got 0)");
+    expect(existsSync(db)).toBe(false);
+  });
+});
