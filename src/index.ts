@@ -1,6 +1,7 @@
 // Heavy parts have their own entries so importing the agent loads neither database driver:
 // the run store is `selfheal/store` (src/store/index.ts), the benchmark `selfheal/bench` (src/benchmark/index.ts).
 
+export { chooseCandidate, planRound } from "./core/candidates.js";
 export {
   ARTIFACTS_FOLDER,
   type ArtifactCollection,
@@ -32,6 +33,8 @@ export {
   ContextSchema,
   formatIssues,
   MAX_ATTEMPTS_LIMIT,
+  MAX_CANDIDATES,
+  MAX_SANDBOX_CONCURRENCY,
   type PackageInstall,
   type Packages,
   PackagesSchema,
@@ -39,11 +42,16 @@ export {
   type Settings,
   type SettingsInput,
   SettingsSchema,
+  STRATEGIES,
+  type Strategy,
 } from "./core/settings.js";
 export type {
   AgentState,
   AgentUpdate,
   BestAttempt,
+  CandidateChoice,
+  CandidateOutcome,
+  CandidateSpec,
   Critique,
   Decision,
   ErrorObservation,

@@ -17,6 +17,7 @@ export {
   ContextSchema,
   formatIssues,
   MAX_ATTEMPTS_LIMIT,
+  MAX_CANDIDATES,
   type PackageInstall,
   type Packages,
   PackagesSchema,
@@ -24,5 +25,7 @@ export {
   type Settings,
   type SettingsInput,
   SettingsSchema,
+  STRATEGIES,
+  type Strategy,
 } from "./core/settings.js";
 export type { ModelCallsMode } from "./tools/recorded-model.js";

@@ -53,6 +53,34 @@ describe("selfheal bench", () => {
     expect(report.perTask.map((task: { taskId: string }) => task.taskId)).toEqual(["HumanEval/0", "HumanEval/2"]);
   }, 60_000);
 
+  it("compares the strategies asked for at the candidates asked for, in the table and the HTML chart's data", async () => {
+    const htmlPath = join(tempDir(), "report.html");
+    const result = await bench(
+      "--simulated",
+      "--tasks",
+      "0",
+      "--max-attempts",
+      "2",
+      "--candidates",
+      "2",
+      "--strategy",
+      "repair,resample,mixed",
+      "--html",
+      htmlPath,
+    );
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/repair, 2 candidates: solved \/ tokens per task \/ per 1k\s+1 \//);
+    expect(result.stdout).toMatch(/resample, 2 candidates: solved \/ tokens per task \/ per 1k\s+0 \//);
+    expect(result.stdout).toMatch(/mixed, 2 candidates: solved \/ tokens per task \/ per 1k\s+1 \//);
+    expect(readFileSync(htmlPath, "utf8")).toMatch(/"strategies":\{"repair":\[.*\],"resample":\[.*\],"mixed":\[/);
+  }, 120_000);
+
+  it("refuses a strategy it does not know", async () => {
+    await expect(bench("--simulated", "--strategy", "repair,vote")).rejects.toThrow(
+      "expected repair, resample, mixed or a comma list of them",
+    );
+  });
+
   it("verifies the dataset's judge on chosen tasks and exits 0 when it holds", async () => {
     const result = await bench("--verify-dataset", "--tasks", "HumanEval/0,HumanEval/1");
     expect(result.exitCode).toBe(0);

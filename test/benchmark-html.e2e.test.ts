@@ -23,6 +23,9 @@ let stub: OpenAIStub | undefined;
 let browser: Browser | undefined;
 let page: Page;
 let stubPage: Page;
+/** A run comparing the three strategies at two candidates a round. */
+let strategiesReport: BenchmarkReport;
+let strategiesPage: Page;
 /** Requests the page made to anything but its own file: a self-contained report makes none. */
 const outsideRequests: string[] = [];
 
@@ -58,8 +61,20 @@ beforeAll(async () => {
     dataset: "humaneval",
     modelLabel: { name: "stub-model", simulated: false },
   });
+  strategiesReport = await runBenchmark({
+    tasks: tasks.slice(0, 2),
+    sandbox,
+    models: { model },
+    maxAttempts: 2,
+    settings: { candidates: 2 },
+    strategies: ["repair", "resample", "mixed"],
+    dataset: "humaneval",
+    modelLabel: { name: "simulated", simulated: true, label: SIMULATED_MODEL_LABEL },
+  });
   if (noChromium !== null) return;
   const dir = scratchDir("bench-html");
+  const strategiesPath = join(dir, "strategies.html");
+  writeFileSync(strategiesPath, renderHtmlReport(strategiesReport));
   const path = join(dir, "report.html");
   writeFileSync(path, renderHtmlReport(report));
   const stubPath = join(dir, "stub.html");
@@ -80,7 +95,10 @@ beforeAll(async () => {
   stubPage = await browser.newPage();
   await stubPage.setViewport({ width: 1200, height: 900 });
   await stubPage.goto(pathToFileURL(stubPath).href, { waitUntil: "load" });
-}, 120_000);
+  strategiesPage = await browser.newPage();
+  await strategiesPage.setViewport({ width: 1200, height: 900 });
+  await strategiesPage.goto(pathToFileURL(strategiesPath).href, { waitUntil: "load" });
+}, 180_000);
 
 afterAll(async () => {
   await browser?.close();
@@ -178,6 +196,34 @@ describe.skipIf(noChromium !== null)(
       );
       expect(bars.hasColour("8250df")).toBe(true);
       expect(await stubPage.$(".banner.simulated")).toBeNull();
+    });
+
+    it("draws one solved-vs-tokens curve per strategy compared, each in its own colour", async () => {
+      const datasets = await strategiesPage.evaluate(() =>
+        (
+          window as unknown as {
+            Chart: {
+              getChart(id: string): { data: { datasets: Array<{ label: string; data: number[] }> } } | undefined;
+            };
+          }
+        ).Chart.getChart("chart-tokens")?.data.datasets.map((dataset) => ({
+          label: dataset.label,
+          data: dataset.data,
+        })),
+      );
+      const curves = strategiesReport.curves.byTokens.strategies;
+      expect(datasets).toEqual([
+        { label: "strategy repair, 2 candidate(s)", data: curves?.repair },
+        { label: "strategy resample, 2 candidate(s)", data: curves?.resample },
+        { label: "strategy mixed, 2 candidate(s)", data: curves?.mixed },
+      ]);
+      await strategiesPage.bringToFront();
+      const shot = await pixelStats(
+        (await (await strategiesPage.$("#chart-tokens"))!.screenshot({ encoding: "base64" })) as string,
+      );
+      // repair #1f6feb, resample #d1242f, mixed #1a7f37 (drawn last, so on top where the curves meet).
+      expect(shot.hasColour("1a7f37")).toBe(true);
+      expect(shot.hasColour("d1242f")).toBe(true);
     });
   },
 );

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
+import { renderHtmlReport } from "../src/benchmark/html-report.js";
 import {
   type BenchmarkReport,
   FIRST_ATTEMPT,
@@ -225,5 +226,36 @@ describe("outcomeFromRun", () => {
       finalErrorClass: "AssertionError",
       solvedWithin: [false, false],
     });
+  });
+});
+
+describe("comparing strategies at equal tokens", () => {
+  it("runs each task under each strategy with the same candidates, and draws one solved-vs-tokens curve each", async () => {
+    // Both have docstring examples, so the simulated model's first answer (a mutant) fails them.
+    const report = await simulatedRun({
+      tasks: tasks.filter((task) => ["HumanEval/0", "HumanEval/55"].includes(task.task_id)),
+      maxAttempts: 3,
+      settings: { candidates: 2 },
+      strategies: ["repair", "resample", "mixed"],
+    });
+    // The simulated model writes a mutant for a fresh prompt and the reference when it repairs one:
+    // repair and mixed (one repair a round) solve both, resampling alone never does.
+    expect(report.settings).toMatchObject({ candidates: 2, strategy: "repair" });
+    expect(report.strategies?.strategies).toEqual(["repair", "resample", "mixed"]);
+    expect(report.strategies?.perStrategy.repair?.solved).toBe(2);
+    expect(report.strategies?.perStrategy.resample?.solved).toBe(0);
+    expect(report.strategies?.perStrategy.mixed?.solved).toBe(2);
+    const curves = report.curves.byTokens.strategies;
+    expect(Object.keys(curves ?? {})).toEqual(["repair", "resample", "mixed"]);
+    for (const curve of Object.values(curves ?? {})) expect(curve).toHaveLength(report.curves.byTokens.budgets.length);
+    expect(curves?.repair?.at(-1)).toBe(2);
+    expect(curves?.resample?.at(-1)).toBe(0);
+    expect(curves?.mixed?.at(-1)).toBe(2);
+    // Resampling paid for three rounds of two fresh programs a task; repair for one round and a repair.
+    expect(report.perTask[0]?.strategyRuns?.resample?.attemptRecords).toHaveLength(3);
+    expect(report.perTask[0]?.attemptRecords.map((record) => record.node)).toEqual(["candidate", "fixer"]);
+    expect(formatBenchmarkTable(report)).toMatch(/resample, 2 candidates: solved \/ tokens per task \/ per 1k\s+0 \//);
+    const html = renderHtmlReport(report);
+    expect(html).toContain('"strategies":{"repair":[');
   });
 });

@@ -211,3 +211,36 @@ describe("selfheal run against an OpenAI-compatible server", () => {
     expect(stub.requests[0]?.max_tokens).toBeGreaterThan(0);
   });
 });
+
+describe("selfheal run --candidates", () => {
+  let stub: OpenAIStub;
+  beforeAll(async () => {
+    const programs = ["print(1 + 2)", "print(3)", "print(2 + 2)"];
+    stub = await startOpenAIStub((_request, index) => ({
+      content: fence(programs[index % programs.length]!),
+      usage: { prompt_tokens: 100, completion_tokens: 10 },
+    }));
+  });
+  afterAll(() => stub.close());
+
+  it("writes three candidates at once and says how many print the same, on stderr and in the JSON", async () => {
+    const result = await runCli(["run", "Print three.", "--candidates", "3", "--json", "--model", "stub-model"], {
+      env: { OPENAI_BASE_URL: stub.url },
+    });
+    expect(result.code).toBe(0);
+    expect(stub.requests).toHaveLength(3);
+    expect(result.stderr).toMatch(/^✓ passed after 1 attempt /m);
+    expect(result.stderr).toContain("candidates: 2 of 3 candidates print the same");
+    const summary = JSON.parse(result.stdout);
+    expect(summary.candidates).toMatchObject({ size: 3, passed: 3, agreement: "2 of 3 candidates print the same" });
+    expect(summary.usage).toMatchObject({ calls: 3, totalTokens: 330 });
+  });
+
+  it("names the flag of a bad candidates value", async () => {
+    const result = await runCli(["run", "Print three.", "--candidates", "99", "--model", "stub-model"], {
+      env: { OPENAI_BASE_URL: stub.url },
+    });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("--candidates must be at most 16 (got 99)");
+  });
+});

@@ -64,6 +64,27 @@ describe("ProgressReporter off a terminal", () => {
     ]);
   });
 
+  it("marks each output line of a round of candidates with the candidate that printed it, and says how they agreed", () => {
+    const { reporter, text } = plainReporter();
+    reporter.output({ kind: "output", attempt: 1, stream: "stdout", line: "42", candidate: 0 });
+    reporter.output({ kind: "output", attempt: 1, stream: "stderr", line: "oops", candidate: 2 });
+    reporter.finished(
+      finalState({
+        attempt: 1,
+        candidateChoice: {
+          round: 1,
+          size: 3,
+          chosen: 0,
+          passed: 2,
+          groups: [],
+          agreement: "2 of 3 candidates print the same",
+        },
+      }),
+    );
+    expect(text().split("\n").slice(0, 2)).toEqual(["    │ #1 42", "    ! #3 oops"]);
+    expect(text()).toContain("candidates: 2 of 3 candidates print the same");
+  });
+
   it("writes no escape codes when stderr is not a terminal, even though stdout may be", () => {
     const { reporter, text } = plainReporter(terminalStyle({ isTTY: false }, { TERM: "xterm-256color" }));
     twoAttempts(reporter);

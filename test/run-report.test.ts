@@ -87,6 +87,20 @@ describe("a run's report, from its steps", () => {
     expect(renderRunReport(traceRun(twoAttempts()))).not.toContain("Artifacts");
   });
 
+  it("says how many candidates of a real run of three printed the same", async () => {
+    const model = new ScriptedChatModel([fence("print(6 * 7)"), fence("print(42)"), fence("print(41)")]);
+    const steps: RunStep[] = [];
+    for await (const values of await createAgent({ model, sandbox }).stream(
+      { task: "Print 42." },
+      { context: { candidates: 3 }, streamMode: "values" },
+    ))
+      steps.push({ values: values as AgentState });
+    const trace = traceRun(steps);
+    expect(trace.agreement).toBe("2 of 3 candidates print the same");
+    expect(renderRunReport(trace)).toContain("<tr><th>candidates</th><td>2 of 3 candidates print the same</td></tr>");
+    expect(renderRunReport(traceRun(twoAttempts()))).not.toContain("<th>candidates</th>");
+  });
+
   it("shows per attempt whether the LLM review ran and what it concluded", () => {
     const critic = (tokens: number) => ({ inputTokens: tokens, outputTokens: 0, totalTokens: tokens, calls: 1 });
     const withCritic = (base: AgentState["usage"], tokens: number): AgentState["usage"] => ({

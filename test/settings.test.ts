@@ -61,7 +61,9 @@ describe("importing selfheal", () => {
       { cwd: REPO, env: { PATH: env.PATH ?? "" }, encoding: "utf8" },
     );
     expect(result.stderr).toBe("");
-    expect(result.stdout.trim()).toBe("__start__,approval,critic,executor,finish,fixer,generator");
+    expect(result.stdout.trim()).toBe(
+      "__start__,approval,candidate,critic,executor,finish,fixer,generator,join,probe,propose",
+    );
   });
 });
 

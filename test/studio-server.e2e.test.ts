@@ -154,6 +154,10 @@ describe("the LangGraph server (what Studio talks to)", () => {
     const settings = schemas.context_schema?.properties as Record<string, Record<string, unknown>>;
     expect(Object.keys(settings)).toEqual([
       "maxAttempts",
+      "candidates",
+      "strategy",
+      "proposedInputs",
+      "sandboxConcurrency",
       "tokenBudget",
       "repeatLimit",
       "timeoutMs",
@@ -244,6 +248,47 @@ describe("the LangGraph server (what Studio talks to)", () => {
     }
     const final = await client.threads.getState<AgentState>(thread.thread_id);
     expect(final.values).toMatchObject({ status: "passed", attempt: 1, lastRun: { stdout: "edited in studio\n" } });
+  }, 60_000);
+
+  it("draws the round of candidates, and streams three candidates written and run at once", async () => {
+    const [assistant] = await client.assistants.search({ graphId: "selfheal" });
+    const drawn = await client.assistants.getGraph(assistant!.assistant_id);
+    expect(drawn.nodes.map((node) => node.id)).toEqual(expect.arrayContaining(["candidate", "join"]));
+    const edges = drawn.edges.map((edge) => `${edge.source}->${edge.target}`);
+    expect(edges).toEqual(
+      expect.arrayContaining([
+        "__start__->generator",
+        "__start__->candidate",
+        "candidate->join",
+        "join->critic",
+        "join->finish",
+        "critic->candidate",
+      ]),
+    );
+
+    const calls = stub.requests.length;
+    const thread = await client.threads.create();
+    const nodes: string[] = [];
+    const printedBy = new Set<number>();
+    for await (const part of client.runs.stream(thread.thread_id, assistant!.assistant_id, {
+      input: { task: "Print bob's score; he may be missing from the table." },
+      context: { candidates: 3 },
+      streamMode: ["updates", "custom"],
+    })) {
+      if (part.event === "updates") nodes.push(...Object.keys(part.data as Record<string, unknown>));
+      if (part.event === "custom") printedBy.add((part.data as { candidate: number }).candidate);
+      if (part.event === "error") throw new Error(`run failed: ${JSON.stringify(part.data)}`);
+    }
+    expect(nodes).toEqual(["candidate", "candidate", "candidate", "join", "critic", "finish"]);
+    expect([...printedBy].sort()).toEqual([0, 1, 2]);
+    expect(stub.requests.length - calls).toBe(3);
+    const state = await client.threads.getState<AgentState>(thread.thread_id);
+    expect(state.values).toMatchObject({
+      status: "passed",
+      attempt: 1,
+      candidateChoice: { size: 3, passed: 3, agreement: "all 3 candidates print the same" },
+    });
+    expect(state.values.candidates).toHaveLength(3);
   }, 60_000);
 
   // Last in this block: it stops the server the tests above use.

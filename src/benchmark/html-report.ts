@@ -97,7 +97,14 @@ const CHART_SCRIPT = String.raw`
   var bySteps = [{ label: "repair", data: attempts.repair, borderColor: repairColour, backgroundColor: repairColour }];
   if (attempts.resampling) bySteps.push({ label: "resampling", data: attempts.resampling, borderColor: resampleColour, backgroundColor: resampleColour });
   var byTokens = [{ label: "repair", data: tokens.repair, borderColor: repairColour, backgroundColor: repairColour, stepped: true }];
-  if (tokens.resampling) byTokens.push({ label: "resampling", data: tokens.resampling, borderColor: resampleColour, backgroundColor: resampleColour, stepped: true });
+  // With strategies compared (bench --strategy a,b,c), one curve each at the same candidates and budget.
+  if (tokens.strategies) {
+    var strategyColours = { repair: repairColour, resample: resampleColour, mixed: "#1a7f37" };
+    byTokens = Object.keys(tokens.strategies).map(function (name) {
+      return { label: "strategy " + name + ", " + data.candidates + " candidate(s)", data: tokens.strategies[name], borderColor: strategyColours[name], backgroundColor: strategyColours[name], stepped: true };
+    });
+  }
+  if (tokens.resampling) byTokens.push({ label: "resampling", data: tokens.resampling, borderColor: resampleColour, backgroundColor: resampleColour, stepped: true, borderDash: [6, 4] });
   var charts = [
     line("chart-attempts", attempts.programs, bySteps, "programs written per task (attempts, or samples)"),
     line("chart-tokens", tokens.budgets, byTokens, "tokens allowed per task"),
@@ -135,7 +142,12 @@ export function renderHtmlReport(report: BenchmarkReport, options: HtmlReportOpt
     ...(report.model.simulated ? [`<p class="banner simulated">${escapeHtml(reportBanner(report)[0]!)}</p>`] : []),
     `<p class="banner ${report.feedback.mode === "oracle" ? "oracle" : "feedback"}">${escapeHtml(report.feedback.label)}</p>`,
   ];
-  const chartData = { tasks: report.tasks, curves: report.curves, errors: errorClassCounts(report) };
+  const chartData = {
+    tasks: report.tasks,
+    candidates: report.settings.candidates ?? 1,
+    curves: report.curves,
+    errors: errorClassCounts(report),
+  };
   const resamplingNote = report.sampling
     ? ""
     : "<p>No resampling curve: run with <code>--samples N</code> to draw it beside repair.</p>";

@@ -10,6 +10,7 @@ import {
   type Sandbox,
   type Settings,
   type SettingsInput,
+  type Strategy,
 } from "../index.js";
 import { type RunStep, type RunTrace, type TraceMeta, traceRun } from "../report/index.js";
 import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
@@ -126,6 +127,22 @@ export interface TaskOutcome {
   attemptRecords: AttemptRecord[];
   /** Present with `samples`: the independent samples, judged the same way. */
   samples?: SampleRecord[];
+  /**
+   * Present with `strategies`: the same task run again under each other strategy, at the same
+   * candidates and budget; one step per round, judged on the hidden tests like the main run.
+   */
+  strategyRuns?: Partial<
+    Record<Strategy, Pick<TaskOutcome, "solved" | "inputTokens" | "outputTokens" | "attemptRecords">>
+  >;
+}
+
+/** Each strategy's figures at equal settings (see RunBenchmarkOptions.strategies). */
+export interface StrategySummary {
+  candidates: number;
+  strategies: Strategy[];
+  perStrategy: Partial<
+    Record<Strategy, { solved: number; tokensPerTask: number; solvedPerThousandTokens: number | null }>
+  >;
 }
 
 export interface SamplingSummary {
@@ -153,6 +170,9 @@ export interface BenchmarkReport {
     timeoutMs: number;
     temperature: number;
     samples: number;
+    /** Candidates per round, and what follows a failed round (the main run's). */
+    candidates?: number;
+    strategy?: Strategy;
   };
   tasks: number;
   /** The first program passes the hidden tests. */
@@ -189,8 +209,16 @@ export interface BenchmarkReport {
   /** The charts' data: repair against resampling, by programs written and by tokens per task. */
   curves: {
     byAttempt: { programs: number[]; repair: number[]; resampling: number[] | null };
-    byTokens: { budgets: number[]; repair: number[]; resampling: number[] | null };
+    byTokens: {
+      budgets: number[];
+      repair: number[];
+      resampling: number[] | null;
+      /** With `strategies`: solved within each budget, one curve per strategy (rounds of `candidates`). */
+      strategies?: Partial<Record<Strategy, number[]>>;
+    };
   };
+  /** Present with `strategies`. */
+  strategies?: StrategySummary;
   perTask: TaskOutcome[];
 }
 
@@ -209,6 +237,11 @@ export interface RunBenchmarkOptions {
   feedback?: FeedbackMode;
   /** Independent one-attempt samples per task, for pass@k and the resampling comparison; 0 = none. */
   samples?: number;
+  /**
+   * Strategies to compare at equal tokens: each task runs once under each (the first is the main
+   * run), with the same `candidates` and budget, and the solved-vs-tokens chart draws one curve each.
+   */
+  strategies?: readonly Strategy[];
   /** Tasks in flight at once. */
   concurrency?: number;
   maxAttempts?: number;
@@ -248,7 +281,9 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
     ...options.settings,
     ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
     ...(options.tokenBudget !== undefined ? { tokenBudget: options.tokenBudget } : {}),
+    ...(options.strategies?.[0] !== undefined ? { strategy: options.strategies[0] } : {}),
   });
+  const compared = [...new Set(options.strategies ?? [])];
   const agent = options.agent ?? createAgent({ ...options.models, sandbox, modelCalls: options.modelCalls });
   const runner = options.runner ?? streamingRunner(agent);
   const judge = createJudge(sandbox, judgeTimeoutMs);
@@ -261,6 +296,12 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
     if (tracing && steps && steps.length > 0) await options.onRunTrace?.(task.task_id, traceRun(steps, tracing));
     if (samples > 0 && outcome.status !== "error")
       outcome.samples = await drawSamples(runner, task, settings, feedback, judge, samples);
+    if (compared.length > 1) outcome.strategyRuns = {};
+    for (const strategy of compared.slice(1)) {
+      const run = await runTask(runner, task, { ...settings, strategy }, feedback, judge);
+      const { solved, inputTokens, outputTokens, attemptRecords } = run;
+      if (outcome.strategyRuns) outcome.strategyRuns[strategy] = { solved, inputTokens, outputTokens, attemptRecords };
+    }
     done += 1;
     onProgress?.({ done, total: tasks.length, outcome });
     return outcome;
@@ -276,7 +317,10 @@ export async function runBenchmark(options: RunBenchmarkOptions): Promise<Benchm
       timeoutMs: settings.timeoutMs,
       temperature: settings.temperature,
       samples,
+      candidates: settings.candidates,
+      strategy: settings.strategy,
     },
+    ...(compared.length > 1 ? { strategies: compared } : {}),
     wallMsTotal: performance.now() - started,
   });
 }
@@ -563,7 +607,7 @@ function sortedRecord(record: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(record).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)));
 }
 
-const repairSteps = (outcome: TaskOutcome): StrategyStep[] =>
+const repairSteps = (outcome: Pick<TaskOutcome, "attemptRecords">): StrategyStep[] =>
   outcome.attemptRecords.map((record) => ({ tokens: record.tokens, handoverPassed: record.handoverPassed }));
 const sampleSteps = (outcome: TaskOutcome): StrategyStep[] =>
   (outcome.samples ?? []).map((sample) => ({ tokens: sample.tokens, handoverPassed: sample.handoverPassed }));
@@ -604,6 +648,8 @@ export function summarizeBenchmark(
     dataset: string;
     feedback: FeedbackMode;
     settings: BenchmarkReport["settings"];
+    /** Strategies compared; the first is the main run's. */
+    strategies?: readonly Strategy[];
     wallMsTotal: number;
   },
 ): BenchmarkReport {
@@ -640,7 +686,13 @@ export function summarizeBenchmark(
   const repair = perTask.map(repairSteps);
   const sampled = perTask.map(sampleSteps);
   const programs = Array.from({ length: Math.max(maxAttempts, samples) }, (_, index) => index + 1);
-  const maxTokens = Math.max(0, ...repair.map(stepTokens), ...sampled.map(stepTokens));
+  const byStrategy = strategySteps(perTask, meta.strategies ?? []);
+  const maxTokens = Math.max(
+    0,
+    ...repair.map(stepTokens),
+    ...sampled.map(stepTokens),
+    ...Object.values(byStrategy).flatMap((tasks) => tasks.map(stepTokens)),
+  );
   const budgets = tokenGrid(maxTokens);
   const firstSolved = perTask.filter((outcome) => outcome.solvedFirstAttempt).length;
   const feedbackPassed = perTask.filter((outcome) => outcome.feedbackPassed);
@@ -697,10 +749,58 @@ export function summarizeBenchmark(
         budgets,
         repair: budgets.map((budget) => solvedWithinTokens(repair, budget)),
         resampling: sampling ? budgets.map((budget) => solvedWithinTokens(sampled, budget)) : null,
+        ...(meta.strategies && meta.strategies.length > 1
+          ? {
+              strategies: Object.fromEntries(
+                Object.entries(byStrategy).map(([strategy, tasks]) => [
+                  strategy,
+                  budgets.map((budget) => solvedWithinTokens(tasks, budget)),
+                ]),
+              ),
+            }
+          : {}),
       },
     },
+    ...(meta.strategies && meta.strategies.length > 1
+      ? { strategies: summarizeStrategies(perTask, meta.strategies, meta.settings.candidates ?? 1) }
+      : {}),
     perTask,
   };
+}
+
+/** Each compared strategy's steps per task: the main run's for the first, the extra runs' for the others. */
+function strategySteps(
+  perTask: readonly TaskOutcome[],
+  strategies: readonly Strategy[],
+): Partial<Record<Strategy, StrategyStep[][]>> {
+  if (strategies.length < 2) return {};
+  return Object.fromEntries(
+    strategies.map((strategy, index) => [
+      strategy,
+      perTask.map((outcome) =>
+        repairSteps(index === 0 ? outcome : { attemptRecords: [], ...outcome.strategyRuns?.[strategy] }),
+      ),
+    ]),
+  );
+}
+
+function summarizeStrategies(
+  perTask: readonly TaskOutcome[],
+  strategies: readonly Strategy[],
+  candidates: number,
+): StrategySummary {
+  const perStrategy: StrategySummary["perStrategy"] = {};
+  strategies.forEach((strategy, index) => {
+    const runs = perTask.map((outcome) => (index === 0 ? outcome : outcome.strategyRuns?.[strategy]));
+    const solved = runs.filter((run) => run?.solved).length;
+    const tokens = runs.reduce((sum, run) => sum + (run ? run.inputTokens + run.outputTokens : 0), 0);
+    perStrategy[strategy] = {
+      solved,
+      tokensPerTask: perTask.length === 0 ? 0 : round(tokens / perTask.length, 1),
+      solvedPerThousandTokens: solvedPerThousandTokens(solved, tokens),
+    };
+  });
+  return { candidates, strategies: [...strategies], perStrategy };
 }
 
 const percent = (fraction: number): string => `${(fraction * 100).toFixed(1)}%`;
@@ -768,6 +868,17 @@ export function summaryRows(report: BenchmarkReport): Array<[string, string]> {
         `${sampling.atRepairTokens.resampling} / ${sampling.atRepairTokens.repair}`,
       ],
     );
+  }
+  const compared = report.strategies;
+  if (compared) {
+    for (const strategy of compared.strategies) {
+      const figures = compared.perStrategy[strategy];
+      if (!figures) continue;
+      rows.push([
+        `${strategy}, ${compared.candidates} candidate${compared.candidates === 1 ? "" : "s"}: solved / tokens per task / per 1k`,
+        `${figures.solved} / ${figures.tokensPerTask.toFixed(0)} / ${figures.solvedPerThousandTokens === null ? "-" : figures.solvedPerThousandTokens.toFixed(3)}`,
+      ]);
+    }
   }
   rows.push(
     ["wall time per task", `${(report.wallMs.meanPerTask / 1000).toFixed(2)} s`],

@@ -12,6 +12,7 @@ import {
   type Settings,
   type SettingsInput,
   SettingsSchema,
+  STRATEGIES,
 } from "../settings.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
@@ -23,6 +24,8 @@ export interface SettingFlags {
   model?: string;
   sandbox?: SettingsInput["sandbox"];
   llmReview?: boolean;
+  candidates?: number;
+  strategy?: SettingsInput["strategy"];
   python?: string;
 }
 
@@ -87,7 +90,17 @@ export function addSettingOptions(command: Command): Command {
       "--python <path>",
       "the Python that runs programs (default $SELFHEAL_PYTHON, else python3 on PATH; `selfheal doctor` lists those found)",
     )
-    .option("--llm-review", "ask the critic model to review runs that have no tests");
+    .option("--llm-review", "ask the critic model to review runs that have no tests")
+    .option(
+      "--candidates <n>",
+      `programs written and run in parallel per round (default ${defaults.candidates})`,
+      integer,
+    )
+    .addOption(
+      new Option("--strategy <name>", `after a failed round of candidates (default ${defaults.strategy})`).choices([
+        ...STRATEGIES,
+      ]),
+    );
 }
 
 /** Only the flags that were given, ready to lay over stored or default settings. */
@@ -100,6 +113,8 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     model: flags.model,
     sandbox: flags.sandbox,
     llmReview: flags.llmReview,
+    candidates: flags.candidates,
+    strategy: flags.strategy,
     python: flags.python,
   };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
@@ -114,6 +129,8 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
   model: "--model",
   sandbox: "--sandbox",
   llmReview: "--llm-review",
+  candidates: "--candidates",
+  strategy: "--strategy",
   python: "--python",
 };
 

@@ -91,7 +91,9 @@ export class ProgressReporter {
 
   output(event: OutputEvent): void {
     const gutter = event.stream === "stderr" ? this.colors.red("!") : this.colors.dim("│");
-    this.write(`    ${gutter} ${event.line}\n`);
+    // Candidates of a round print at the same time: each line says whose it is.
+    const who = event.candidate === undefined ? "" : `${this.colors.dim(`#${event.candidate + 1}`)} `;
+    this.write(`    ${gutter} ${who}${event.line}\n`);
   }
 
   update(node: string, update: AgentUpdate): void {
@@ -150,6 +152,8 @@ export class ProgressReporter {
         `${red("✗")} ${bold(red(`${state.status} after ${attempts}`))}${reason ? `: ${reason}` : ""}  ${usage}`,
       );
     }
+    // Agreement among candidates is the confidence a run without tests can show.
+    if (state.candidateChoice) this.note(`candidates: ${state.candidateChoice.agreement}`);
   }
 
   /** A dim rule over the program that goes to stdout, so it stands apart from the progress. */

@@ -70,6 +70,7 @@ export function summarizeRun(state: AgentState, threadId?: string) {
     best: state.best,
     notes: state.notes,
     artifacts: state.artifacts,
+    ...(state.candidateChoice ? { candidates: state.candidateChoice } : {}),
     ...(threadId ? { threadId } : {}),
   };
 }

@@ -31,6 +31,22 @@ export function modelTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): numbe
  */
 export const MAX_ATTEMPTS_LIMIT = 100;
 
+/** The most candidates one round may write in parallel: each is a model call and a sandbox run at once. */
+export const MAX_CANDIDATES = 16;
+/** The most inputs the model may propose for telling candidates apart. */
+export const MAX_PROPOSED_INPUTS = 10;
+/** The most programs of one run in the sandbox at a time. */
+export const MAX_SANDBOX_CONCURRENCY = 16;
+
+/**
+ * What a failed round of candidates leads to (with `candidates` 1 and `repair`, the loop as it
+ * always was): `repair` mends the chosen program, one program a round; `resample` writes
+ * `candidates` fresh programs every round and never repairs; `mixed` writes, every round after the
+ * first, one repair of the chosen program beside `candidates - 1` fresh ones.
+ */
+export const STRATEGIES = ["repair", "resample", "mixed"] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+
 export const DEFAULT_PACKAGE_INSTALL_TIMEOUT_MS = 120_000;
 
 /**
@@ -72,19 +88,42 @@ export const PackageInstallSchema = z.strictObject({
 });
 export type PackageInstall = z.infer<typeof PackageInstallSchema>;
 
+/** A whole-number setting within bounds, each message naming the setting. */
+function boundedInteger(name: string, min: number, max: number, fallback: number) {
+  return z
+    .number({ error: `${name} must be a number` })
+    .int(`${name} must be a whole number`)
+    .min(min, min === 0 ? `${name} must not be negative` : `${name} must be at least ${min}`)
+    .max(max, `${name} must be at most ${max}`)
+    .default(fallback);
+}
+
 /**
  * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
  * nodes read them through `readSettings(runtime.context)`. Strict: a misspelt setting from JSON,
  * Studio or the queue (`maxAtempts`) is an error that names it, never silently a default.
  */
 export const SettingsSchema = z.strictObject({
-  /** Programs executed before the run gives up as `failed`. */
-  maxAttempts: z
-    .number({ error: "maxAttempts must be a number" })
-    .int("maxAttempts must be a whole number")
-    .min(1, "maxAttempts must be at least 1")
-    .max(MAX_ATTEMPTS_LIMIT, `maxAttempts must be at most ${MAX_ATTEMPTS_LIMIT}`)
-    .default(4),
+  /**
+   * Rounds before the run gives up as `failed`. A round is one program, or with `candidates` > 1
+   * one fan-out of candidates written and run in parallel; a repair after it is a round too.
+   */
+  maxAttempts: boundedInteger("maxAttempts", 1, MAX_ATTEMPTS_LIMIT, 4),
+  /**
+   * Programs written and run in parallel in the first round (and in every round, with `resample`
+   * or `mixed`); the verdict judges each, and a pass by any ends the run. 1: one program at a time.
+   */
+  candidates: boundedInteger("candidates", 1, MAX_CANDIDATES, 1),
+  /** What follows a round in which no candidate passed; see STRATEGIES. */
+  strategy: z.enum(STRATEGIES, { error: `strategy must be one of: ${STRATEGIES.join(", ")}` }).default("repair"),
+  /**
+   * Calls the model proposes once per run (in the first round of candidates, beside them) to tell
+   * candidates apart when none passes: each is run on them, and those that agree form a group.
+   * Python only; 0 (the default, as it costs a call per run): the tests' calls (or the output) alone.
+   */
+  proposedInputs: boundedInteger("proposedInputs", 0, MAX_PROPOSED_INPUTS, 0),
+  /** Candidates of one run in the sandbox at the same time; the model calls are not limited by it. */
+  sandboxConcurrency: boundedInteger("sandboxConcurrency", 1, MAX_SANDBOX_CONCURRENCY, 4),
   /** Total tokens (input + output, all models) the run may spend. */
   tokenBudget: z
     .number({ error: "tokenBudget must be a number" })
@@ -187,6 +226,9 @@ export type ContextChannels = { [K in keyof SettingsInput]?: BaseChannel<Exclude
 export function parseSettings(input: unknown): Settings {
   const result = SettingsSchema.safeParse(input ?? {});
   if (!result.success) throw new InvalidSettingsError(formatIssues(result.error));
+  // The gate shows a person one program before it runs; a round of candidates runs them at once.
+  if (result.data.approval && result.data.candidates > 1)
+    throw new InvalidSettingsError("approval works with one program at a time: set candidates to 1 to use it");
   return result.data;
 }
 

@@ -1,5 +1,6 @@
 import { ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
+import { keepLatestRound } from "./candidates.js";
 import { ArtifactFileSchema, ExpectedArtifactsSchema, InputsSchema } from "./data-files.js";
 import { LANGUAGES, RunResultSchema } from "./run-result.js";
 import { RuntimeValuesSchema } from "./runtime-values.js";
@@ -137,6 +138,8 @@ export const HistoryEntrySchema = z.object({
   score: z.number().optional(),
   /** The host folder this attempt's `out/` was copied into, when the run keeps artifacts. */
   artifactsFolder: z.string().optional(),
+  /** With candidates: the artifact folders of the round's other candidates, which the run's end removes. */
+  otherFolders: z.array(z.string()).optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
@@ -273,6 +276,74 @@ export const DecisionSchema = z.discriminatedUnion("next", [
 ]);
 export type Decision = z.infer<typeof DecisionSchema>;
 
+/* Best of n: the candidates of a round (see core/candidates.ts). */
+
+export const CANDIDATE_KINDS = ["fresh", "repair"] as const;
+
+/** One candidate to write: its place in the round, and the budget it may spend. */
+export const CandidateSpecSchema = z.object({
+  /** The round, counted like `attempt`: the attempt this round's chosen program becomes. */
+  round: z.number().int(),
+  index: z.number().int(),
+  /** `fresh`: the generator's prompt, as a new sample; `repair`: the fixer's, on the chosen program. */
+  kind: z.enum(CANDIDATE_KINDS),
+  /**
+   * The budget this candidate sees, as a total: the tokens used before the round plus its share of
+   * what was left. Reserved before the fan-out, so k calls made at once cannot overrun the budget.
+   */
+  tokenBudget: z.number().int(),
+});
+export type CandidateSpec = z.infer<typeof CandidateSpecSchema>;
+
+/** One candidate as it came back: its program, its run, the verdict and what it did. */
+export const CandidateOutcomeSchema = CandidateSpecSchema.omit({ tokenBudget: true }).extend({
+  code: z.string(),
+  /** False when the reply held no program (or the budget allowed no call): then nothing ran. */
+  hasCode: z.boolean(),
+  run: ExecutionSchema,
+  passed: z.boolean(),
+  /** The failure's type, or `passed`. */
+  outcome: z.string(),
+  /** As `best` scores: 100 for a pass, 10-90 by how far a failure got. */
+  score: z.number(),
+  /** Tokens its model call spent. */
+  tokens: z.number().int(),
+  /** A digest of what it did on the task's inputs (the tests' calls, or its output without tests). */
+  behaviour: z.string(),
+  /** That behaviour in a few words, for the fixer and the user. */
+  shows: z.string(),
+  /**
+   * Why this candidate wrote nothing that could run: the budget share, the model, the inputs. The
+   * round goes on with the others; when every candidate stopped, the run ends with the first reason.
+   */
+  stop: z
+    .object({ status: z.enum(["budget_exhausted", "model_error", "invalid_input"]), reason: z.string() })
+    .optional(),
+});
+export type CandidateOutcome = z.infer<typeof CandidateOutcomeSchema>;
+
+export const CandidateGroupSchema = z.object({
+  /** Candidate indexes (0-based) that behaved alike. */
+  members: z.array(z.number().int()),
+  shows: z.string(),
+});
+export type CandidateGroup = z.infer<typeof CandidateGroupSchema>;
+
+/** How a round's candidates were chosen among; the result, the report and the CLI show `agreement`. */
+export const CandidateChoiceSchema = z.object({
+  round: z.number().int(),
+  size: z.number().int(),
+  chosen: z.number().int(),
+  passed: z.number().int(),
+  /** Largest first. */
+  groups: z.array(CandidateGroupSchema),
+  /** `3 of 4 candidates print the same`. */
+  agreement: z.string(),
+  /** How the groups differ, for the fixer; absent when they all agree or one passed. */
+  disagreement: z.string().optional(),
+});
+export type CandidateChoice = z.infer<typeof CandidateChoiceSchema>;
+
 /** A list channel that only grows: each update's items are added at the end. */
 function appendOnlyList<Item extends z.ZodType>(item: Item) {
   return new ReducedValue(
@@ -330,6 +401,15 @@ export const State = new StateSchema({
   objections: appendOnlyList(ObjectionSchema),
   /** Remarks from nodes that are worth showing the user but fail nothing, e.g. which written tests were dropped. */
   notes: appendOnlyList(NoteSchema),
+  /** The latest round's candidates, each with its program, run and verdict (with `candidates` > 1). */
+  candidates: new ReducedValue(z.array(CandidateOutcomeSchema).optional(), {
+    inputSchema: z.array(CandidateOutcomeSchema),
+    reducer: keepLatestRound,
+  }),
+  /** Which candidate the latest round kept, and how the candidates agreed. */
+  candidateChoice: CandidateChoiceSchema.optional(),
+  /** Calls the model proposed once per run (Python expressions) to tell failing candidates apart. */
+  proposedInputs: z.array(z.string()).optional(),
   /** The critic's decision on the latest attempt. */
   decision: DecisionSchema.optional(),
   /** Fingerprints that already got their one fresh rewrite. */

@@ -4,30 +4,41 @@ import {
   END,
   type GraphNode,
   type LangGraphRunnableConfig,
+  Send,
   START,
   type StateDefinitionInit,
   StateGraph,
 } from "@langchain/langgraph";
 import type { ZodObject } from "zod";
+import { planRound, proposesInputs } from "../core/candidates.js";
 import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
 import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
+import { type CandidateTask, candidateTask, createCandidateNode } from "../nodes/candidate.js";
 import { createCriticNode } from "../nodes/critic.js";
 import { createExecutorNode } from "../nodes/executor.js";
 import { finishNode } from "../nodes/finish.js";
 import { createFixerNode } from "../nodes/fixer.js";
 import { createGeneratorNode } from "../nodes/generator.js";
+import { joinNode } from "../nodes/join.js";
+import { createProbeNode } from "../nodes/probe.js";
+import { createProposeNode, type ProposeTask } from "../nodes/propose.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { Sandbox, SandboxKind } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
 import { ModelCallLog, type ModelCallsMode } from "../tools/recorded-model.js";
-import { type AgentExtensions, CORE_NODES, type CoreNodeName, stagedSteps } from "./extensions.js";
+import { sandboxSlots } from "../tools/slots.js";
+import { type AgentExtensions, CORE_NODES, type CoreNodeName, FAN_OUT_NODES, stagedSteps } from "./extensions.js";
 import {
-  AFTER_CRITIC_TARGETS,
-  routeAfterCritic,
+  AFTER_JOIN_TARGETS,
+  AFTER_ROUND_TARGETS,
+  routeAfterJoin,
   routeAfterWrite,
+  routeFromStart,
+  routeNextRound,
   routeTowardsExecution,
+  START_TARGETS,
   TOWARDS_EXECUTION_TARGETS,
 } from "./routes.js";
 
@@ -77,7 +88,11 @@ export function withSettings(node: AgentNode): GraphNode<typeof State, SettingsI
   return (state, config) => node(state, { ...config, context: parseSettings(config.context) });
 }
 
-/** Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the critic (`finish` runs once, within the backstop's slack). */
+/**
+ * Super-steps one attempt can take: a writer, the extra steps, the approval gate, the executor, the
+ * critic (`finish` runs once, within the backstop's slack). A round of candidates takes three
+ * (candidate, join, critic), so the same bound covers rounds.
+ */
 export function stepsPerAttempt(extraSteps: number): number {
   return 4 + extraSteps;
 }
@@ -125,7 +140,9 @@ function declareGraph(declaration?: IntrospectedDeclaration) {
 /**
  * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
  * [after steps] -> critic -> fixer | generator (a fresh rewrite) | finish -> END; a writer that
- * stops the run (budget, model error) goes to finish too. Add nodes, edges or a
+ * stops the run (budget, model error) goes to finish too. With `candidates` > 1: START -> k x
+ * candidate (+ propose, once) -> join -> (probe) -> critic, and resample/mixed rounds go back to
+ * the candidates from the critic (see core/candidates.ts). Add nodes, edges or a
  * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
  */
 export function buildAgentGraph(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
@@ -151,7 +168,39 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
       .addNode("finish", node("finish")),
   );
   for (const step of [...before, ...after]) graph.addNode(step.name, withSettings(step.node));
-  graph.addEdge(START, "generator");
+
+  // A round of candidates: k `Send`s to one node, each with its share of the budget reserved here,
+  // before any call; LangGraph runs them in one super-step and the join after all have returned.
+  const slots = sandboxSlots();
+  const candidate = createCandidateNode(deps, slots);
+  const propose = createProposeNode(deps);
+  graph.addNode("candidate", (task: CandidateTask, config: LangGraphRunnableConfig) =>
+    candidate(task, { ...config, context: parseSettings(config.context) }),
+  );
+  graph.addNode("propose", (task: ProposeTask, config: LangGraphRunnableConfig) =>
+    propose(task, { ...config, context: parseSettings(config.context) }),
+  );
+  graph.addNode("join", withSettings(joinNode));
+  graph.addNode("probe", withSettings(createProbeNode(deps, slots)));
+  const fanOut = (state: AgentState, config: LangGraphRunnableConfig) => {
+    const settings = parseSettings(config.context);
+    const asking = proposesInputs(state, settings);
+    const specs = planRound(state, settings, asking ? 1 : 0);
+    const sends: Send[] = specs.map((spec) => new Send("candidate", candidateTask(state, spec)));
+    const share = specs[0]?.tokenBudget ?? state.usage.totalTokens;
+    if (asking) sends.push(new Send("propose", { task: state.task, usage: state.usage, tokenBudget: share }));
+    return sends;
+  };
+  graph.addConditionalEdges(
+    START,
+    (state: AgentState, config: LangGraphRunnableConfig) =>
+      routeFromStart(config) === "candidate" ? fanOut(state, config) : "generator",
+    [...START_TARGETS, "propose"],
+  );
+  graph.addEdge("candidate", "join");
+  graph.addEdge("propose", "join");
+  graph.addConditionalEdges("join", routeAfterJoin, [...AFTER_JOIN_TARGETS]);
+  graph.addEdge("probe", "critic");
 
   // A written program enters the first step before execution; without one, the approval gate
   // or the executor. Path maps name every target, so Studio draws every edge.
@@ -171,7 +220,14 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
   const lastStep = before.at(-1)?.name;
   if (lastStep) graph.addConditionalEdges(lastStep, routeTowardsExecution, [...TOWARDS_EXECUTION_TARGETS]);
   chain(graph, ["approval", "executor", ...after.map((step) => step.name), "critic"]);
-  graph.addConditionalEdges("critic", routeAfterCritic, [...AFTER_CRITIC_TARGETS]);
+  graph.addConditionalEdges(
+    "critic",
+    (state: AgentState, config: LangGraphRunnableConfig) => {
+      const next = routeNextRound(state, config);
+      return next === "candidate" ? fanOut(state, config) : next;
+    },
+    [...AFTER_ROUND_TARGETS, "propose"],
+  );
   graph.addEdge("finish", END);
   return graph;
 }
@@ -200,7 +256,7 @@ function chain(graph: { addEdge(from: string, to: string): unknown }, names: str
 export function createAgent(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
   const graph = buildAgentGraph(options, declaration);
   // Counted from the built graph, so the limit follows whatever steps the extensions added.
-  const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length;
+  const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length - FAN_OUT_NODES.length;
   return graph
     .compile({ checkpointer: options.checkpointer, name: "selfheal" })
     .withConfig({ recursionLimit: recursionLimitFor(extraSteps) });

@@ -38,6 +38,8 @@ export type ExtraStep = { name: string; node: AgentNode } | { name: string; crea
 
 export const CORE_NODES = ["generator", "approval", "executor", "critic", "fixer", "finish"] as const;
 export type CoreNodeName = (typeof CORE_NODES)[number];
+/** The nodes of a round of candidates (see core/candidates.ts); not replaceable, and no extra step may take their names. */
+export const FAN_OUT_NODES = ["candidate", "propose", "join", "probe"] as const;
 
 /** Builds a replacement for a core node; `builtIn` is the node it replaces, for wrapping. */
 export type NodeReplacement = (deps: NodeDeps, builtIn: AgentNode) => AgentNode;
@@ -84,7 +86,7 @@ export function stagedSteps(
   };
   const names = [...steps.before, ...steps.after].map((step) => step.name);
   const clash = names.find(
-    (name, index) => names.indexOf(name) !== index || (CORE_NODES as readonly string[]).includes(name),
+    (name, index) => names.indexOf(name) !== index || [...CORE_NODES, ...FAN_OUT_NODES].includes(name as CoreNodeName),
   );
   if (clash) throw new Error(`extra node name "${clash}" is used twice or names a core node; pick another`);
   return steps;

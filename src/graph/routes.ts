@@ -1,3 +1,4 @@
+import { fansOutAfterFailure, shouldProbe } from "../core/candidates.js";
 import { parseSettings } from "../core/settings.js";
 import { type AgentState, objectionsFor } from "../core/state.js";
 
@@ -41,4 +42,43 @@ export type AfterWriteTarget = (typeof AFTER_WRITE_TARGETS)[number];
  */
 export function routeAfterWrite(state: Pick<AgentState, "status">): AfterWriteTarget {
   return state.status === "running" ? "execution" : "finish";
+}
+
+export const START_TARGETS = ["generator", "candidate"] as const;
+export type StartTarget = (typeof START_TARGETS)[number];
+
+/** The first round: one program from the generator, or `candidates` of them at once. */
+export function routeFromStart(config?: { context?: unknown }): StartTarget {
+  return parseSettings(config?.context).candidates > 1 ? "candidate" : "generator";
+}
+
+/** After the critic, in a graph with rounds of candidates: a repair becomes a new round when the strategy says so. */
+export const AFTER_ROUND_TARGETS = [...AFTER_CRITIC_TARGETS, "candidate"] as const;
+export type AfterRoundTarget = (typeof AFTER_ROUND_TARGETS)[number];
+
+/**
+ * `routeAfterCritic`, with the strategy applied: `resample` (and `mixed`, with more than one
+ * candidate) answer a failed round with a new round of candidates where `repair` goes to the fixer.
+ * A fresh rewrite and the end of the run are the policy's, whatever the strategy.
+ */
+export function routeNextRound(
+  state: Pick<AgentState, "decision" | "attempt" | "status">,
+  config?: { context?: unknown },
+): AfterRoundTarget {
+  const next = routeAfterCritic(state);
+  return next === "fixer" && fansOutAfterFailure(parseSettings(config?.context)) ? "candidate" : next;
+}
+
+export const AFTER_JOIN_TARGETS = ["critic", "probe", "finish"] as const;
+export type AfterJoinTarget = (typeof AFTER_JOIN_TARGETS)[number];
+
+/**
+ * After a round is joined: to the critic; first through the probe when none passed and the model
+ * proposed inputs to tell them apart; to the end when no candidate could write a program.
+ */
+export function routeAfterJoin(
+  state: Pick<AgentState, "status" | "candidateChoice" | "proposedInputs" | "language">,
+): AfterJoinTarget {
+  if (state.status !== "running") return "finish";
+  return shouldProbe(state) ? "probe" : "critic";
 }

@@ -42,6 +42,8 @@ export const ClientSettingsSchema = SettingsSchema.pick({
   python: true,
   sandbox: true,
   packages: true,
+  candidates: true,
+  strategy: true,
 }).partial();
 
 /** What one attempt ended in, and each line the program printed, as the run goes. */

@@ -102,6 +102,15 @@ async function reviewWithModel(
   }
 }
 
+/** The artifact folders of a round's candidates that were not chosen, for the run's end to remove. */
+function otherCandidateFolders(state: AgentState): { otherFolders?: string[] } {
+  if (state.candidateChoice?.round !== state.attempt) return {};
+  const folders = (state.candidates ?? [])
+    .filter((outcome) => outcome.round === state.attempt && outcome.index !== state.candidateChoice?.chosen)
+    .flatMap((outcome) => (outcome.run.artifacts?.folder ? [outcome.run.artifacts.folder] : []));
+  return folders.length > 0 ? { otherFolders: folders } : {};
+}
+
 /**
  * Asks the verdict (a pure function of the run and the findings), asks the LLM review when it is
  * on, and books the attempt: history, errors, usage, and a proposal for `best` and `artifacts`
@@ -163,6 +172,7 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
       score,
       ...(folder ? { artifactsFolder: folder } : {}),
       ...(run.installed ? { installed: run.installed } : {}),
+      ...otherCandidateFolders(state),
     };
     const observed: ErrorObservation[] =
       failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [];

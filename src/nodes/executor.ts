@@ -3,7 +3,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Settings } from "../core/settings.js";
-import { type Execution, LIVE_LINE_CHARS, LIVE_TAIL_LINES, type OutputLine, objectionsFor } from "../core/state.js";
+import {
+  type AgentState,
+  type Execution,
+  LIVE_LINE_CHARS,
+  LIVE_TAIL_LINES,
+  type Note,
+  type OutputLine,
+  objectionsFor,
+} from "../core/state.js";
 import type { ArtifactRequest } from "../sandbox/types.js";
 import {
   assembleProgram,
@@ -23,6 +31,8 @@ export interface OutputEvent {
   attempt: number;
   stream: "stdout" | "stderr";
   line: string;
+  /** The candidate that printed it (0-based), in a round of candidates. */
+  candidate?: number;
 }
 
 /** Appends `item`, dropping the oldest once `lines` holds `limit`. */
@@ -31,7 +41,7 @@ function keepLast<Item>(lines: Item[], item: Item, limit: number): void {
   if (lines.length > limit) lines.shift();
 }
 
-function notRun(type: string, message: string): Execution {
+export function notRun(type: string, message: string): Execution {
   return {
     status: "error",
     exitCode: null,
@@ -72,70 +82,88 @@ async function artifactFolder(
   return { request: { into, ...limits }, keep: true };
 }
 
+/** What one execution needs of the state: the program, its tests and inputs, and the notes of earlier installs. */
+export type ProgramToRun = Pick<AgentState, "code" | "tests" | "language" | "inputs" | "notes">;
+
+/**
+ * Runs a program and its tests as attempt `attempt`: in the sandbox, with allowed packages
+ * installed on need, streaming its lines, collecting its artifacts. The executor runs the one
+ * program of an attempt with it; a candidate runs its own (`candidate` names it in the stream).
+ */
+export async function executeProgram(
+  deps: NodeDeps,
+  program: ProgramToRun,
+  runtime: AgentRuntime,
+  attempt: number,
+  candidate?: number,
+): Promise<{ lastRun: Execution; notes?: Note[] }> {
+  const settings = runtime.context;
+  // Read again for every attempt: a file that went away since the generator looked fails this one.
+  const inputs = await loadInputs(program.inputs, settings.maxInputBytes);
+  if (!inputs.ok) return { lastRun: notRun("InputUnavailable", inputs.reason) };
+  const artifacts = await artifactFolder(settings, runtime, attempt);
+  const assembled = assembleProgram(program.code, program.tests, program.language);
+  const instrumented = settings.runtimeValues
+    ? instrumentProgram(assembled, program.language, { calls: settings.traceCalls })
+    : null;
+  const sandbox = deps.getSandbox(settings.sandbox);
+  const liveTail: OutputLine[] = [];
+  try {
+    const { result, installed, notes } = await runWithPackages(
+      sandbox,
+      {
+        language: program.language,
+        code: instrumented?.code ?? assembled.source,
+        ...(instrumented ? { files: instrumented.files } : {}),
+        timeoutMs: settings.timeoutMs,
+        inputs: inputs.files,
+        collectArtifacts: artifacts.request,
+      },
+      {
+        state: program,
+        settings,
+        attempt,
+        hooks: {
+          onOutput: (stream, printed) => {
+            const line = stream === "stderr" ? withoutCompletionMark(printed) : printed;
+            if (line === null || (stream === "stderr" && isValuesLine(line))) return;
+            keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
+            const event: OutputEvent = { kind: "output", attempt, stream, line };
+            runtime.writer?.(candidate === undefined ? event : { ...event, candidate });
+          },
+          // A cancelled run (Ctrl-C, an MCP client, a queue job) stops its program too.
+          ...(runtime.signal ? { signal: runtime.signal } : {}),
+        },
+      },
+    );
+    const { result: ran, values } = takeRuntimeValues(result, instrumented?.nonce);
+    const settled = settleCompletion(ran, assembled);
+    const collected = result.artifacts && !artifacts.keep ? { ...result.artifacts, folder: null } : result.artifacts;
+    const lastRun: Execution = {
+      ...settled,
+      artifacts: collected,
+      liveTail,
+      ran: true,
+      ...locateFailure(result.error?.line, assembled),
+    };
+    if (values) lastRun.values = values;
+    if (installed.length > 0) lastRun.installed = installed;
+    if (settled.testsCompleted === false) lastRun.exitCalls = findExitCalls(program.code, program.language);
+    return { lastRun, notes };
+  } finally {
+    if (!artifacts.keep) await rm(artifacts.request.into, { recursive: true, force: true });
+  }
+}
+
 /**
  * Runs the program, then the acceptance tests, in the sandbox; every run counts as an attempt, even
  * one an objection kept from running. A rerun after installing an allowed package is not one.
  */
 export function createExecutorNode(deps: NodeDeps): AgentNode {
   return async (state, runtime) => {
-    const settings = runtime.context;
     const attempt = state.attempt + 1;
     const [objection] = objectionsFor(state, attempt);
     if (objection) return { attempt, lastRun: notRun(objection.type, objection.message) };
-
-    // Read again for every attempt: a file that went away since the generator looked fails this one.
-    const inputs = await loadInputs(state.inputs, settings.maxInputBytes);
-    if (!inputs.ok) return { attempt, lastRun: notRun("InputUnavailable", inputs.reason) };
-    const artifacts = await artifactFolder(settings, runtime, attempt);
-    const program = assembleProgram(state.code, state.tests, state.language);
-    const instrumented = settings.runtimeValues
-      ? instrumentProgram(program, state.language, { calls: settings.traceCalls })
-      : null;
-    const sandbox = deps.getSandbox(settings.sandbox);
-    const liveTail: OutputLine[] = [];
-    try {
-      const { result, installed, notes } = await runWithPackages(
-        sandbox,
-        {
-          language: state.language,
-          code: instrumented?.code ?? program.source,
-          ...(instrumented ? { files: instrumented.files } : {}),
-          timeoutMs: settings.timeoutMs,
-          inputs: inputs.files,
-          collectArtifacts: artifacts.request,
-        },
-        {
-          state,
-          settings,
-          attempt,
-          hooks: {
-            onOutput: (stream, printed) => {
-              const line = stream === "stderr" ? withoutCompletionMark(printed) : printed;
-              if (line === null || (stream === "stderr" && isValuesLine(line))) return;
-              keepLast(liveTail, { stream, line: line.slice(0, LIVE_LINE_CHARS) }, LIVE_TAIL_LINES);
-              runtime.writer?.({ kind: "output", attempt, stream, line } satisfies OutputEvent);
-            },
-            // A cancelled run (Ctrl-C, an MCP client, a queue job) stops its program too.
-            ...(runtime.signal ? { signal: runtime.signal } : {}),
-          },
-        },
-      );
-      const { result: ran, values } = takeRuntimeValues(result, instrumented?.nonce);
-      const settled = settleCompletion(ran, program);
-      const collected = result.artifacts && !artifacts.keep ? { ...result.artifacts, folder: null } : result.artifacts;
-      const lastRun: Execution = {
-        ...settled,
-        artifacts: collected,
-        liveTail,
-        ran: true,
-        ...locateFailure(result.error?.line, program),
-      };
-      if (values) lastRun.values = values;
-      if (installed.length > 0) lastRun.installed = installed;
-      if (settled.testsCompleted === false) lastRun.exitCalls = findExitCalls(state.code, state.language);
-      return { attempt, lastRun, notes };
-    } finally {
-      if (!artifacts.keep) await rm(artifacts.request.into, { recursive: true, force: true });
-    }
+    return { attempt, ...(await executeProgram(deps, state, runtime, attempt)) };
   };
 }

@@ -32,7 +32,9 @@ export function artifactFoldersToRemove(history: readonly HistoryEntry[], kept: 
  * so no judge deletes what a later checkpoint may still name. It changes no state.
  */
 export const finishNode: AgentNode = async (state) => {
-  for (const folder of artifactFoldersToRemove(state.history, state.artifacts)) {
+  // A round's candidates that were not chosen were never proposed as the kept artifacts.
+  const others = state.history.flatMap((entry) => entry.otherFolders ?? []);
+  for (const folder of [...artifactFoldersToRemove(state.history, state.artifacts), ...others]) {
     await rm(folder, { recursive: true, force: true });
   }
   return {};

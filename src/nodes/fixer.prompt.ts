@@ -88,6 +88,8 @@ export function buildFixerPrompt(args: {
   latestFingerprint?: string;
   /** The input files and the out/ folder of a data task (describeDataFiles). */
   dataFiles?: string;
+  /** How the candidates of the last round disagreed, one group a line (see chooseCandidate). */
+  candidates?: string;
 }): BaseMessage[] {
   const system = [
     `You are an expert ${LANGUAGE_NAMES[args.language]} programmer repairing a program that failed when it ran.`,
@@ -105,6 +107,10 @@ export function buildFixerPrompt(args: {
     `Latest failure: ${args.critique?.summary ?? "the run failed"}\n${describeFailure(args.run)}`,
   ];
   if (args.critique?.diagnosis) parts.push(`Diagnosis:\n${args.critique.diagnosis}`);
+  if (args.candidates)
+    parts.push(
+      `Programs written for this task in parallel disagree; the current program is the best of the largest group:\n${args.candidates}`,
+    );
   if (earlier.length > 0)
     parts.push(
       `Other errors seen earlier in this run (do not reintroduce them):\n${earlier.map((line) => `- ${line}`).join("\n")}`,

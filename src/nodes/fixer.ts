@@ -34,6 +34,7 @@ export function createFixerNode(deps: NodeDeps): AgentNode {
         errors: state.errors,
         latestFingerprint: latest?.fingerprint,
         dataFiles: dataFiles.section,
+        candidates: state.candidateChoice?.round === state.attempt ? state.candidateChoice.disagreement : undefined,
       }),
       state,
       settings,

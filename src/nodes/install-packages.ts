@@ -48,7 +48,7 @@ const STANDARD_LIBRARY: Record<Language, string> = {
 export async function runWithPackages(
   sandbox: Sandbox,
   given: RunRequest,
-  context: { state: AgentState; settings: Settings; attempt: number; hooks?: RunHooks },
+  context: { state: Pick<AgentState, "notes">; settings: Settings; attempt: number; hooks?: RunHooks },
 ): Promise<PackagedRun> {
   const { language } = given;
   const python = language === "python" ? context.settings.python : null;
@@ -72,7 +72,7 @@ function planInstall(input: {
   allowed: readonly string[];
   sandbox: Sandbox;
   entry: PackageEntry | null;
-  state: AgentState;
+  state: Pick<AgentState, "notes">;
 }): { type: (typeof PACKAGE_FINDINGS)[number]; message: string } | { spec: string; entry: PackageEntry } {
   const { module, spec, allowed, entry } = input;
   if (spec === null) {
@@ -163,7 +163,7 @@ function finding(run: RunResult, type: (typeof PACKAGE_FINDINGS)[number], messag
 }
 
 /** Why an install of this cache key failed earlier in the run, or null if none did. */
-function earlierFailure(state: AgentState, key: string): string | null {
+function earlierFailure(state: Pick<AgentState, "notes">, key: string): string | null {
   for (const note of state.notes) {
     const data = note.data as Partial<PackageInstallNote> | undefined;
     if (data?.kind === "package-install" && data.key === key && data.ok === false) return data.reason ?? "unknown";

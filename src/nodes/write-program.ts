@@ -17,7 +17,7 @@ export async function writeProgram(args: {
   /** Resolved inside, so a model that cannot be built (no key) ends the run as data too. */
   getModel: () => BaseChatModel;
   messages: BaseMessage[];
-  state: AgentState;
+  state: Pick<AgentState, "usage" | "attempt" | "language" | "task">;
   settings: Settings;
   signal?: AbortSignal;
 }): Promise<AgentUpdate> {

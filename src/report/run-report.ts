@@ -222,6 +222,7 @@ function header(trace: RunTrace): string {
     ["status", trace.status],
     ["reason", trace.reason ?? "-"],
     ["attempts", String(trace.attempts.length)],
+    ...(trace.agreement ? [["candidates", trace.agreement] as [string, string]] : []),
     [
       "tokens",
       usage

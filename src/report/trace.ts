@@ -81,6 +81,8 @@ export interface RunTrace {
   graph?: { nodes: string[]; edges: Array<{ source: string; target: string }> };
   /** The artifacts the run kept: the passing attempt's, or the best one's. */
   artifacts?: ArtifactsTrace & { attempt: number };
+  /** With candidates: how many of the latest round's candidates agreed (`3 of 4 candidates print the same`). */
+  agreement?: string;
 }
 
 export interface TraceMeta {
@@ -207,5 +209,6 @@ export function traceRun(steps: readonly RunStep[], meta: TraceMeta = {}): RunTr
     ...(first !== undefined && last !== undefined ? { wallMs: last - first } : {}),
     ...(meta.graph ? { graph: meta.graph } : {}),
     ...(final.artifacts && final.artifacts.files.length > 0 ? { artifacts: final.artifacts } : {}),
+    ...(final.candidateChoice ? { agreement: final.candidateChoice.agreement } : {}),
   };
 }

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { SingleBar } from "cli-progress";
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import {
   BENCH_SANDBOX_LIMITS,
   type BenchmarkReport,
@@ -33,6 +33,8 @@ import {
   type Sandbox,
   type SandboxKind,
   type Settings,
+  STRATEGIES,
+  type Strategy,
   UsageError,
 } from "../../index.js";
 import { type RunTrace, renderRunReport } from "../../report/index.js";
@@ -50,6 +52,15 @@ import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-sessi
 import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
 import { summaryOf } from "./catalog.js";
 
+/** `repair,resample,mixed`: the strategies to compare, the first the main run's. */
+function strategyList(value: string): Strategy[] {
+  const names = value.split(",").map((name) => name.trim());
+  const unknown = names.find((name) => !(STRATEGIES as readonly string[]).includes(name));
+  if (unknown !== undefined)
+    throw new InvalidArgumentError(`expected ${STRATEGIES.join(", ")} or a comma list of them`);
+  return names as Strategy[];
+}
+
 interface BenchFlags extends ModelCallFlags {
   dataset: string;
   datasetDir?: string;
@@ -64,6 +75,8 @@ interface BenchFlags extends ModelCallFlags {
   simulated?: boolean;
   feedback: FeedbackMode;
   samples: number;
+  candidates?: number;
+  strategy?: Strategy[];
   json?: string;
   html?: string;
   verifyDataset?: boolean;
@@ -200,6 +213,7 @@ async function benchCommand(
       settings,
       feedback: flags.feedback,
       samples: flags.samples,
+      ...(flags.strategy ? { strategies: flags.strategy } : {}),
       dataset: datasetName,
       modelLabel: simulated
         ? { name: SIMULATED_MODEL_NAME, simulated: true, label: SIMULATED_MODEL_LABEL }
@@ -244,6 +258,7 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
     temperature: flags.temperature,
     model: flags.simulated ? SIMULATED_MODEL_NAME : flags.model,
     sandbox: flags.sandbox,
+    candidates: flags.candidates,
   });
   // With --queue the workers call the model, not this process; a replay answers from its folder.
   if (!flags.verifyDataset && !flags.simulated && !flags.queue && !flags.replay) checkModelConfig();
@@ -305,6 +320,12 @@ export function registerBenchCommand(program: Command): Command {
       "also draw N independent one-attempt samples per task: pass@k and resampling vs repair",
       nonNegativeInteger,
       0,
+    )
+    .option("--candidates <n>", "programs written and run in parallel per round (default 1)", positiveInteger)
+    .option(
+      "--strategy <list>",
+      `after a failed round: ${STRATEGIES.join(", ")}; a comma list runs each task under each and draws one solved-vs-tokens curve each`,
+      strategyList,
     )
     .option("--simulated", "use the scripted simulated model (tests the harness; no network, not a model result)")
     .option("--json <file>", "also write the full report as JSON")

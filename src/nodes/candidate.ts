@@ -1,0 +1,168 @@
+import type { AgentState, AgentUpdate, CandidateOutcome, CandidateSpec, Execution } from "../core/state.js";
+import { judgeAttempt, judgeExecution, scoreAttempt } from "../core/verdict.js";
+import {
+  type Behaviour,
+  behaviourOfProbe,
+  behaviourOfRun,
+  canProbe,
+  pythonBehaviourProbe,
+} from "../tools/behaviour.js";
+import { type SandboxSlots, slotKeyOf } from "../tools/slots.js";
+import { artifactObjections } from "./artifact-check.js";
+import { dataFilesSection } from "./data-files.js";
+import { executeProgram, notRun } from "./executor.js";
+import { fixerRoleFor } from "./fixer.js";
+import { buildFixerPrompt } from "./fixer.prompt.js";
+import { buildGeneratorPrompt } from "./generator.prompt.js";
+import type { AgentRuntime, NodeDeps } from "./types.js";
+import { writeProgram } from "./write-program.js";
+
+/**
+ * What one candidate is sent (LangGraph `Send`): the part of the state its prompt and its run
+ * read, and its spec. Not the whole state: the checkpoint before the fan-out stores k copies.
+ */
+export type CandidateTask = Pick<
+  AgentState,
+  "task" | "language" | "tests" | "inputs" | "expect" | "code" | "lastRun" | "critique" | "errors" | "usage" | "notes"
+> & {
+  candidate: CandidateSpec;
+  latestFingerprint?: string;
+  /** How the last round's candidates disagreed, for a repair candidate's prompt. */
+  disagreement?: string;
+};
+
+export function candidateTask(state: AgentState, spec: CandidateSpec): CandidateTask {
+  const { task, language, tests, inputs, expect, code, lastRun, critique, errors, usage, notes } = state;
+  const choice = state.candidateChoice?.round === state.attempt ? state.candidateChoice : undefined;
+  return {
+    task,
+    language,
+    tests,
+    inputs,
+    expect,
+    code,
+    lastRun,
+    critique,
+    errors,
+    usage,
+    notes,
+    candidate: spec,
+    latestFingerprint: state.history.at(-1)?.fingerprint,
+    disagreement: choice?.disagreement,
+  };
+}
+
+/** A candidate that wrote nothing to run: it still takes its place in the round, as a failure. */
+function withoutProgram(spec: CandidateSpec, run: Execution, tokens: number, stop?: CandidateOutcome["stop"]) {
+  const behaviour = behaviourOfRun(run);
+  const outcome: CandidateOutcome = {
+    round: spec.round,
+    index: spec.index,
+    kind: spec.kind,
+    code: "",
+    hasCode: false,
+    run,
+    passed: false,
+    outcome: run.error?.type ?? "NoCodeError",
+    score: 0,
+    tokens,
+    behaviour: behaviour.digest,
+    shows: behaviour.shows,
+  };
+  if (stop) outcome.stop = stop;
+  return outcome;
+}
+
+/**
+ * One candidate of a round, start to verdict: write a program (fresh, or a repair of the chosen one),
+ * run it, judge it with the one verdict, and record what it did on the task's inputs. It returns
+ * only to reducer channels (`candidates`, `usage`, `notes`), since k of them write in one step.
+ */
+export function createCandidateNode(deps: NodeDeps, slots: SandboxSlots) {
+  return async (input: CandidateTask, runtime: AgentRuntime): Promise<AgentUpdate> => {
+    const settings = runtime.context;
+    const spec = input.candidate;
+    const dataFiles = await dataFilesSection(input, settings);
+    if ("invalid" in dataFiles) {
+      const reason = dataFiles.invalid.reason ?? "an input file is unavailable";
+      const stop = { status: "invalid_input" as const, reason };
+      return { candidates: [withoutProgram(spec, notRun("InputUnavailable", reason), 0, stop)] };
+    }
+    const repair = spec.kind === "repair" && input.lastRun;
+    const messages = repair
+      ? buildFixerPrompt({
+          task: input.task,
+          language: input.language,
+          code: input.code,
+          run: repair,
+          critique: input.critique,
+          errors: input.errors,
+          latestFingerprint: input.latestFingerprint,
+          dataFiles: dataFiles.section,
+          candidates: input.disagreement,
+        })
+      : buildGeneratorPrompt({ task: input.task, language: input.language, dataFiles: dataFiles.section });
+    const role = repair ? fixerRoleFor(repair.error?.type) : "generator";
+    const written = await writeProgram({
+      node: "candidate",
+      getModel: () => deps.resolveModel(role, settings),
+      messages,
+      state: { ...input, attempt: spec.round - 1 },
+      // The share reserved before the fan-out: the k calls made at once cannot overrun the budget.
+      settings: { ...settings, tokenBudget: spec.tokenBudget },
+      signal: runtime.signal,
+    });
+    const usage = Array.isArray(written.usage) ? written.usage : [];
+    const tokens = usage.reduce((sum, call) => sum + call.inputTokens + call.outputTokens, 0);
+    const notes = Array.isArray(written.notes) ? [...written.notes] : [];
+    if (written.status === "budget_exhausted" || written.status === "model_error") {
+      const stop = { status: written.status, reason: written.reason ?? written.status };
+      return { usage, candidates: [withoutProgram(spec, notRun("CandidateStopped", stop.reason), tokens, stop)] };
+    }
+    if (written.code === undefined) {
+      const problem = Array.isArray(written.objections) ? written.objections[0] : undefined;
+      const run = notRun(problem?.type ?? "NoCodeError", problem?.message ?? "the reply held no program");
+      return { usage, notes, candidates: [withoutProgram(spec, run, tokens)] };
+    }
+
+    const program = { code: written.code, tests: input.tests, language: input.language, inputs: input.inputs };
+    const slotKey = slotKeyOf(runtime);
+    const executed = await slots(slotKey, settings.sandboxConcurrency, () =>
+      executeProgram(deps, { ...program, notes: input.notes }, runtime, spec.round, spec.index),
+    );
+    notes.push(...(executed.notes ?? []));
+    const run = executed.lastRun;
+    const hasTests = Boolean(input.tests?.trim());
+    const findings = judgeExecution(run, hasTests).critique.passed
+      ? artifactObjections(input.expect, run, spec.round)
+      : [];
+    const { critique, failure } = judgeAttempt({ run, hasTests, findings });
+    let behaviour: Behaviour =
+      critique.passed && hasTests ? { digest: "passes", shows: "passes the tests" } : behaviourOfRun(run);
+    if (!critique.passed && canProbe(input.language, input.tests)) {
+      const probeSource = pythonBehaviourProbe(written.code, input.tests);
+      // The probe is ours, not an attempt: nothing of it is streamed, and its artifacts are not kept.
+      const quiet: AgentRuntime = { ...runtime, writer: undefined, context: { ...settings, artifactsDir: null } };
+      const probed = { ...program, code: probeSource, tests: undefined, notes: input.notes };
+      const probe = await slots(slotKey, settings.sandboxConcurrency, () =>
+        executeProgram(deps, probed, quiet, spec.round),
+      );
+      behaviour = behaviourOfProbe(probe.lastRun);
+    }
+    const outcome: CandidateOutcome = {
+      round: spec.round,
+      index: spec.index,
+      kind: spec.kind,
+      code: written.code,
+      hasCode: true,
+      run,
+      passed: critique.passed,
+      outcome: failure?.type ?? "passed",
+      score: scoreAttempt(run, critique.passed),
+      tokens,
+      behaviour: behaviour.digest,
+      shows: behaviour.shows,
+    };
+    return { usage, notes, candidates: [outcome] };
+  };
+}
