@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { buildBwrapArgv, SANDBOX_WORK_DIR } from "../src/sandbox/bwrap-backend.js";
+import { buildBwrapArgv, SANDBOX_WORK_DIR } from "../src/sandbox/bwrap/backend.js";
 
 const host = { bwrap: "/usr/bin/bwrap", prlimit: "/usr/bin/prlimit", setpriv: "/usr/bin/setpriv" };
 const base = {

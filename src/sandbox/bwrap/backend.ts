@@ -13,17 +13,17 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 
-import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "./bootstrap.js";
-import { type CgroupSupport, detectCgroups, RunCgroup } from "./cgroups.js";
-import { interpreterCommand } from "./command.js";
-import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
-import { MAX_DISK_FILES, MIB } from "./limits.js";
-import type { Launcher, Reservation } from "./local-sandbox.js";
-import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "./run-child.js";
-import { trackRun } from "./run-reaper.js";
-import { type SeccompFilter, seccompFilter } from "./seccomp.js";
-import type { Containment, Language, SandboxIsolation, SandboxLimits } from "./types.js";
-import { type RunDisk, WorkDir } from "./work-dir.js";
+import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
+import { type CgroupSupport, detectCgroups, RunCgroup } from "../host/cgroups.js";
+import { interpreterCommand } from "../host/command.js";
+import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
+import { trackRun } from "../host/run-reaper.js";
+import { type SeccompFilter, seccompFilter } from "../host/seccomp.js";
+import { type RunDisk, WorkDir } from "../host/work-dir.js";
+import { MAX_DISK_FILES, MIB } from "../limits.js";
+import type { Launcher, Reservation } from "../run/local-sandbox.js";
+import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "../run/run-child.js";
+import type { Containment, Language, SandboxIsolation, SandboxLimits } from "../types.js";
 
 /** Where the work dir and the support files appear inside the sandbox. */
 export const SANDBOX_WORK_DIR = "/work";
