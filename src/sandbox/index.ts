@@ -1,16 +1,17 @@
 import { SandboxUnavailableError } from "../core/errors.js";
 import { SANDBOX_KINDS } from "../core/run-result.js";
-import { type BwrapHost, BwrapLauncher, probeBwrap } from "./bwrap/backend.js";
+import { BwrapLauncher } from "./bwrap/backend.js";
 import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from "./container/backend.js";
 import { GvisorSandbox, probeGvisor } from "./gvisor/backend.js";
+import { type BwrapHost, probeBwrap } from "./host/bwrap-probe.js";
 import { resolveLimits } from "./limits.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process/backend.js";
 import { LocalSandbox, type PrewarmMode } from "./run/local-sandbox.js";
 import type { Language, Sandbox, SandboxIsolation, SandboxKind, SandboxLimits } from "./types.js";
 
-export { probeBwrap } from "./bwrap/backend.js";
 export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container/backend.js";
 export { buildGvisorSpec, probeGvisor } from "./gvisor/backend.js";
+export { probeBwrap } from "./host/bwrap-probe.js";
 export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
 export { CODE_FILE_NAME, parseError } from "./parse-error.js";
 export * from "./types.js";

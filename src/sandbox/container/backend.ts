@@ -4,7 +4,7 @@ import { chmod } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ARTIFACTS_FOLDER } from "../../core/data-files.js";
-import { probeTmpfs } from "../bwrap/backend.js";
+import { probeTmpfs } from "../host/bwrap-probe.js";
 import { cgroupCpuReader } from "../host/cgroups.js";
 import { seccompProfileFile } from "../host/seccomp.js";
 import { type RunDisk, safeRelativePath, WorkDir } from "../host/work-dir.js";

@@ -4,6 +4,10 @@ import { existsSync, mkdirSync, readlinkSync, symlinkSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { getSupportDir } from "../host/bootstrap.js";
+import { resourceLimits } from "../host/command.js";
+import { findOnPath, InterpreterMissingError, resolveInterpreters } from "../host/interpreters.js";
+import { trackRun } from "../host/run-reaper.js";
 import {
   lstatOrNull,
   SANDBOX_UID,
@@ -11,11 +15,7 @@ import {
   SYSTEM_DIRS,
   sandboxEnv,
   sandboxEtcFiles,
-} from "../bwrap/backend.js";
-import { getSupportDir } from "../host/bootstrap.js";
-import { resourceLimits } from "../host/command.js";
-import { findOnPath, InterpreterMissingError, resolveInterpreters } from "../host/interpreters.js";
-import { trackRun } from "../host/run-reaper.js";
+} from "../host/system-view.js";
 import { tempDirPrefix } from "../host/temp-dirs.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { MAX_DISK_FILES, MIB } from "../limits.js";
