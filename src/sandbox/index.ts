@@ -1,15 +1,17 @@
 import { SandboxUnavailableError } from "../core/errors.js";
 import { SANDBOX_KINDS } from "../core/run-result.js";
 import { BwrapLauncher } from "./bwrap/backend.js";
-import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from "./container/backend.js";
+import { ContainerSandbox } from "./container/backend.js";
+import type { ContainerOptions } from "./container/command.js";
+import { probeContainerEngine } from "./container/engine.js";
 import { GvisorSandbox, probeGvisor } from "./gvisor/backend.js";
 import { type BwrapHost, probeBwrap } from "./host/bwrap-probe.js";
 import { resolveLimits } from "./limits.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process/backend.js";
 import { LocalSandbox, type PrewarmMode } from "./run/local-sandbox.js";
-import type { Language, Sandbox, SandboxIsolation, SandboxKind, SandboxLimits } from "./types.js";
+import type { Language, ManagedSandbox, SandboxKind, SandboxLimits } from "./types.js";
 
-export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container/backend.js";
+export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container/command.js";
 export { buildGvisorSpec, probeGvisor } from "./gvisor/backend.js";
 export { probeBwrap } from "./host/bwrap-probe.js";
 export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
@@ -29,14 +31,6 @@ export interface SandboxOptions {
   prewarm?: boolean | readonly Language[];
   /** For `kind: "container"`: the engine CLI (default docker) and the image(s). */
   container?: ContainerOptions;
-}
-
-/** A sandbox that can also be asked to warm interpreters ahead of need. */
-export interface ManagedSandbox extends Sandbox {
-  /** Starts interpreters for these languages now and resolves once they wait for code. */
-  prewarm(languages?: readonly Language[]): Promise<void>;
-  close(): Promise<void>;
-  describe(): SandboxIsolation;
 }
 
 /**

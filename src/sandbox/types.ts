@@ -105,3 +105,11 @@ export interface Sandbox {
   /** Releases pre-warmed processes; safe to call more than once. */
   close?(): Promise<void>;
 }
+
+/** A sandbox that can also be asked to warm interpreters ahead of need. */
+export interface ManagedSandbox extends Sandbox {
+  /** Starts interpreters for these languages now and resolves once they wait for code. */
+  prewarm(languages?: readonly Language[]): Promise<void>;
+  close(): Promise<void>;
+  describe(): SandboxIsolation;
+}
