@@ -5,7 +5,7 @@ import { chmod } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ARTIFACTS_FOLDER } from "../../core/data-files.js";
-import { probeTmpfs } from "../host/bwrap-probe.js";
+import { findTmpfsTools, probeTmpfs } from "../host/bwrap-probe.js";
 import { seccompProfileFile } from "../host/seccomp.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 
@@ -176,6 +176,12 @@ export class ContainerSandbox implements ManagedSandbox {
     };
   }
 
+  /** Asks the engine whether it answers and finds the out/ tmpfs tools, without blocking the event loop. */
+  async prepare(): Promise<void> {
+    await this.checkEngine();
+    await this.findArtifactsTmpfs();
+  }
+
   /** Starts a container per language now; resolves once each waits for its program. */
   async prewarm(languages: readonly Language[] = ["python"]): Promise<void> {
     if (this.prewarmMode === "off" || (await this.checkEngine()) !== null) return;
@@ -258,7 +264,7 @@ export class ContainerSandbox implements ManagedSandbox {
    * cannot read a stopped container's tmpfs) and it cannot fill the host's disk.
    */
   private async makeArtifactsTmpfs(): Promise<WorkDir | null> {
-    const disk = this.artifactsTmpfs();
+    const disk = await this.findArtifactsTmpfs();
     if ("reason" in disk) return null;
     const artifacts = await WorkDir.create(null, disk);
     try {
@@ -271,16 +277,30 @@ export class ContainerSandbox implements ManagedSandbox {
     }
   }
 
+  /** The out/ tmpfs as `prepare()` found it, or found now, blocking, for a `describe()` asked first. */
   private artifactsTmpfs(): RunDisk | { reason: string } {
-    if (this.artifactsDisk) return this.artifactsDisk;
-    if (!engineIsLocal(this.engine)) {
-      this.artifactsDisk = { reason: "the engine is not on this host, where its bind mounts would come from" };
-      return this.artifactsDisk;
-    }
-    const tools = probeTmpfs(process.getuid?.() === 0, process.env.PATH ?? "");
-    const share = diskShare(this.limits, true);
-    this.artifactsDisk = "reason" in tools ? tools : { ...tools, bytes: share.mb * MIB, inodes: share.inodes };
+    this.artifactsDisk ??= this.artifactsDiskFrom(
+      engineIsLocal(this.engine) ? probeTmpfs(process.getuid?.() === 0, process.env.PATH ?? "") : null,
+    );
     return this.artifactsDisk;
+  }
+
+  private async findArtifactsTmpfs(): Promise<RunDisk | { reason: string }> {
+    if (this.artifactsDisk) return this.artifactsDisk;
+    const tools = engineIsLocal(this.engine)
+      ? await findTmpfsTools(process.getuid?.() === 0, process.env.PATH ?? "")
+      : null;
+    this.artifactsDisk ??= this.artifactsDiskFrom(tools);
+    return this.artifactsDisk;
+  }
+
+  /** `tools` null: the engine is not on this host. */
+  private artifactsDiskFrom(
+    tools: { mount: string; umount: string } | { reason: string } | null,
+  ): RunDisk | { reason: string } {
+    if (tools === null) return { reason: "the engine is not on this host, where its bind mounts would come from" };
+    const share = diskShare(this.limits, true);
+    return "reason" in tools ? tools : { ...tools, bytes: share.mb * MIB, inodes: share.inodes };
   }
 
   /** Polls until the engine has the container running (waiting in `tar -x`), or its client gave up. */
