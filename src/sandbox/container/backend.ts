@@ -6,9 +6,10 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ARTIFACTS_FOLDER } from "../../core/data-files.js";
 import { findTmpfsTools, probeTmpfs } from "../host/bwrap-probe.js";
+import { findOnPath } from "../host/interpreters.js";
+import { trackRun } from "../host/run-reaper.js";
 import { seccompProfileFile } from "../host/seccomp.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
-
 import { MIB } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
@@ -40,7 +41,6 @@ import {
   probeContainerEngine,
   removeContainers,
 } from "./engine.js";
-import { startContainerReaper } from "./reaper.js";
 import { encodeTar } from "./tar.js";
 
 /** `docker run` and `podman run` exit with 125 when the engine itself failed, not the program. */
@@ -67,7 +67,8 @@ export class ContainerSandbox implements ManagedSandbox {
   private readonly engine: ContainerEngine;
   private readonly owner = `${process.pid}-${randomBytes(6).toString("hex")}`;
   private engineReady = false;
-  private reaper: { release(): void } | undefined;
+  /** Forgets this sandbox's record for the process's watchdog (run-reaper.ts) once it is closed. */
+  private forgetContainers: (() => void) | undefined;
   private readonly warm = new Map<Language, Promise<StartedContainer>>();
   /** The tmpfs out/ is bound from, or why out/ is not collected; found on first need. */
   private artifactsDisk: RunDisk | { reason: string } | undefined;
@@ -194,7 +195,7 @@ export class ContainerSandbox implements ManagedSandbox {
     );
   }
 
-  /** Removes the waiting containers and releases the reaper (which sweeps anything left). */
+  /** Removes the waiting containers and anything else this sandbox owns, and forgets its watchdog record. */
   async close(): Promise<void> {
     this.closed = true;
     const starting = [...this.warm.values()];
@@ -206,11 +207,11 @@ export class ContainerSandbox implements ManagedSandbox {
     this.discard(waiting);
     await Promise.all([...this.removals]);
     // A client killed just as it asked the engine for its container leaves one `rm -f` came too early for.
-    if (this.reaper) await this.removeOwned();
+    if (this.forgetContainers) await this.removeOwned();
     // The emptied out/ tmpfs mounts work-dir.ts keeps for the next runs; a closed sandbox leaves none.
     if (this.artifactsDisk && !("reason" in this.artifactsDisk)) await WorkDir.releaseIdleMounts();
-    this.reaper?.release();
-    this.reaper = undefined;
+    this.forgetContainers?.();
+    this.forgetContainers = undefined;
   }
 
   private keepWarm(language: Language): void {
@@ -239,7 +240,11 @@ export class ContainerSandbox implements ManagedSandbox {
   }
 
   private async start(language: Language): Promise<StartedContainer> {
-    this.reaper ??= startContainerReaper(this.engine, `${OWNER_LABEL}=${this.owner}`);
+    // Removed by the process's watchdog should this process die before `close()`: the engine's
+    // daemon owns the containers, so they would outlive their client.
+    this.forgetContainers ??= trackRun({
+      containers: { engine: findOnPath(this.engine) ?? this.engine, label: `${OWNER_LABEL}=${this.owner}` },
+    });
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
     const artifacts = await this.makeArtifactsTmpfs();
     const seccompProfile = (this.options.seccomp ?? "selfheal") === "selfheal" ? seccompProfileFile() : null;
@@ -317,7 +322,7 @@ export class ContainerSandbox implements ManagedSandbox {
     return this.track(removeContainers(this.engine, names));
   }
 
-  /** Removes every container labelled with this sandbox's owner token, as the reaper does. */
+  /** Removes every container labelled with this sandbox's owner token, as the watchdog would. */
   private async removeOwned(): Promise<void> {
     const ids = await containersLabelled(this.engine, `${OWNER_LABEL}=${this.owner}`);
     if (ids.length > 0) await this.remove(ids);

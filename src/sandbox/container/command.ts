@@ -5,7 +5,7 @@ import type { Language, SandboxLimits } from "../types.js";
 
 /** The label every container of ours carries; `docker ps -a --filter label=selfheal.sandbox` finds them. */
 export const CONTAINER_LABEL = "selfheal.sandbox";
-/** The label naming the sandbox instance that owns a container, which its reaper removes. */
+/** The label naming the sandbox instance that owns a container, by which the watchdog removes it. */
 export const OWNER_LABEL = "selfheal.owner";
 /** Replaces the default images, for both languages, when the caller names none (CLI and graphs). */
 export const CONTAINER_IMAGE_ENV = "SELFHEAL_CONTAINER_IMAGE";
@@ -39,7 +39,7 @@ export interface ContainerCommandInput {
   limits: SandboxLimits;
   /** Container name, so a timed-out run can be removed by name (killing the client leaves it running). */
   name: string;
-  /** The owning sandbox's token, for its reaper (see container-reaper.ts). */
+  /** The owning sandbox's token, for the process's watchdog (see host/run-reaper.ts). */
   owner: string;
   /** The seccomp profile file to use instead of the engine's default; null keeps the engine's. */
   seccompProfile: string | null;
