@@ -141,7 +141,7 @@ describe("start-up reaping", () => {
     const record = await recordOfDeadOwner(`group ${run.pid} ${processStartTime(run.pid ?? 0)}`);
     const exit = new Promise((resolve) => run.once("exit", (_code, signal) => resolve(signal)));
     try {
-      removeDeadProcessDirs();
+      await removeDeadProcessDirs();
       expect(await exit).toBe("SIGKILL");
       expect(readdirSync(tmpdir())).not.toContain(record.split("/").pop());
     } finally {
@@ -157,7 +157,7 @@ describe("start-up reaping", () => {
     await recordOfDeadOwner(`group ${bystander.pid} 1`);
     await recordOfDeadOwner(`group ${control.pid} ${processStartTime(control.pid ?? 0)}`);
     try {
-      removeDeadProcessDirs();
+      await removeDeadProcessDirs();
       await exited(control);
       expect(control.signalCode).toBe("SIGKILL");
       expect(bystander.exitCode).toBeNull();
