@@ -122,17 +122,13 @@ let preparing: Promise<CgroupSupport> | undefined;
  * sweep waits for the kernel with timers.
  */
 export function prepareCgroups(host?: CgroupHost): Promise<CgroupSupport> {
-  const run = async (): Promise<CgroupSupport> => {
-    const support = setUpCgroups(detectCgroups(host));
+  const sweep = async (support: CgroupSupport): Promise<CgroupSupport> => {
     for (const parent of runParents(support)) await sweepDeadRunGroups(parent);
     return support;
   };
-  if (host) return run();
-  if (prepared) return Promise.resolve(prepared);
-  preparing ??= run().then((support) => {
-    prepared ??= support;
-    return prepared;
-  });
+  if (host) return sweep(setUpCgroups(detectCgroups(host)));
+  // Swept once even where `cgroupsNow` already answered a describe() without sweeping.
+  preparing ??= sweep(cgroupsNow());
   return preparing;
 }
 
