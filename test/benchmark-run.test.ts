@@ -25,7 +25,7 @@ let model: SimulatedBenchmarkModel;
 beforeAll(async () => {
   tasks = await loadDataset({ taskIds: TASK_IDS });
   model = await SimulatedBenchmarkModel.forTasks(tasks, sandbox);
-}, 60_000);
+});
 
 const simulatedRun = (overrides: Partial<RunBenchmarkOptions> = {}) =>
   runBenchmark({
@@ -91,7 +91,7 @@ describe("benchmark run with the simulated model", () => {
       /AssertionError: example has_close_elements\(.*\) returned True, the task's docstring shows False/,
     );
     for (const prompt of seen) for (const line of hiddenLines(task!)) expect(prompt).not.toContain(line);
-  }, 60_000);
+  });
 
   it("under oracle feedback gives the fixer the hidden assertion, and says so in the table", async () => {
     const [task] = tasks;
@@ -107,7 +107,7 @@ describe("benchmark run with the simulated model", () => {
     expect(hiddenLines(task!).some((line) => seen[1]!.includes(line))).toBe(true);
     expect(report.feedback.mode).toBe("oracle");
     expect(formatBenchmarkTable(report)).toMatch(/ORACLE FEEDBACK/);
-  }, 60_000);
+  });
 
   it("gives the same report for the same tasks, apart from wall time", async () => {
     const first = await simulatedRun({ concurrency: 2 });
@@ -121,14 +121,14 @@ describe("benchmark run with the simulated model", () => {
     expect(report.statusCounts.failed).toBe(4);
     expect(report.failuresByErrorClass).toEqual({ AssertionError: 4 });
     expect(report.meanAttemptsSolved).toBe(1);
-  }, 60_000);
+  });
 
   it("counts budget-exhausted tasks", async () => {
     const report = await simulatedRun({ tokenBudget: 50 });
     expect(report.statusCounts.budget_exhausted).toBe(TASK_IDS.length);
     expect(report.solvedFinal).toBe(0);
     expect(report.tokens.inputPerSolved).toBeNull();
-  }, 60_000);
+  });
 
   it("draws independent samples, scores them with pass@k and sets resampling beside repair", async () => {
     const report = await simulatedRun({ samples: 2 });
@@ -148,7 +148,7 @@ describe("benchmark run with the simulated model", () => {
     expect(table.startsWith("SIMULATED MODEL")).toBe(true);
     expect(table).toMatch(/simulated \(SIMULATED, not a model result\)/);
     expect(report.model).toMatchObject({ simulated: true });
-  }, 60_000);
+  });
 });
 
 describe("the simulated model", () => {

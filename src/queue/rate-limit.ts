@@ -1,6 +1,6 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import pg from "pg";
-import { checkSchemaName } from "./schema-name.js";
+import { checkSchemaName } from "../core/queue-schema.js";
 import { createTablesOnce } from "./setup.js";
 
 /** A rate shared by every worker on one database: `perMinute` on average, up to `burst` at once. */

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { checkSchemaName } from "./schema-name.js";
+import { checkSchemaName } from "../core/queue-schema.js";
 
 /**
  * Runs `use` while holding a session lock per schema. Processes that start together on a fresh

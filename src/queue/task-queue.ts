@@ -2,10 +2,10 @@ import { hostname } from "node:os";
 import pg from "pg";
 import PgBoss from "pg-boss";
 import { StoreConnectionError } from "../core/errors.js";
+import { checkSchemaName } from "../core/queue-schema.js";
 import type { RunInput } from "../core/state.js";
 import { describeLocation } from "../store/location.js";
 import { HEARTBEAT_TABLE_SQL, type Heartbeats, startHeartbeat } from "./heartbeat.js";
-import { checkSchemaName } from "./schema-name.js";
 import { withSchemaSetupLock } from "./setup.js";
 
 /** The pg-boss queue that holds one job per thread, and the one its jobs go to when retries run out. */

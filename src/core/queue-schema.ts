@@ -1,4 +1,4 @@
-import { InvalidSettingsError } from "../core/errors.js";
+import { InvalidSettingsError } from "./errors.js";
 
 /** The PostgreSQL schema pg-boss (and our heartbeat and rate tables) live in, unless told otherwise. */
 export const DEFAULT_QUEUE_SCHEMA = "selfheal_queue";
