@@ -86,7 +86,11 @@ async function reviewWithModel(
     const usage =
       reported && reported.input_tokens + reported.output_tokens > 0
         ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
-        : { node: "critic", inputTokens: plan.promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
+        : {
+            node: "critic",
+            inputTokens: await plan.promptTokens(),
+            outputTokens: await countTokens(JSON.stringify(review)),
+          };
     return { review, usage };
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;
