@@ -104,7 +104,12 @@ async function oneRun(saver: BaseCheckpointSaver | undefined, attempts: number) 
   const state = await agent.invoke(
     { task: "Write add(a, b).", language: "python", tests: TESTS },
     {
-      context: parseSettings({ maxAttempts: attempts, tokenBudget: 10_000_000, model: "scripted", sandbox: values.kind }),
+      context: parseSettings({
+        maxAttempts: attempts,
+        tokenBudget: 10_000_000,
+        model: "scripted",
+        sandbox: values.kind,
+      }),
       configurable: { thread_id: `loop-${process.pid}-${threads++}` },
     },
   );
