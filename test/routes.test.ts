@@ -18,7 +18,6 @@ function stateWith(overrides: Partial<AgentState>): AgentState {
     task: "t",
     language: "python",
     tests: undefined,
-    hiddenTests: undefined,
     code: "",
     draft: undefined,
     attempt: 1,

@@ -58,7 +58,10 @@ export const FEEDBACK_LABELS: Record<FeedbackMode, string> = {
     "Repair figures made so are not comparable with published ones (Reflexion, LDB, AgentCoder repair from visible tests only).",
 };
 
-/** A run's tests under a feedback mode; the hidden tests always go to `hiddenTests`, which no node reads. */
+/**
+ * A run's tests under a feedback mode, and the hidden tests, which the benchmark keeps to itself:
+ * they never enter the run (its input, state or checkpoints) and judge its programs once it has ended.
+ */
 export function testsForTask(task: BenchmarkTask, feedback: FeedbackMode): { tests?: string; hiddenTests: string } {
   const hiddenTests = buildHiddenTests(task);
   if (feedback === "oracle") return { tests: hiddenTests, hiddenTests };
@@ -379,8 +382,8 @@ interface CapturedAttempt {
   score: number;
 }
 
-/** What a benchmark task's run starts from: the run input, and the hidden tests the judge keeps to itself. */
-export type BenchmarkInput = RunInput & { hiddenTests: string };
+/** What a benchmark task's run starts from: the run input alone (the judge keeps the hidden tests). */
+export type BenchmarkInput = RunInput;
 
 /**
  * Runs one task to its end and yields the run's state after each step. The default streams the
@@ -428,7 +431,6 @@ async function runCapturing(
     task: buildBenchmarkTask(task),
     language: "python" as const,
     ...(tests !== undefined ? { tests } : {}),
-    hiddenTests,
   };
   const attempts: CapturedAttempt[] = [];
   let state: AgentState | undefined;
@@ -533,11 +535,10 @@ async function drawSamples(
   let handover: { code: string; score: number; passedFeedback: boolean } | undefined;
   for (let sample = 1; sample <= count; sample += 1) {
     let captured: CapturedAttempt | undefined;
-    let hiddenTests = buildHiddenTests(task);
+    const hiddenTests = buildHiddenTests(task);
     try {
       const run = await runCapturing(runner, task, { ...settings, maxAttempts: 1 }, feedback);
       captured = run.attempts[0];
-      hiddenTests = run.hiddenTests;
     } catch {
       captured = undefined;
     }

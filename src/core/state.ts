@@ -357,11 +357,6 @@ function appendOnlyList<Item extends z.ZodType>(item: Item) {
 
 export const State = new StateSchema({
   ...RunInputSchema.shape,
-  /**
-   * Tests that judge the program once the run has ended, and reach no model: no node reads them.
-   * The benchmark keeps a dataset's hidden tests here, apart from `tests`, which the fixer may see.
-   */
-  hiddenTests: z.string().optional(),
   /** The current program. */
   code: z.string().default(""),
   /** Who wrote `code`, at what cost, and whether the reply held code at all. */

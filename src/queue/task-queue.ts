@@ -31,8 +31,7 @@ export const DEFAULT_DELIVERY: DeliveryPolicy = { retryLimit: 5, retryDelaySecon
 /** What a job carries: the thread to run and the input it starts from. Settings live in the run store. */
 export interface RunJobData {
   threadId: string;
-  /** The benchmark adds its hidden tests, which the graph keeps from the model. */
-  input: RunInput & { hiddenTests?: string };
+  input: RunInput;
 }
 
 /** How often this instance runs pg-boss's maintenance (which expires dead workers' jobs), and whether it supervises at all. */
