@@ -1,18 +1,12 @@
 import { MemorySaver } from "@langchain/langgraph";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { BenchmarkInput, TaskRunner } from "../src/benchmark/capture.js";
 import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
 import { renderHtmlReport } from "../src/benchmark/html-report.js";
-import {
-  type BenchmarkInput,
-  type BenchmarkReport,
-  FIRST_ATTEMPT,
-  formatBenchmarkTable,
-  outcomeFromRun,
-  type RunBenchmarkOptions,
-  runBenchmark,
-  type TaskRunner,
-} from "../src/benchmark/run.js";
+import { type BenchmarkReport, FIRST_ATTEMPT, outcomeFromRun } from "../src/benchmark/records.js";
+import { type RunBenchmarkOptions, runBenchmark } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
+import { formatBenchmarkTable } from "../src/benchmark/table.js";
 import { type AgentState, emptyUsage } from "../src/core/state.js";
 import { createAgent } from "../src/index.js";
 import { createSandbox } from "../src/sandbox/index.js";
