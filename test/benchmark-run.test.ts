@@ -7,7 +7,8 @@ import { type BenchmarkReport, FIRST_ATTEMPT, outcomeFromRun } from "../src/benc
 import { type RunBenchmarkOptions, runBenchmark } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
 import { formatBenchmarkTable } from "../src/benchmark/table.js";
-import { type AgentState, emptyUsage } from "../src/core/state.js";
+import { emptyUsage } from "../src/core/ledger.js";
+import type { AgentState } from "../src/core/state.js";
 import { createAgent } from "../src/index.js";
 import { createSandbox } from "../src/sandbox/index.js";
 
