@@ -1,3 +1,4 @@
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { type AgentState, createAgent, createChatModel, parseSettings } from "../src/index.js";
 import { startWorker, TaskQueue, type WorkerEvent } from "../src/queue/index.js";
@@ -69,6 +70,42 @@ describe.skipIf(POSTGRES_MISSING !== null)(
       expect(steps).toContain("generator");
       expect(steps).toContain("fixer");
       expect(steps.filter((node) => node === "executor")).toHaveLength(2);
+    }, 60_000);
+
+    it("holds the runs' model calls at the shared rate bucket when given a model-call rate", async () => {
+      const store = await openRunStore({ kind: "postgres", url });
+      const queue = await TaskQueue.open({ url, schema }, { maintenanceIntervalSeconds: 1 });
+      const threadId = `${prefix}-rated`;
+      try {
+        await submit(store, queue, threadId, 3);
+        // Two tokens to start with and one more a minute: the run's two model calls take both.
+        const worker = await startWorker(queue, {
+          store,
+          model: scriptedModel(fence("print(3 / 0)"), fence("print(3 / 3)")),
+          modelCallRate: { perMinute: 1, burst: 2 },
+          ...POLL,
+        });
+        try {
+          await waitUntil(async () => (await queue.list(threadId))[0]?.state === "finished", "the job to finish");
+        } finally {
+          await worker.stop();
+        }
+        expect((await queue.list(threadId))[0]?.output).toMatchObject({ status: "passed", attempts: 2 });
+      } finally {
+        await queue.close(1000);
+        await store.close();
+      }
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ tokens: number }>(
+          `SELECT tokens FROM ${schema}.selfheal_rate_buckets WHERE name = 'model-calls'`,
+        );
+        expect(rows).toHaveLength(1);
+        expect(rows[0]!.tokens).toBeLessThan(1);
+      } finally {
+        await client.end();
+      }
     }, 60_000);
 
     it("stops a running thread on stop(), and another worker goes on from its checkpoint without asking the generator again", async () => {
