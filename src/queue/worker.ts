@@ -61,15 +61,24 @@ function sandboxesByKind() {
  * expiry) fails the delivery, which pg-boss retries and then dead-letters; a cancelled job stops.
  */
 export async function startWorker(queue: TaskQueue, options: WorkerOptions): Promise<RunningWorker> {
-  const { onEvent, modelCallRate, concurrency = 1, pollingIntervalSeconds = 2, heartbeatSeconds = 5 } = options;
+  const {
+    onEvent,
+    modelCallRate,
+    concurrency = 1,
+    pollingIntervalSeconds = 2,
+    heartbeatSeconds = 5,
+    sandboxFor,
+    callbacks,
+    ...runDeps
+  } = options;
   const bucket = modelCallRate
     ? await SharedTokenBucket.open(queue.location.url, queue.location.schema, "model-calls", modelCallRate)
     : undefined;
-  const owned = options.sandboxFor ? undefined : sandboxesByKind();
+  const owned = sandboxFor ? undefined : sandboxesByKind();
   const deps: Omit<QueuedRunDeps, "onStep"> = {
-    ...options,
-    sandboxFor: options.sandboxFor ?? owned?.sandboxFor,
-    callbacks: bucket ? [...(options.callbacks ?? []), new ModelCallGate(bucket)] : options.callbacks,
+    ...runDeps,
+    sandboxFor: sandboxFor ?? owned?.sandboxFor,
+    callbacks: bucket ? [...(callbacks ?? []), new ModelCallGate(bucket)] : callbacks,
   };
   // Aborted on stop: running threads end between steps, and their jobs are delivered again.
   const shutdown = new AbortController();
