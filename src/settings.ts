@@ -13,7 +13,7 @@ export {
   ThreadBusyError,
   UsageError,
 } from "./core/errors.js";
-export { checkSchemaName, DEFAULT_QUEUE_SCHEMA } from "./core/queue-schema.js";
+export { checkSchemaName, DEFAULT_QUEUE_SCHEMA, type QueueSchemaName } from "./core/queue-schema.js";
 export { LANGUAGES, type Language, SANDBOX_KINDS, type SandboxKind } from "./core/run-result.js";
 export {
   ContextSchema,

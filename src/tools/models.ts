@@ -2,8 +2,8 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { InvalidSettingsError, MissingModelConfigError } from "../core/errors.js";
+import type { ModelCallUsage } from "../core/ledger.js";
 import { modelTimeoutFromEnv } from "../core/settings.js";
-import type { ModelCallUsage } from "../core/state.js";
 import type { PromptTokens } from "./budget.js";
 import { idleBoundedFetch, inspectingFetch, isEmptyStreamError } from "./model-errors.js";
 import { type ModelCallLog, RecordedChatModel } from "./recorded-model.js";
