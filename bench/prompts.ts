@@ -18,7 +18,7 @@
 import { AIMessage, type BaseMessage, HumanMessage } from "@langchain/core/messages";
 import { type BenchmarkTask, buildHiddenTests, loadDataset } from "../src/benchmark/dataset.js";
 import { findEffectiveMutants } from "../src/benchmark/mutants.js";
-import { buildBenchmarkTask } from "../src/benchmark/run.js";
+import { buildBenchmarkTask } from "../src/benchmark/task-input.js";
 import { parseSettings } from "../src/core/settings.js";
 import { createAgent } from "../src/graph/build.js";
 import { buildGeneratorPrompt } from "../src/nodes/generator.prompt.js";

@@ -19,6 +19,8 @@ export {
   ThreadBusyError,
   UsageError,
 } from "./core/errors.js";
+export type { BestAttempt, ErrorObservation, ErrorRecord, HistoryEntry, ModelCallUsage, Usage } from "./core/ledger.js";
+export { addUsage, emptyUsage, keepHigherScore, mergeErrors } from "./core/ledger.js";
 export { type AfterCriticDecision, decideAfterCritic, repeatStreak, type StopDecision } from "./core/policy.js";
 export {
   LANGUAGES,
@@ -48,36 +50,26 @@ export {
 export type {
   AgentState,
   AgentUpdate,
-  BestAttempt,
   CandidateChoice,
   CandidateOutcome,
   CandidateSpec,
   Critique,
   Decision,
-  ErrorObservation,
-  ErrorRecord,
   Execution,
   ExitCall,
-  HistoryEntry,
   KeptArtifacts,
-  ModelCallUsage,
   Note,
   Objection,
   OutputLine,
   RunInput,
   RunStatusValue,
-  Usage,
 } from "./core/state.js";
 export {
-  addUsage,
   blockExecution,
   DecisionSchema,
-  emptyUsage,
   failAttempt,
-  keepHigherScore,
   LIVE_LINE_CHARS,
   LIVE_TAIL_LINES,
-  mergeErrors,
   objectionsFor,
   RUN_STATUSES,
   RunInputSchema,

@@ -51,7 +51,7 @@ describe("selfheal bench", () => {
     const report = JSON.parse(readFileSync(jsonPath, "utf8"));
     expect(report.model).toMatchObject({ name: "simulated", simulated: true });
     expect(report.perTask.map((task: { taskId: string }) => task.taskId)).toEqual(["HumanEval/0", "HumanEval/2"]);
-  }, 60_000);
+  });
 
   it("compares the strategies asked for at the candidates asked for, in the table and the HTML chart's data", async () => {
     const htmlPath = join(tempDir(), "report.html");
@@ -86,7 +86,7 @@ describe("selfheal bench", () => {
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/reference solutions passing\s+2\/2/);
     expect(result.stdout).toMatch(/false passes\s+0/);
-  }, 60_000);
+  });
 
   it("exits 1 when the judge lets a behaviour-changing mutant through", async () => {
     const path = join(tempDir(), "weak.jsonl");
@@ -101,7 +101,7 @@ describe("selfheal bench", () => {
     const result = await bench("--verify-dataset", "--dataset", path);
     expect(result.exitCode).toBe(1);
     expect(result.stdout).toMatch(/FALSE PASS Weak\/0/);
-  }, 60_000);
+  });
 
   it("names the file and line of a broken dataset and exits 2", async () => {
     const path = join(tempDir(), "broken.jsonl");

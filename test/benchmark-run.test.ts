@@ -1,16 +1,15 @@
+import { MemorySaver } from "@langchain/langgraph";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { BenchmarkInput, TaskRunner } from "../src/benchmark/capture.js";
 import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
 import { renderHtmlReport } from "../src/benchmark/html-report.js";
-import {
-  type BenchmarkReport,
-  FIRST_ATTEMPT,
-  formatBenchmarkTable,
-  outcomeFromRun,
-  type RunBenchmarkOptions,
-  runBenchmark,
-} from "../src/benchmark/run.js";
+import { type BenchmarkReport, FIRST_ATTEMPT, outcomeFromRun } from "../src/benchmark/records.js";
+import { type RunBenchmarkOptions, runBenchmark } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
-import { emptyUsage } from "../src/core/state.js";
+import { formatBenchmarkTable } from "../src/benchmark/table.js";
+import { emptyUsage } from "../src/core/ledger.js";
+import type { AgentState } from "../src/core/state.js";
+import { createAgent } from "../src/index.js";
 import { createSandbox } from "../src/sandbox/index.js";
 
 const sandbox = createSandbox({ prewarm: ["python"] });
@@ -25,7 +24,7 @@ let model: SimulatedBenchmarkModel;
 beforeAll(async () => {
   tasks = await loadDataset({ taskIds: TASK_IDS });
   model = await SimulatedBenchmarkModel.forTasks(tasks, sandbox);
-}, 60_000);
+});
 
 const simulatedRun = (overrides: Partial<RunBenchmarkOptions> = {}) =>
   runBenchmark({
@@ -91,7 +90,7 @@ describe("benchmark run with the simulated model", () => {
       /AssertionError: example has_close_elements\(.*\) returned True, the task's docstring shows False/,
     );
     for (const prompt of seen) for (const line of hiddenLines(task!)) expect(prompt).not.toContain(line);
-  }, 60_000);
+  });
 
   it("under oracle feedback gives the fixer the hidden assertion, and says so in the table", async () => {
     const [task] = tasks;
@@ -107,7 +106,7 @@ describe("benchmark run with the simulated model", () => {
     expect(hiddenLines(task!).some((line) => seen[1]!.includes(line))).toBe(true);
     expect(report.feedback.mode).toBe("oracle");
     expect(formatBenchmarkTable(report)).toMatch(/ORACLE FEEDBACK/);
-  }, 60_000);
+  });
 
   it("gives the same report for the same tasks, apart from wall time", async () => {
     const first = await simulatedRun({ concurrency: 2 });
@@ -121,14 +120,14 @@ describe("benchmark run with the simulated model", () => {
     expect(report.statusCounts.failed).toBe(4);
     expect(report.failuresByErrorClass).toEqual({ AssertionError: 4 });
     expect(report.meanAttemptsSolved).toBe(1);
-  }, 60_000);
+  });
 
   it("counts budget-exhausted tasks", async () => {
     const report = await simulatedRun({ tokenBudget: 50 });
     expect(report.statusCounts.budget_exhausted).toBe(TASK_IDS.length);
     expect(report.solvedFinal).toBe(0);
     expect(report.tokens.inputPerSolved).toBeNull();
-  }, 60_000);
+  });
 
   it("draws independent samples, scores them with pass@k and sets resampling beside repair", async () => {
     const report = await simulatedRun({ samples: 2 });
@@ -142,13 +141,41 @@ describe("benchmark run with the simulated model", () => {
     expect(formatBenchmarkTable(report)).toMatch(/pass@k, k = 1\.\.2 \(unbiased, 2 samples\)\s+33\.3% \/ 33\.3%/);
   }, 120_000);
 
+  it("keeps the hidden tests out of the run: no input or checkpoint holds them, and the verdicts are the same", async () => {
+    // A runner that checkpoints every step, as `bench --queue`'s workers do, so each state can be read back.
+    const checkpointer = new MemorySaver();
+    const agent = createAgent({ model, sandbox, checkpointer });
+    const inputs: BenchmarkInput[] = [];
+    const runner: TaskRunner = async function* (input, settings) {
+      inputs.push(input);
+      const configurable = { thread_id: `hidden-${inputs.length}` };
+      for await (const values of await agent.stream(input, { context: settings, configurable, streamMode: "values" }))
+        yield { values: values as AgentState };
+    };
+    const checkpointed = await simulatedRun({ runner, concurrency: 1 });
+    expect(withoutTimes(checkpointed)).toEqual(withoutTimes(await simulatedRun({ concurrency: 1 })));
+    expect(inputs).toHaveLength(TASK_IDS.length);
+    for (const input of inputs)
+      expect(Object.keys(input).filter((key) => !["task", "language", "tests"].includes(key))).toEqual([]);
+    const hidden = tasks.flatMap(hiddenLines);
+    expect(hidden.length).toBeGreaterThan(TASK_IDS.length);
+    let checkpoints = 0;
+    for await (const tuple of checkpointer.list({})) {
+      checkpoints += 1;
+      const stored = JSON.stringify(tuple.checkpoint.channel_values);
+      expect(tuple.checkpoint.channel_values).not.toHaveProperty("hiddenTests");
+      for (const line of hidden) expect(stored).not.toContain(line);
+    }
+    expect(checkpoints).toBeGreaterThan(TASK_IDS.length * 4);
+  }, 120_000);
+
   it("labels a simulated report as not a model result when printed", async () => {
     const report = await simulatedRun({ tasks: tasks.slice(0, 1) });
     const table = formatBenchmarkTable(report);
     expect(table.startsWith("SIMULATED MODEL")).toBe(true);
     expect(table).toMatch(/simulated \(SIMULATED, not a model result\)/);
     expect(report.model).toMatchObject({ simulated: true });
-  }, 60_000);
+  });
 });
 
 describe("the simulated model", () => {

@@ -71,8 +71,11 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
   return startCli(args, options).done;
 }
 
-/** Polls until `condition` holds; fails with `what` after `timeoutMs`. */
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+/**
+ * Polls until `condition` holds; fails with `what` after `timeoutMs`. The default is generous: it
+ * bounds a hang, not the speed, and a CLI under a busy CI machine's load can take seconds to start.
+ */
+export async function waitFor(condition: () => boolean, what: string, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

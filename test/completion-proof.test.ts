@@ -281,7 +281,7 @@ for (const backend of BACKENDS) {
           expect(run.status).toBe("ok");
           expect(run.testsCompleted).toBe(testCase.completes);
           expect(run.stderr).not.toContain("selfheal-tests-done");
-        }, 60_000);
+        });
       }
     },
   );

@@ -113,7 +113,7 @@ describe("errors you can catch", () => {
 
   it("raises STORE_CONNECTION at once for a SQLite path under /proc, where a recursive mkdir never returns", async () => {
     await caught("STORE_CONNECTION", () => openRunStore({ kind: "sqlite", path: "/proc/selfheal-missing/runs.db" }));
-  }, 10_000);
+  });
 
   it("makes the CLI print one line and exit 2 for an unreachable PostgreSQL and for --db on a directory", async () => {
     const port = await freePort();

@@ -24,7 +24,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   nodes: ["core", "sandbox", "tools"],
   graph: ["core", "sandbox", "tools", "nodes"],
   store: ["core"],
-  queue: ["core", "store"],
+  // A worker runs the agent (run-thread.ts, worker.ts), so the queue stands on the public entry, as
+  // a user's code would, and reaches nothing below it: `selfheal/queue` runs jobs without the CLI.
+  queue: ["core", "store", "."],
   // The public entry (src/index.ts) re-exports the layers below the benchmark and the CLI.
   ".": ["core", "sandbox", "tools", "nodes", "graph"],
   // The HTML reports stand on the public entry too; the benchmark's report shares their page parts.

@@ -18,9 +18,10 @@ export async function resolve(specifier, context, nextResolve) {
 
 /**
  * Imports `entry` in a fresh Node process and returns the npm packages it loaded; with `argv`, as
- * the CLI's bin with those arguments (the process exits when the command ends).
+ * the CLI's bin with those arguments (the process exits when the command ends); with `use`, after
+ * running that code with the entry's exports as `entry` and a scratch folder as `dir`.
  */
-function packagesLoadedBy(entry: string, argv?: string[]): Set<string> {
+function packagesLoadedBy(entry: string, argv?: string[], use?: string): Set<string> {
   const dir = mkdtempSync(join(tmpdir(), "selfheal-imports-"));
   const log = join(dir, "resolved.txt");
   try {
@@ -28,7 +29,8 @@ function packagesLoadedBy(entry: string, argv?: string[]): Set<string> {
       `import { register } from "node:module";`,
       `register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(RECORDER)}`)}, { data: { log: ${JSON.stringify(log)} } });`,
       ...(argv ? [`process.argv = ${JSON.stringify([process.execPath, entry, ...argv])};`] : []),
-      `await import(${JSON.stringify(entry)});`,
+      `const entry = await import(${JSON.stringify(entry)});`,
+      ...(use ? [`const dir = ${JSON.stringify(dir)};`, use] : []),
     ].join("\n");
     const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
       cwd: REPO,
@@ -62,9 +64,24 @@ describe("the package entries", () => {
     for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
   });
 
-  it("load SQLite and PostgreSQL with the store entry", () => {
-    const loaded = packagesLoadedBy("./src/store/index.ts");
-    for (const name of DATABASE_PACKAGES) expect(loaded).toContain(name);
+  it("load each database driver only when the store entry opens a store of its kind", () => {
+    const imported = packagesLoadedBy("./src/store/index.ts");
+    for (const name of DATABASE_PACKAGES) expect(imported).not.toContain(name);
+
+    const sqlite = packagesLoadedBy(
+      "./src/store/index.ts",
+      undefined,
+      `const store = await entry.openRunStore({ kind: "sqlite", path: dir + "/runs.db" });\nawait store.close();`,
+    );
+    expect(sqlite).toContain("better-sqlite3");
+    expect(sqlite).toContain("@langchain/langgraph-checkpoint-sqlite");
+    expect(sqlite).not.toContain("pg");
+    expect(sqlite).not.toContain("@langchain/langgraph-checkpoint-postgres");
+
+    const postgres = packagesLoadedBy("./src/store/postgres.ts");
+    expect(postgres).toContain("pg");
+    expect(postgres).toContain("@langchain/langgraph-checkpoint-postgres");
+    expect(postgres).not.toContain("better-sqlite3");
   });
 
   it("load pg-boss only with the queue entry", () => {

@@ -1,11 +1,12 @@
 import { createRequire } from "node:module";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { HumanMessage } from "@langchain/core/messages";
+import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { describe, expect, it } from "vitest";
 import { createAgent, createChatModel, createSandbox, parseSettings } from "../src/index.js";
-import { MIN_OUTPUT_TOKENS, planModelCall } from "../src/tools/budget.js";
+import { MIN_OUTPUT_TOKENS, planModelCall, planPromptCall, promptTokensAtMost } from "../src/tools/budget.js";
 import { callModel } from "../src/tools/models.js";
+import { countMessageTokens } from "../src/tools/tokens.js";
 import { fence, scriptedModel } from "./helpers.js";
 import { startOpenAIStub } from "./openai-stub.js";
 
@@ -47,6 +48,35 @@ describe("planModelCall", () => {
     });
     expect(refused.ok).toBe(false);
     expect(MIN_OUTPUT_TOKENS).toBeGreaterThan(100);
+  });
+});
+
+describe("planPromptCall", () => {
+  // Words, code, and text far from English, where a token holds fewer characters.
+  const prompt = [
+    new SystemMessage("You write Python programs. Reply with one fenced code block."),
+    new HumanMessage("def add(a, b):\n    return a - b  # wrong\nÜberprüfe die Summe: 二加三等于五 🙂"),
+  ];
+
+  it("bounds the prompt by its bytes, never under the tokenizer's count", async () => {
+    const counted = await countMessageTokens(prompt);
+    expect(counted).toBeLessThanOrEqual(promptTokensAtMost(prompt));
+    expect(counted).toBeGreaterThan(20);
+  });
+
+  it("gives the full reply cap when even the bound fits, and the exact count when asked", async () => {
+    const plan = await planPromptCall(prompt, { usedTokens: 0, tokenBudget: 40_000, maxOutputTokens: 2048 });
+    expect(plan).toMatchObject({ ok: true, outputCap: 2048 });
+    expect(await plan.promptTokens()).toBe(await countMessageTokens(prompt));
+  });
+
+  it("caps the reply by the exact count near the end of the budget, so used + prompt + cap is the budget", async () => {
+    const counted = await countMessageTokens(prompt);
+    const tokenBudget = 40_000;
+    const usedTokens = tokenBudget - counted - 300;
+    const plan = await planPromptCall(prompt, { usedTokens, tokenBudget, maxOutputTokens: 2048 });
+    expect(plan).toMatchObject({ ok: true, outputCap: 300 });
+    expect(usedTokens + (await plan.promptTokens()) + 300).toBe(tokenBudget);
   });
 });
 

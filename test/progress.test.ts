@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { ProgressReporter, readableReason } from "../src/cli/progress.js";
 import { terminalStyle } from "../src/cli/terminal.js";
-import { type AgentState, type Execution, emptyUsage } from "../src/core/state.js";
+import { emptyUsage } from "../src/core/ledger.js";
+import type { AgentState, Execution } from "../src/core/state.js";
 import { failedExecution } from "./helpers.js";
 
 const ANSI = /\x1b\[/;

@@ -77,7 +77,7 @@ describe.skipIf(POSTGRES_MISSING !== null)(
           [DEAD_LETTER_QUEUE],
         );
         expect(dead).toEqual([{ thread_id: `${t.prefix}-env` }]);
-      }, 40_000);
+      });
     });
 
     describe("limits", () => {
@@ -108,7 +108,7 @@ describe.skipIf(POSTGRES_MISSING !== null)(
         expect(order).toHaveLength(6);
         expect(most).toBe(2);
         expect(order.slice(0, 2)).toContain(`${t.prefix}-5`);
-      }, 40_000);
+      });
 
       it("shares one model-call rate between workers on separate connections", async () => {
         const rate = { perMinute: 600, burst: 1 };
@@ -178,7 +178,7 @@ describe.skipIf(POSTGRES_MISSING !== null)(
         expect(await queue.cancel([`${t.prefix}-running`])).toEqual([`${t.prefix}-running`]);
         await waitFor(() => delivery?.signal.aborted === true, "the cancellation to reach the run", 10_000);
         expect((await queue.list())[0]?.state).toBe("cancelled");
-      }, 30_000);
+      });
     });
 
     describe("from the command line", () => {

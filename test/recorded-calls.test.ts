@@ -5,7 +5,8 @@ import { MemorySaver } from "@langchain/langgraph";
 import { ChatOpenAI } from "@langchain/openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadDataset } from "../src/benchmark/dataset.js";
-import { type BenchmarkReport, runBenchmark } from "../src/benchmark/run.js";
+import type { BenchmarkReport } from "../src/benchmark/records.js";
+import { runBenchmark } from "../src/benchmark/run.js";
 import { SIMULATED_MODEL_LABEL, SimulatedBenchmarkModel } from "../src/benchmark/simulated-model.js";
 import {
   type AgentState,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { emptyUsage, type HistoryEntry } from "../src/core/ledger.js";
 import { decideAfterCritic, repeatStreak } from "../src/core/policy.js";
-import { type AgentState, emptyUsage, type HistoryEntry } from "../src/core/state.js";
+import type { AgentState } from "../src/core/state.js";
 import { routeAfterCritic, routeAfterWrite, routeTowardsExecution } from "../src/graph/routes.js";
 
 const settings = { maxAttempts: 4, tokenBudget: 1000, repeatLimit: 2 };
@@ -18,7 +19,6 @@ function stateWith(overrides: Partial<AgentState>): AgentState {
     task: "t",
     language: "python",
     tests: undefined,
-    hiddenTests: undefined,
     code: "",
     draft: undefined,
     attempt: 1,

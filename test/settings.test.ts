@@ -26,6 +26,25 @@ describe("settings", () => {
   });
 });
 
+describe("parseSettings of one context", () => {
+  it("parses it once and hands every node the same frozen settings", () => {
+    const context = { maxAttempts: 7 };
+    const first = parseSettings(context);
+    expect(parseSettings(context)).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(() => {
+      (first as { maxAttempts: number }).maxAttempts = 1;
+    }).toThrow(TypeError);
+    const other = parseSettings({ maxAttempts: 7 });
+    expect(other).not.toBe(first);
+    expect(other).toEqual(first);
+    // A bad context fails every time it is read, not once.
+    const bad = { maxAttempts: 0 };
+    expect(() => parseSettings(bad)).toThrow(/maxAttempts/);
+    expect(() => parseSettings(bad)).toThrow(/maxAttempts/);
+  });
+});
+
 describe("the API validates before any model call", () => {
   const sandbox = createSandbox({ kind: "process" });
   const cases: Array<[string, Record<string, unknown>, Record<string, unknown>, RegExp]> = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addUsage, emptyUsage, mergeErrors } from "../src/core/state.js";
+import { addUsage, emptyUsage, mergeErrors } from "../src/core/ledger.js";
 
 describe("mergeErrors", () => {
   it("bumps the count of a repeated fingerprint instead of adding a row", () => {

@@ -218,7 +218,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     // The default of four attempts would have gone on to the fixer.
     expect(state.values).toMatchObject({ status: "failed", attempt: 1 });
     expect(state.values.history).toHaveLength(1);
-  }, 60_000);
+  });
 
   it("pauses a run for approval when the context asks for it, and resumes it with a command", async () => {
     const [assistant] = await client.assistants.search({ graphId: "selfheal" });
@@ -248,7 +248,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     }
     const final = await client.threads.getState<AgentState>(thread.thread_id);
     expect(final.values).toMatchObject({ status: "passed", attempt: 1, lastRun: { stdout: "edited in studio\n" } });
-  }, 60_000);
+  });
 
   it("draws the round of candidates, and streams three candidates written and run at once", async () => {
     const [assistant] = await client.assistants.search({ graphId: "selfheal" });
@@ -289,7 +289,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       candidateChoice: { size: 3, passed: 3, agreement: "all 3 candidates print the same" },
     });
     expect(state.values.candidates).toHaveLength(3);
-  }, 60_000);
+  });
 
   // Last in this block: it stops the server the tests above use.
   it("stops the server and every worker it started when the launcher gets SIGTERM", async () => {
@@ -300,7 +300,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     server.kill("SIGTERM");
     expect(await exited(server)).not.toBeNull();
     await waitFor(() => processesUnder(group!, "group").length === 0, "the server's process group to be gone", 15_000);
-  }, 30_000);
+  });
 });
 
 describe("npm run dev", () => {

@@ -1,5 +1,6 @@
 import { chartJsSource, escapeHtml, htmlPage } from "../report/index.js";
-import { type BenchmarkReport, reportBanner, summaryRows, type TaskOutcome } from "./run.js";
+import type { BenchmarkReport, TaskOutcome } from "./records.js";
+import { reportBanner, summaryRows } from "./table.js";
 
 /** An id usable as a URL fragment: `HumanEval/0` -> `task-HumanEval-0`. */
 export const taskAnchor = (taskId: string): string => `task-${taskId.replace(/[^A-Za-z0-9_-]+/g, "-")}`;

@@ -1,5 +1,7 @@
 // `selfheal/bench`: the HumanEval-format benchmark and the dataset checker, apart from the agent's
 // own entry since an application that runs the agent never needs them.
+
+export { type BenchmarkInput, streamingRunner, type TaskRunner } from "./capture.js";
 export {
   type BenchmarkTask,
   BenchmarkTaskSchema,
@@ -20,33 +22,24 @@ export {
 } from "./dataset.js";
 export { type HtmlReportOptions, renderHtmlReport, taskAnchor } from "./html-report.js";
 export { passAtK } from "./metrics.js";
-export {
-  type AttemptRecord,
-  type BenchmarkInput,
-  type BenchmarkReport,
-  buildBenchmarkTask,
-  FEEDBACK_LABELS,
-  FEEDBACK_MODES,
-  type FeedbackMode,
-  formatBenchmarkTable,
-  type RunBenchmarkOptions,
-  reportBanner,
-  runBenchmark,
-  type SampleRecord,
-  type SamplingSummary,
-  streamingRunner,
-  summarizeBenchmark,
-  type TaskOutcome,
-  type TaskRunner,
-  type TaskStatus,
-  testsForTask,
-} from "./run.js";
+export type {
+  AttemptRecord,
+  BenchmarkReport,
+  SampleRecord,
+  SamplingSummary,
+  TaskOutcome,
+  TaskStatus,
+} from "./records.js";
+export { type RunBenchmarkOptions, runBenchmark } from "./run.js";
 export {
   SIMULATED_MODEL_LABEL,
   SIMULATED_MODEL_NAME,
   SimulatedBenchmarkModel,
   type SimulatedScript,
 } from "./simulated-model.js";
+export { summarizeBenchmark } from "./summary.js";
+export { formatBenchmarkTable, reportBanner } from "./table.js";
+export { buildBenchmarkTask, FEEDBACK_LABELS, FEEDBACK_MODES, type FeedbackMode, testsForTask } from "./task-input.js";
 export {
   BENCH_SANDBOX_LIMITS,
   formatVerifyReport,

@@ -8,13 +8,8 @@ import {
   TESTS_NOT_FINISHED,
 } from "../index.js";
 import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
-import {
-  type EffectiveMutant,
-  type FindMutantsOptions,
-  findEffectiveMutants,
-  MUTATION_OPERATORS,
-  type MutationOperator,
-} from "./mutants.js";
+import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants } from "./mutants.js";
+import { MUTATION_OPERATORS, type MutationOperator } from "./mutators.js";
 import { mapWithConcurrency } from "./pool.js";
 import { buildVisibleTests } from "./visible-tests.js";
 

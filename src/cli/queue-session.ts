@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-// Only the name rules here: pg-boss loads when a command opens the queue, not for `runs` on SQLite.
 import type { QueueLocation, QueueOpenOptions, TaskQueue } from "../queue/index.js";
-import { checkSchemaName, DEFAULT_QUEUE_SCHEMA } from "../queue/schema-name.js";
+// The name rules from the light entry: pg-boss loads when a command opens the queue, not for `runs` on SQLite.
+import { checkSchemaName, DEFAULT_QUEUE_SCHEMA } from "../settings.js";
 import { resolveStoreLocation } from "../store/index.js";
 import { type StoreFlags, UsageError } from "./session.js";
 

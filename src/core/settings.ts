@@ -222,8 +222,24 @@ export const ContextSchema = SettingsSchema.partial();
  */
 export type ContextChannels = { [K in keyof SettingsInput]?: BaseChannel<Exclude<SettingsInput[K], undefined>> };
 
+/**
+ * Every node of a run resolves the same context object; parsing it once per run instead of once
+ * per node is a few milliseconds an attempt. Frozen, so no node can change what another reads.
+ */
+const parsedContexts = new WeakMap<object, Settings>();
+
 /** Validates settings and turns a zod failure into one readable line per bad field. */
 export function parseSettings(input: unknown): Settings {
+  if (typeof input !== "object" || input === null) return validateSettings(input);
+  let settings = parsedContexts.get(input);
+  if (!settings) {
+    settings = Object.freeze(validateSettings(input));
+    parsedContexts.set(input, settings);
+  }
+  return settings;
+}
+
+function validateSettings(input: unknown): Settings {
   const result = SettingsSchema.safeParse(input ?? {});
   if (!result.success) throw new InvalidSettingsError(formatIssues(result.error));
   // The gate shows a person one program before it runs; a round of candidates runs them at once.

@@ -1,19 +1,16 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
-import { decideAfterCritic } from "../core/policy.js";
-import type { Settings } from "../core/settings.js";
 import {
-  type AgentState,
-  type AgentUpdate,
   addUsage,
   type ErrorObservation,
-  type Execution,
   type HistoryEntry,
   type ModelCallUsage,
   mergeErrors,
-  objectionsFor,
-} from "../core/state.js";
+} from "../core/ledger.js";
+import { decideAfterCritic } from "../core/policy.js";
+import type { Settings } from "../core/settings.js";
+import { type AgentState, type AgentUpdate, type Execution, objectionsFor } from "../core/state.js";
 import { type Judgement, judgeAttempt, judgeExecution, scoreAttempt } from "../core/verdict.js";
 import { planPromptCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
@@ -86,7 +83,11 @@ async function reviewWithModel(
     const usage =
       reported && reported.input_tokens + reported.output_tokens > 0
         ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
-        : { node: "critic", inputTokens: plan.promptTokens, outputTokens: await countTokens(JSON.stringify(review)) };
+        : {
+            node: "critic",
+            inputTokens: await plan.promptTokens(),
+            outputTokens: await countTokens(JSON.stringify(review)),
+          };
     return { review, usage };
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;

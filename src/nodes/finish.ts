@@ -1,6 +1,7 @@
 import { rm } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { HistoryEntry, KeptArtifacts } from "../core/state.js";
+import type { HistoryEntry } from "../core/ledger.js";
+import type { KeptArtifacts } from "../core/state.js";
 import type { AgentNode } from "./types.js";
 
 /**

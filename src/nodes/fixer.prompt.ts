@@ -1,5 +1,6 @@
 import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
-import type { Critique, ErrorRecord, Execution } from "../core/state.js";
+import type { ErrorRecord } from "../core/ledger.js";
+import type { Critique, Execution } from "../core/state.js";
 import type { Language } from "../sandbox/types.js";
 import { describeRuntimeValues } from "../tools/runtime-values/index.js";
 import { cutNote, ERROR_LINE_LIMITS, LANGUAGE_NAMES, summarizeErrors, tail } from "./prompt-parts.js";

@@ -1,4 +1,4 @@
-import type { ErrorRecord } from "../core/state.js";
+import type { ErrorRecord } from "../core/ledger.js";
 import type { Language } from "../sandbox/types.js";
 
 /** The pieces more than one node's prompt uses, so no prompt borrows from a sibling node. */

@@ -1,4 +1,5 @@
-import type { AgentUpdate, Usage } from "../core/state.js";
+import type { Usage } from "../core/ledger.js";
+import type { AgentUpdate } from "../core/state.js";
 import { buildProposePrompt } from "./propose.prompt.js";
 import type { AgentRuntime, NodeDeps } from "./types.js";
 import { writeProgram } from "./write-program.js";

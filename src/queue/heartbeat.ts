@@ -1,11 +1,12 @@
 import type pg from "pg";
+import type { QueueSchemaName } from "../core/queue-schema.js";
 
 /**
  * pg-boss 10 has no heartbeat: a job is `active` from fetch until it ends or expires, whether its
  * worker is alive or not. So each worker writes one row per running job here, and `runs` can tell
  * a job that is moving from one whose worker went quiet.
  */
-export const HEARTBEAT_TABLE_SQL = (schema: string) => `
+export const HEARTBEAT_TABLE_SQL = (schema: QueueSchemaName) => `
   CREATE TABLE IF NOT EXISTS ${schema}.selfheal_heartbeats (
     job_id UUID PRIMARY KEY,
     thread_id TEXT NOT NULL,
@@ -28,7 +29,7 @@ export interface Heartbeats {
  */
 export function startHeartbeat(
   pool: pg.Pool,
-  schema: string,
+  schema: QueueSchemaName,
   job: {
     jobId: string;
     threadId: string;

@@ -1,7 +1,9 @@
 // `selfheal/queue`: runs spread over many workers by a pg-boss queue in the PostgreSQL the run
-// store already uses. Its own entry because it loads pg-boss, which `import "selfheal"` must not pay for.
+// store already uses, and the worker that runs them (`startWorker`), usable without the CLI. Its
+// own entry because it loads pg-boss, which `import "selfheal"` must not pay for.
+export { checkSchemaName, DEFAULT_QUEUE_SCHEMA, type QueueSchemaName } from "../core/queue-schema.js";
 export { ModelCallGate, type ModelCallRate, SharedTokenBucket } from "./rate-limit.js";
-export { checkSchemaName, DEFAULT_QUEUE_SCHEMA } from "./schema-name.js";
+export { EnvironmentFailure, type QueuedRunDeps, type QueuedRunOutcome, runQueuedThread } from "./run-thread.js";
 export {
   DEAD_LETTER_QUEUE,
   DEFAULT_DELIVERY,
@@ -18,3 +20,4 @@ export {
   type WorkOptions,
   workerName,
 } from "./task-queue.js";
+export { type RunningWorker, startWorker, type WorkerEvent, type WorkerOptions } from "./worker.js";

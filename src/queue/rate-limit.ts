@@ -1,6 +1,6 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import pg from "pg";
-import { checkSchemaName } from "./schema-name.js";
+import { checkSchemaName, type QueueSchemaName } from "../core/queue-schema.js";
 import { createTablesOnce } from "./setup.js";
 
 /** A rate shared by every worker on one database: `perMinute` on average, up to `burst` at once. */
@@ -9,7 +9,7 @@ export interface ModelCallRate {
   burst: number;
 }
 
-const BUCKET_TABLE_SQL = (schema: string) => `
+const BUCKET_TABLE_SQL = (schema: QueueSchemaName) => `
   CREATE TABLE IF NOT EXISTS ${schema}.selfheal_rate_buckets (
     name TEXT PRIMARY KEY,
     tokens DOUBLE PRECISION NOT NULL,
@@ -25,13 +25,13 @@ const BUCKET_TABLE_SQL = (schema: string) => `
 export class SharedTokenBucket {
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly schema: string,
+    private readonly schema: QueueSchemaName,
     private readonly name: string,
     readonly rate: ModelCallRate,
   ) {}
 
-  static async open(url: string, schema: string, name: string, rate: ModelCallRate): Promise<SharedTokenBucket> {
-    checkSchemaName(schema);
+  static async open(url: string, schemaName: string, name: string, rate: ModelCallRate): Promise<SharedTokenBucket> {
+    const schema = checkSchemaName(schemaName);
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     pool.on("error", () => undefined);
     await createTablesOnce(pool, schema, [BUCKET_TABLE_SQL(schema)]);

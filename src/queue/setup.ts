@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { checkSchemaName } from "./schema-name.js";
+import type { QueueSchemaName } from "../core/queue-schema.js";
 
 /**
  * Runs `use` while holding a session lock per schema. Processes that start together on a fresh
@@ -8,10 +8,9 @@ import { checkSchemaName } from "./schema-name.js";
  */
 export async function withSchemaSetupLock<T>(
   pool: pg.Pool,
-  schema: string,
+  schema: QueueSchemaName,
   use: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
-  checkSchemaName(schema);
   const client = await pool.connect();
   const key = `selfheal:queue-setup:${schema}`;
   try {
@@ -27,7 +26,7 @@ export async function withSchemaSetupLock<T>(
 }
 
 /** Creates the schema and runs `statements` (CREATE ... IF NOT EXISTS) under the setup lock. */
-export function createTablesOnce(pool: pg.Pool, schema: string, statements: string[]): Promise<void> {
+export function createTablesOnce(pool: pg.Pool, schema: QueueSchemaName, statements: string[]): Promise<void> {
   return withSchemaSetupLock(pool, schema, async (client) => {
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     for (const statement of statements) await client.query(statement);

@@ -2,10 +2,10 @@ import { hostname } from "node:os";
 import pg from "pg";
 import PgBoss from "pg-boss";
 import { StoreConnectionError } from "../core/errors.js";
+import { checkSchemaName, type QueueSchemaName } from "../core/queue-schema.js";
 import type { RunInput } from "../core/state.js";
 import { describeLocation } from "../store/location.js";
 import { HEARTBEAT_TABLE_SQL, type Heartbeats, startHeartbeat } from "./heartbeat.js";
-import { checkSchemaName } from "./schema-name.js";
 import { withSchemaSetupLock } from "./setup.js";
 
 /** The pg-boss queue that holds one job per thread, and the one its jobs go to when retries run out. */
@@ -31,8 +31,7 @@ export const DEFAULT_DELIVERY: DeliveryPolicy = { retryLimit: 5, retryDelaySecon
 /** What a job carries: the thread to run and the input it starts from. Settings live in the run store. */
 export interface RunJobData {
   threadId: string;
-  /** The benchmark adds its hidden tests, which the graph keeps from the model. */
-  input: RunInput & { hiddenTests?: string };
+  input: RunInput;
 }
 
 /** How often this instance runs pg-boss's maintenance (which expires dead workers' jobs), and whether it supervises at all. */
@@ -123,18 +122,24 @@ interface JobRow {
  * job per thread, a heartbeat per running job, and cancellation that reaches a running thread.
  */
 export class TaskQueue {
+  /** Where the queue lives; a frozen copy, so a caller that changes its own object changes nothing here. */
+  readonly location: Readonly<QueueLocation>;
+
   private constructor(
-    readonly location: QueueLocation,
+    location: QueueLocation,
+    private readonly schema: QueueSchemaName,
     private readonly boss: PgBoss,
     private readonly pool: pg.Pool,
-  ) {}
+  ) {
+    this.location = Object.freeze({ url: location.url, schema });
+  }
 
   /** Starts pg-boss in `location.schema`, creating its tables and the two queues on first use. */
   static async open(location: QueueLocation, options: QueueOpenOptions = {}): Promise<TaskQueue> {
-    checkSchemaName(location.schema);
+    const schema = checkSchemaName(location.schema);
     const boss = new PgBoss({
       connectionString: location.url,
-      schema: location.schema,
+      schema,
       application_name: `selfheal queue ${workerName()}`,
       max: 4,
       supervise: options.supervise ?? true,
@@ -146,9 +151,9 @@ export class TaskQueue {
     const pool = new pg.Pool({ connectionString: location.url, max: 2 });
     pool.on("error", () => undefined);
     try {
-      await withSchemaSetupLock(pool, location.schema, async (client) => {
+      await withSchemaSetupLock(pool, schema, async (client) => {
         await boss.start();
-        await client.query(HEARTBEAT_TABLE_SQL(location.schema));
+        await client.query(HEARTBEAT_TABLE_SQL(schema));
         // Both are no-ops when the queue exists (pg-boss inserts ON CONFLICT DO NOTHING).
         await boss.createQueue(DEAD_LETTER_QUEUE);
         await boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, deadLetter: DEAD_LETTER_QUEUE });
@@ -161,7 +166,7 @@ export class TaskQueue {
         { cause: error },
       );
     }
-    return new TaskQueue(location, boss, pool);
+    return new TaskQueue(location, schema, boss, pool);
   }
 
   async submit(jobs: Array<RunJobData & { priority?: number }>, delivery: DeliveryPolicy): Promise<string[]> {
@@ -184,17 +189,22 @@ export class TaskQueue {
   /**
    * Takes jobs until `stop()`: what `handle` returns completes the job, what it throws fails the
    * delivery (pg-boss retries it with backoff, then dead-letters it). `concurrency` pg-boss workers
-   * each fetch one job at a time, which is the per-process limit.
+   * each fetch one job at a time, which is the per-process limit. `stop()` on what it returns ends
+   * the fetching (running handlers go on; their caller decides how they end).
    */
-  async work(options: WorkOptions, handle: (delivery: Delivery) => Promise<object>): Promise<void> {
+  async work(
+    options: WorkOptions,
+    handle: (delivery: Delivery) => Promise<object>,
+  ): Promise<{ stop(): Promise<void> }> {
     const worker = workerName();
+    const ids: string[] = [];
     for (let slot = 0; slot < options.concurrency; slot++) {
-      await this.boss.work<RunJobData>(
+      const id = await this.boss.work<RunJobData>(
         RUN_QUEUE,
         { batchSize: 1, pollingIntervalSeconds: options.pollingIntervalSeconds },
         async ([job]) => {
           if (!job) return {};
-          const heartbeat: Heartbeats = startHeartbeat(this.pool, this.location.schema, {
+          const heartbeat: Heartbeats = startHeartbeat(this.pool, this.schema, {
             jobId: job.id,
             threadId: job.data.threadId,
             worker,
@@ -217,7 +227,13 @@ export class TaskQueue {
           }
         },
       );
+      ids.push(id);
     }
+    return {
+      stop: async () => {
+        for (const id of ids) await this.boss.offWork({ id });
+      },
+    };
   }
 
   private async isCancelled(jobId: string): Promise<boolean> {
@@ -228,7 +244,7 @@ export class TaskQueue {
   /** Cancels the jobs of these threads that have not finished; a running one is stopped by its next heartbeat. */
   async cancel(threadIds: string[]): Promise<string[]> {
     const { rows } = await this.pool.query<{ id: string; thread_id: string }>(
-      `SELECT id, data->>'threadId' AS thread_id FROM ${this.location.schema}.job
+      `SELECT id, data->>'threadId' AS thread_id FROM ${this.schema}.job
        WHERE name = $1 AND data->>'threadId' = ANY($2) AND state < 'completed'`,
       [RUN_QUEUE, threadIds],
     );
@@ -243,14 +259,14 @@ export class TaskQueue {
   /** Jobs waiting or running, the quantity `worker --until-empty` waits on. */
   async pendingCount(): Promise<number> {
     const { rows } = await this.pool.query<{ pending: string }>(
-      `SELECT count(*) AS pending FROM ${this.location.schema}.job WHERE name = $1 AND state < 'completed'`,
+      `SELECT count(*) AS pending FROM ${this.schema}.job WHERE name = $1 AND state < 'completed'`,
       [RUN_QUEUE],
     );
     return Number(rows[0]?.pending ?? 0);
   }
 
   list(threadId?: string): Promise<QueuedRun[]> {
-    return listQueuedRuns(this.pool, this.location.schema, threadId);
+    return listQueuedRuns(this.pool, this.schema, threadId);
   }
 
   /** Stops taking jobs; waits up to `graceMs` for running ones to end (they are aborted first by the caller). */
@@ -264,7 +280,7 @@ export class TaskQueue {
  * Every job of the run queue, live and archived, with the heartbeat of the worker that has it.
  * A read only: it needs no pg-boss instance, and finds nothing when the schema does not exist.
  */
-async function listQueuedRuns(pool: pg.Pool, schema: string, threadId?: string): Promise<QueuedRun[]> {
+async function listQueuedRuns(pool: pg.Pool, schema: QueueSchemaName, threadId?: string): Promise<QueuedRun[]> {
   const { rows: exists } = await pool.query<{ job: string | null }>("SELECT to_regclass($1) AS job", [`${schema}.job`]);
   if (!exists[0]?.job) return [];
   const columns = "id, state::text AS state, priority, retry_count, data->>'threadId' AS thread_id, output, created_on";
@@ -297,11 +313,11 @@ async function listQueuedRuns(pool: pg.Pool, schema: string, threadId?: string):
 
 /** The queue's jobs for `selfheal runs`, read straight from PostgreSQL; empty when no queue was ever made. */
 export async function readQueuedRuns(location: QueueLocation): Promise<QueuedRun[]> {
-  checkSchemaName(location.schema);
+  const schema = checkSchemaName(location.schema);
   const pool = new pg.Pool({ connectionString: location.url, max: 1 });
   pool.on("error", () => undefined);
   try {
-    return await listQueuedRuns(pool, location.schema);
+    return await listQueuedRuns(pool, schema);
   } finally {
     await pool.end();
   }

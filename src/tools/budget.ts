@@ -1,5 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
-import { countMessageTokens } from "./tokens.js";
+import { countMessageTokens, messageText, TOKENS_PER_MESSAGE, TOKENS_PER_REPLY } from "./tokens.js";
 
 /** Below this many output tokens a reply cannot hold a whole program, so the call is not worth making. */
 export const MIN_OUTPUT_TOKENS = 256;
@@ -28,14 +28,35 @@ export function planModelCall(args: {
   return { ok: true, outputCap };
 }
 
+/** How the prompt's size is known to the caller: counted on demand, at most once. */
+export type PromptTokens = () => Promise<number>;
+
+/**
+ * No BPE token is shorter than one byte, so a prompt's UTF-8 length (with the same per-message
+ * overhead) bounds its token count from above, at no cost.
+ */
+export function promptTokensAtMost(messages: BaseMessage[]): number {
+  let total = TOKENS_PER_REPLY;
+  for (const message of messages) total += TOKENS_PER_MESSAGE + Buffer.byteLength(messageText(message));
+  return total;
+}
+
 /**
  * The plan for sending `messages` in a run that has used `usedTokens` of `tokenBudget`, with the
- * prompt's size, which stands in for the input count when a provider reports no usage.
+ * prompt's size, which stands in for the input count when a provider reports no usage. Counting
+ * costs milliseconds per call, so while even the upper bound leaves room for a full reply the count
+ * waits until something needs it; a provider that reports usage never does.
  */
 export async function planPromptCall(
   messages: BaseMessage[],
   budget: { usedTokens: number; tokenBudget: number; maxOutputTokens: number },
-): Promise<CallPlan & { promptTokens: number }> {
-  const promptTokens = await countMessageTokens(messages);
-  return { ...planModelCall({ promptTokens, ...budget }), promptTokens };
+): Promise<CallPlan & { promptTokens: PromptTokens }> {
+  let counted: Promise<number> | undefined;
+  const promptTokens: PromptTokens = () => {
+    counted ??= countMessageTokens(messages);
+    return counted;
+  };
+  const bounded = planModelCall({ promptTokens: promptTokensAtMost(messages), ...budget });
+  if (bounded.ok && bounded.outputCap === budget.maxOutputTokens) return { ...bounded, promptTokens };
+  return { ...planModelCall({ promptTokens: await promptTokens(), ...budget }), promptTokens };
 }

@@ -2,8 +2,9 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
 import { InvalidSettingsError, MissingModelConfigError } from "../core/errors.js";
+import type { ModelCallUsage } from "../core/ledger.js";
 import { modelTimeoutFromEnv } from "../core/settings.js";
-import type { ModelCallUsage } from "../core/state.js";
+import type { PromptTokens } from "./budget.js";
 import { idleBoundedFetch, inspectingFetch, isEmptyStreamError } from "./model-errors.js";
 import { type ModelCallLog, RecordedChatModel } from "./recorded-model.js";
 import { countMessageTokens, countTokens, messageText } from "./tokens.js";
@@ -234,7 +235,7 @@ export async function callModel(
   model: BaseChatModel,
   messages: BaseMessage[],
   node: string,
-  limits: CallLimits & { promptTokens?: number },
+  limits: CallLimits & { promptTokens?: PromptTokens },
 ): Promise<ModelReply> {
   const reply = (await invokeWithinLimits(model, limits, (limited, signal) =>
     limited.invoke(messages, { signal }),
@@ -254,7 +255,7 @@ export async function callModel(
     text,
     usage: {
       node,
-      inputTokens: limits.promptTokens ?? (await countMessageTokens(messages)),
+      inputTokens: await (limits.promptTokens?.() ?? countMessageTokens(messages)),
       outputTokens: await countTokens(text),
     },
     estimated: true,

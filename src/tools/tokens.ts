@@ -21,8 +21,8 @@ export async function countTokens(text: string): Promise<number> {
 }
 
 /** Chat formats add a few tokens per message for roles and separators (OpenAI's cookbook uses 3, plus 3 per reply). */
-const TOKENS_PER_MESSAGE = 3;
-const TOKENS_PER_REPLY = 3;
+export const TOKENS_PER_MESSAGE = 3;
+export const TOKENS_PER_REPLY = 3;
 
 export function messageText(message: BaseMessage): string {
   return typeof message.content === "string" ? message.content : JSON.stringify(message.content);

@@ -11,6 +11,7 @@ import {
   checkSandbox,
   createAgent,
   modelRetriesFromEnv,
+  planResume,
   type Settings,
 } from "../../index.js";
 import { forkCheckpoint, type RunStore } from "../../store/index.js";
@@ -28,7 +29,6 @@ import {
   settingsWithFlags,
 } from "../options.js";
 import { ProgressReporter } from "../progress.js";
-import { planResume } from "../queued-run.js";
 import {
   abortOnCtrlC,
   addStoreOptions,

@@ -1,12 +1,12 @@
 import type { Command } from "commander";
-import { checkModelConfig, createSandbox, modelRetriesFromEnv, type SandboxKind } from "../../index.js";
-import { type Delivery, ModelCallGate, SharedTokenBucket, type TaskQueue, workerName } from "../../queue/index.js";
+import { checkModelConfig, modelRetriesFromEnv } from "../../index.js";
+import { startWorker, type TaskQueue, type WorkerEvent, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
+import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
 import { EXIT } from "../exit.js";
 import { positiveInteger, secondsAtLeast } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
-import { runQueuedThread } from "../queued-run.js";
-import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
+import { addStoreOptions, withStore } from "../session.js";
 import { summaryOf } from "./catalog.js";
 
 interface WorkerFlags extends QueueFlags {
@@ -19,12 +19,6 @@ interface WorkerFlags extends QueueFlags {
   untilEmpty?: boolean;
   json?: boolean;
 }
-
-type WorkerEvent =
-  | { event: "started" | "step"; threadId: string; jobId: string; node?: string }
-  | { event: "finished"; threadId: string; jobId: string; status: string; attempts: number; tokens: number }
-  | { event: "retrying"; threadId: string; jobId: string; error: string }
-  | { event: "cancelled"; threadId: string; jobId: string };
 
 function describeEvent(event: WorkerEvent): string {
   switch (event.event) {
@@ -70,69 +64,25 @@ function untilStopped(queue: TaskQueue, flags: WorkerFlags): Promise<void> {
   });
 }
 
-/** One sandbox per kind for the worker's life; `close` ends them when it stops. */
-type WorkerSandbox = ReturnType<typeof createSandbox>;
-
-function workerSandboxes() {
-  const made = new Map<SandboxKind, WorkerSandbox>();
-  return {
-    sandboxFor(kind: SandboxKind): WorkerSandbox {
-      let sandbox = made.get(kind);
-      if (!sandbox) {
-        sandbox = createSandbox({ kind });
-        made.set(kind, sandbox);
-      }
-      return sandbox;
-    },
-    close: () => closeSandboxes(made.values()),
-  };
-}
-
-interface WorkerParts {
-  store: RunStore;
-  queue: TaskQueue;
-  sandboxes: ReturnType<typeof workerSandboxes>;
-  gate?: ModelCallGate;
-}
-
-async function work({ store, queue, sandboxes, gate }: WorkerParts, flags: WorkerFlags): Promise<number> {
-  const report = reporter(flags.json);
-  // Aborted on shutdown: running threads stop (as on Ctrl-C), their jobs are retried elsewhere.
-  const shutdown = new AbortController();
-  await queue.work(
-    { concurrency: flags.concurrency, pollingIntervalSeconds: flags.pollInterval, heartbeatSeconds: flags.heartbeat },
-    async (delivery: Delivery) => {
-      const ids = { threadId: delivery.data.threadId, jobId: delivery.jobId };
-      report({ event: "started", ...ids });
-      try {
-        const outcome = await runQueuedThread(
-          { ...delivery, signal: AbortSignal.any([delivery.signal, shutdown.signal]) },
-          {
-            store,
-            sandboxFor: sandboxes.sandboxFor,
-            callbacks: gate ? [gate] : undefined,
-            onStep: (node) => report({ event: "step", ...ids, node }),
-          },
-        );
-        report({ event: "finished", ...ids, ...outcome });
-        return outcome;
-      } catch (error) {
-        // pg-boss leaves a cancelled job cancelled whatever the handler does: nothing to retry.
-        if (delivery.wasCancelled()) {
-          report({ event: "cancelled", ...ids });
-          return { cancelled: true };
-        }
-        report({ event: "retrying", ...ids, error: error instanceof Error ? error.message : String(error) });
-        throw error;
-      }
-    },
-  );
+async function work(store: RunStore, queue: TaskQueue, flags: WorkerFlags): Promise<number> {
+  const worker = await startWorker(queue, {
+    store,
+    concurrency: flags.concurrency,
+    pollingIntervalSeconds: flags.pollInterval,
+    heartbeatSeconds: flags.heartbeat,
+    ...(flags.modelCallsPerMinute
+      ? { modelCallRate: { perMinute: flags.modelCallsPerMinute, burst: flags.burst ?? 1 } }
+      : {}),
+    // A run the demo recorded gets the demo's scripted model back; any other builds its own from the environment.
+    modelFor: (settings) => (settings.model === DEMO_MODEL_NAME ? createDemoModel() : undefined),
+    onEvent: reporter(flags.json),
+  });
   process.stderr.write(
     `worker ${workerName()}: taking jobs from ${queue.location.schema} (concurrency ${flags.concurrency})\n`,
   );
   await untilStopped(queue, flags);
-  shutdown.abort(new Error("the worker is shutting down"));
-  // The caller closes the queue (which waits for the aborted runs), then the sandboxes.
+  // The caller then closes the queue, which waits for pg-boss to let go of the stopped runs' jobs.
+  await worker.stop();
   return EXIT.passed;
 }
 
@@ -141,24 +91,9 @@ export async function runWorker(flags: WorkerFlags): Promise<number> {
   checkModelConfig();
   modelRetriesFromEnv();
   const location = resolveQueueLocation(flags);
-  const bucket = flags.modelCallsPerMinute
-    ? await SharedTokenBucket.open(location.url, location.schema, "model-calls", {
-        perMinute: flags.modelCallsPerMinute,
-        burst: flags.burst ?? 1,
-      })
-    : undefined;
-  const sandboxes = workerSandboxes();
-  const gate = bucket ? new ModelCallGate(bucket) : undefined;
-  try {
-    return await withStore(flags, (store) =>
-      withQueue(location, { maintenanceIntervalSeconds: flags.expiryCheck }, (queue) =>
-        work({ store, queue, sandboxes, gate }, flags),
-      ),
-    );
-  } finally {
-    await sandboxes.close();
-    await bucket?.close();
-  }
+  return await withStore(flags, (store) =>
+    withQueue(location, { maintenanceIntervalSeconds: flags.expiryCheck }, (queue) => work(store, queue, flags)),
+  );
 }
 
 /** `selfheal worker`. */

@@ -1,18 +1,20 @@
 import type { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { Command } from "@langchain/langgraph";
+// The queue runs the agent as a user's code would, through the public entry: nothing below it.
 import {
   type AgentState,
   checkSandbox,
   createAgent,
   parseSettings,
   planResume,
+  type RunInput,
   type Sandbox,
   type SandboxKind,
+  type Settings,
 } from "../index.js";
-import type { Delivery } from "../queue/index.js";
 import type { RunStore } from "../store/index.js";
-import { createDemoModel, DEMO_MODEL_NAME } from "./demo-model.js";
-import type { RunStart } from "./stream-run.js";
+import type { Delivery } from "./task-queue.js";
 
 /** What a finished job reports: pg-boss stores it as the job's output, `runs` and the worker log show it. */
 export interface QueuedRunOutcome {
@@ -33,12 +35,15 @@ export class EnvironmentFailure extends Error {
   override name = "EnvironmentFailure";
 }
 
-export { planResume };
-
 export interface QueuedRunDeps {
   store: RunStore;
   /** A model for every role, for tests and benchmarks; otherwise built from the environment by the run's settings. */
   model?: BaseChatModel;
+  /**
+   * A model for a run's settings when `model` is not given, or undefined to build it from the
+   * environment: the CLI brings back its scripted demo model for a run recorded with that name.
+   */
+  modelFor?: (settings: Settings) => BaseChatModel | undefined;
   /** Passed to the run, so they see every model call (the shared rate limit). */
   callbacks?: BaseCallbackHandler[];
   /**
@@ -74,15 +79,14 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
   // second off the thread (it throws, and pg-boss tries again later).
   const lease = await store.lease(threadId);
   try {
-    const scripted = settings.model === DEMO_MODEL_NAME ? createDemoModel() : undefined;
     const agent = createAgent({
-      model: deps.model ?? scripted,
+      model: deps.model ?? deps.modelFor?.(settings),
       checkpointer: store.checkpointer,
       sandbox: deps.sandboxFor?.(settings.sandbox),
     });
     const config = { configurable: { thread_id: threadId } };
     const head = await agent.getState(config);
-    let start: RunStart = input;
+    let start: RunInput | Command | null = input;
     if (head.createdAt) {
       const plan = planResume(head, agent);
       if ("finished" in plan) return { ...outcomeOf(plan.finished, threadId, false), alreadyFinished: true };

@@ -1,0 +1,129 @@
+import { createSandbox, type Sandbox, type SandboxKind } from "../index.js";
+import { ModelCallGate, type ModelCallRate, SharedTokenBucket } from "./rate-limit.js";
+import { type QueuedRunDeps, type QueuedRunOutcome, runQueuedThread } from "./run-thread.js";
+import type { Delivery, TaskQueue, WorkOptions } from "./task-queue.js";
+
+/** What a worker tells its owner about each job; `selfheal worker` prints one line per event. */
+export type WorkerEvent =
+  | { event: "started" | "step"; threadId: string; jobId: string; node?: string }
+  | { event: "finished"; threadId: string; jobId: string; status: string; attempts: number; tokens: number }
+  | { event: "retrying"; threadId: string; jobId: string; error: string }
+  | { event: "cancelled"; threadId: string; jobId: string };
+
+export interface WorkerOptions extends Omit<QueuedRunDeps, "onStep" | "sandboxFor">, Partial<WorkOptions> {
+  /**
+   * The sandbox for a run's `sandbox` setting. By default the worker makes one per kind on first
+   * use and shares it between its jobs (a sandbox keeps interpreters warm after first use, which
+   * a sandbox made per job would throw away), and closes them when it stops.
+   */
+  sandboxFor?: (kind: SandboxKind) => Sandbox;
+  /** At most this many model calls a minute across every worker on the queue's database that gives the same rate. */
+  modelCallRate?: ModelCallRate;
+  onEvent?: (event: WorkerEvent) => void;
+}
+
+export interface RunningWorker {
+  /**
+   * Stops taking jobs and stops the running threads between steps (as on Ctrl-C: checkpoints
+   * kept, the job delivered again later, to this worker or another), waits up to `graceMs` for
+   * them, then closes the sandboxes and the rate bucket it made. The caller closes the queue.
+   */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** One sandbox per kind for the worker's life. */
+function sandboxesByKind() {
+  const made = new Map<SandboxKind, ReturnType<typeof createSandbox>>();
+  return {
+    sandboxFor(kind: SandboxKind): Sandbox {
+      let sandbox = made.get(kind);
+      if (!sandbox) {
+        sandbox = createSandbox({ kind });
+        made.set(kind, sandbox);
+      }
+      return sandbox;
+    },
+    async close(): Promise<void> {
+      // Closing waits on child processes that do not hold the event loop open: hold it until they are gone.
+      const keepAlive = setInterval(() => undefined, 1_000);
+      try {
+        await Promise.all([...made.values()].map((sandbox) => sandbox.close()));
+      } finally {
+        clearInterval(keepAlive);
+      }
+    },
+  };
+}
+
+/**
+ * Takes jobs from `queue` and runs each as a checkpointed thread (see `runQueuedThread`): what a
+ * run ends with completes the job; a failure outside the run (model server, sandbox, database,
+ * expiry) fails the delivery, which pg-boss retries and then dead-letters; a cancelled job stops.
+ */
+export async function startWorker(queue: TaskQueue, options: WorkerOptions): Promise<RunningWorker> {
+  const {
+    onEvent,
+    modelCallRate,
+    concurrency = 1,
+    pollingIntervalSeconds = 2,
+    heartbeatSeconds = 5,
+    sandboxFor,
+    callbacks,
+    ...runDeps
+  } = options;
+  const bucket = modelCallRate
+    ? await SharedTokenBucket.open(queue.location.url, queue.location.schema, "model-calls", modelCallRate)
+    : undefined;
+  const owned = sandboxFor ? undefined : sandboxesByKind();
+  const deps: Omit<QueuedRunDeps, "onStep"> = {
+    ...runDeps,
+    sandboxFor: sandboxFor ?? owned?.sandboxFor,
+    callbacks: bucket ? [...(callbacks ?? []), new ModelCallGate(bucket)] : callbacks,
+  };
+  // Aborted on stop: running threads end between steps, and their jobs are delivered again.
+  const shutdown = new AbortController();
+  const running = new Set<Promise<unknown>>();
+
+  async function handle(delivery: Delivery): Promise<QueuedRunOutcome | { cancelled: true }> {
+    const ids = { threadId: delivery.data.threadId, jobId: delivery.jobId };
+    onEvent?.({ event: "started", ...ids });
+    try {
+      const outcome = await runQueuedThread(
+        { ...delivery, signal: AbortSignal.any([delivery.signal, shutdown.signal]) },
+        { ...deps, onStep: (node) => onEvent?.({ event: "step", ...ids, node }) },
+      );
+      onEvent?.({ event: "finished", ...ids, ...outcome });
+      return outcome;
+    } catch (error) {
+      // pg-boss leaves a cancelled job cancelled whatever the handler does: nothing to retry.
+      if (delivery.wasCancelled()) {
+        onEvent?.({ event: "cancelled", ...ids });
+        return { cancelled: true };
+      }
+      onEvent?.({ event: "retrying", ...ids, error: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
+  }
+
+  const taking = await queue.work({ concurrency, pollingIntervalSeconds, heartbeatSeconds }, (delivery) => {
+    const run = handle(delivery);
+    running.add(run);
+    void run.catch(() => undefined).finally(() => running.delete(run));
+    return run;
+  });
+
+  return {
+    async stop(graceMs = 10_000) {
+      await taking.stop();
+      shutdown.abort(new Error("the worker is shutting down"));
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise((resolve) => {
+        timer = setTimeout(resolve, graceMs);
+      });
+      await Promise.race([Promise.allSettled([...running]), grace]);
+      clearTimeout(timer);
+      await owned?.close();
+      await bucket?.close();
+    },
+  };
+}
