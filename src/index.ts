@@ -125,14 +125,14 @@ export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
 export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
-export { checkSandbox, createSandbox } from "./sandbox/index.js";
 export {
   DATA_MODULES,
   defaultPython,
   findPythons,
   type PythonFound,
   probePython,
-} from "./sandbox/interpreters.js";
+} from "./sandbox/host/interpreters.js";
+export { checkSandbox, createSandbox } from "./sandbox/index.js";
 export type * from "./sandbox/types.js";
 export {
   type AssembledProgram,

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { processIsAlive } from "../src/core/process.js";
-import { removeDeadProcessDirs, tempDirOwner } from "../src/sandbox/temp-dirs.js";
+import { removeDeadProcessDirs, tempDirOwner } from "../src/sandbox/host/temp-dirs.js";
 
 const REPO_STORE = fileURLToPath(new URL("../.selfheal", import.meta.url));
 
@@ -54,7 +54,7 @@ export default function setup(): () => Promise<void> {
     for (let waited = 0; waited < 5_000 && sandboxDirOwnersAlive(runTemp); waited += 100) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    removeDeadProcessDirs();
+    await removeDeadProcessDirs();
     const left = readdirSync(runTemp).filter((name) => name !== tsxCache);
     rmSync(runTemp, { recursive: true, force: true });
     const storeAfter = storeSnapshot();
