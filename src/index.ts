@@ -133,7 +133,15 @@ export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
 export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
-export { checkSandbox, createSandbox } from "./sandbox/index.js";
+export {
+  checkSandbox,
+  createSandbox,
+  DEFAULT_LIMITS,
+  parseError,
+  RUN_CANCELLED_NOTE,
+  resolveLimits,
+  safeRelativePath,
+} from "./sandbox/index.js";
 export {
   DATA_MODULES,
   defaultPython,

@@ -1,6 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+
+import { pidsWithMarker } from "../src/testing/processes.js";
+
+export { pidsWithMarker };
 
 /**
  * Helpers for tests that need the selfheal host in a process of its own (test/sandbox-owner.ts),
@@ -61,21 +65,4 @@ export function forkAndSleep(language: "python" | "javascript", marker: string):
   return language === "python"
     ? `import os, time\nif os.fork() == 0:\n    os.execv("/bin/sleep", ["sleep", "${marker}"])\nprint("started", flush=True)\ntime.sleep(60)\n`
     : `const { spawn } = require("child_process");\nspawn("/bin/sleep", ["${marker}"], { stdio: "ignore" });\nconsole.log("started");\nsetTimeout(() => {}, 60000);\n`;
-}
-
-/** Host pids whose command line contains `marker`. */
-export function pidsWithMarker(marker: string): number[] {
-  // Every command line contains a short string, and callers kill what this returns.
-  if (marker.length < 8) throw new Error(`a marker must be unique, not ${JSON.stringify(marker)}`);
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const commandLine = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (commandLine.includes(marker)) pids.push(Number(entry));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return pids;
 }

@@ -13,7 +13,9 @@ export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES 
 export { buildGvisorSpec, probeGvisor } from "./gvisor-backend.js";
 export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
 export { CODE_FILE_NAME, parseError } from "./parse-error.js";
+export { RUN_CANCELLED_NOTE } from "./run-child.js";
 export * from "./types.js";
+export { safeRelativePath } from "./work-dir.js";
 
 export interface SandboxOptions {
   /** Backend to use; `auto` (the default) picks bwrap when it works here, else the process backend. */

@@ -82,7 +82,8 @@ export interface Containment {
 
 /** What a sandbox holds here, found when it was made; `selfheal doctor` prints it. */
 export interface SandboxIsolation {
-  kind: Exclude<SandboxKind, "auto">;
+  /** The sandbox's `kind`. */
+  kind: string;
   memory: Containment;
   processes: Containment;
   cpu: Containment;
@@ -94,14 +95,32 @@ export interface SandboxIsolation {
   notes: string[];
 }
 
+/**
+ * The sandbox contract: what the agent needs of any backend, ours or a user's. A backend proves it
+ * by passing the conformance suite (`describeSandboxConformance` from `selfheal/testing`).
+ *
+ * - `run` writes `request.files`, then `request.inputs` (read-only), then the code into a fresh work
+ *   dir, runs the program with `request.stdin`, and resolves with a `RunResult` once every process
+ *   of the run is gone. The program's own failure is data (`status` error, timeout, memory_limit,
+ *   output_limit, killed), never a rejection; a file name outside the work dir is the caller's bug
+ *   and rejects (`safeRelativePath` says it). `stdout`/`stderr` are UTF-8 with invalid bytes
+ *   replaced, each capped at the run's `maxOutputBytes` (`truncated` then set).
+ * - Streaming: `hooks.onOutput` gets each complete line while the program still runs.
+ * - Cancel: aborting `hooks.signal` kills every process of the run at once; the result has status
+ *   `killed` and its stderr ends with `RUN_CANCELLED_NOTE`.
+ * - Artifacts out: with `request.collectArtifacts`, what the program left under `out/` is copied to
+ *   the host (bounded, no symlink followed) and listed in `result.artifacts`.
+ * - Limits: the wall clock always holds for the whole run; the rest hold as `describe()` says.
+ * - `close` releases whatever the sandbox keeps between runs; calling it twice is harmless.
+ */
 export interface Sandbox {
-  /** The backend actually chosen (never `auto`). */
-  readonly kind: Exclude<SandboxKind, "auto">;
+  /** The backend's name: ours are `process`, `bwrap`, `gvisor` and `container`; yours is your own. */
+  readonly kind: string;
   run(request: RunRequest, hooks?: RunHooks): Promise<RunResult>;
   /** True when `run` mounts `request.packagesDir`; a backend without it cannot offer installed packages. */
   readonly mountsPackages?: boolean;
-  /** Which limits hold for the whole run here, and by what. */
-  describe?(): SandboxIsolation;
-  /** Releases pre-warmed processes; safe to call more than once. */
-  close?(): Promise<void>;
+  /** Which limits hold here, for the whole run or per process, and by what; `selfheal doctor` prints it. */
+  describe(): SandboxIsolation;
+  /** Releases pre-warmed processes and anything else kept between runs; safe to call more than once. */
+  close(): Promise<void>;
 }
