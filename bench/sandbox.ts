@@ -11,7 +11,8 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container-backend.js";
+import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container/backend.js";
+import { resolveInterpreters } from "../src/sandbox/host/interpreters.js";
 import {
   checkSandbox,
   createSandbox,
@@ -20,7 +21,6 @@ import {
   probeBwrap,
   probeGvisor,
 } from "../src/sandbox/index.js";
-import { resolveInterpreters } from "../src/sandbox/interpreters.js";
 import type { RunRequest } from "../src/sandbox/types.js";
 import { type Contender, latencies, percentile } from "./timing.js";
 

@@ -134,6 +134,13 @@ export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export {
+  DATA_MODULES,
+  defaultPython,
+  findPythons,
+  type PythonFound,
+  probePython,
+} from "./sandbox/host/interpreters.js";
+export {
   checkSandbox,
   createSandbox,
   DEFAULT_LIMITS,
@@ -142,13 +149,6 @@ export {
   resolveLimits,
   safeRelativePath,
 } from "./sandbox/index.js";
-export {
-  DATA_MODULES,
-  defaultPython,
-  findPythons,
-  type PythonFound,
-  probePython,
-} from "./sandbox/interpreters.js";
 export type * from "./sandbox/types.js";
 export {
   type AssembledProgram,

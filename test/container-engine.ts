@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 
-import { CONTAINER_IMAGE_ENV, CONTAINER_LABEL, OWNER_LABEL } from "../src/sandbox/container-backend.js";
-import { findOnPath } from "../src/sandbox/interpreters.js";
+import { CONTAINER_IMAGE_ENV, CONTAINER_LABEL, OWNER_LABEL } from "../src/sandbox/container/backend.js";
+import { findOnPath } from "../src/sandbox/host/interpreters.js";
 import { skipReason } from "./capabilities.js";
 
 /** The image the container tests run: the one scripts/build-container-image.sh builds, which .ci/run calls. */

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { processIsAlive } from "../src/core/process.js";
-import { removeDeadProcessDirs, tempDirOwner } from "../src/sandbox/temp-dirs.js";
+import { removeDeadProcessDirs, tempDirOwner } from "../src/sandbox/host/temp-dirs.js";
 
 const REPO_STORE = fileURLToPath(new URL("../.selfheal", import.meta.url));
 

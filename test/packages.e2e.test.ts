@@ -195,7 +195,7 @@ describe("one cache shared by processes", () => {
   it("keeps one whole entry when two processes install the same packages at the same moment", async () => {
     const cacheDir = join(scratchDir("cache"), "packages");
     const script = `
-      import { findPackageEntry, installPackages } from "./src/sandbox/packages.ts";
+      import { findPackageEntry, installPackages } from "./src/sandbox/packages/installer.ts";
       import { parseSettings } from "./src/index.ts";
       const install = parseSettings({ packageInstall: { cacheDir: process.argv[1], pythonFindLinks: process.argv[2] } }).packageInstall;
       const request = { language: "python", specs: ["sh-greet"], install };

@@ -2,8 +2,9 @@ import { chmodSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseSettings } from "../src/index.js";
-import { buildBwrapArgv, packageMount, SANDBOX_PACKAGES_DIR } from "../src/sandbox/bwrap-backend.js";
-import { interpreterCommand } from "../src/sandbox/command.js";
+import { buildBwrapArgv } from "../src/sandbox/host/bwrap-argv.js";
+import { interpreterCommand } from "../src/sandbox/host/command.js";
+import { packageMount, SANDBOX_PACKAGES_DIR } from "../src/sandbox/host/system-view.js";
 import { DEFAULT_LIMITS } from "../src/sandbox/limits.js";
 import {
   allowedPackageFor,
@@ -14,7 +15,7 @@ import {
   missingModule,
   packageCacheKey,
   packageName,
-} from "../src/sandbox/packages.js";
+} from "../src/sandbox/packages/installer.js";
 import { scratchDir } from "./scratch.js";
 import { buildWheel } from "./wheels.js";
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { buildBwrapArgv, SANDBOX_WORK_DIR } from "../src/sandbox/bwrap-backend.js";
+import { buildBwrapArgv } from "../src/sandbox/host/bwrap-argv.js";
+import { SANDBOX_WORK_DIR } from "../src/sandbox/host/system-view.js";
 
 const host = { bwrap: "/usr/bin/bwrap", prlimit: "/usr/bin/prlimit", setpriv: "/usr/bin/setpriv" };
 const base = {

@@ -5,11 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { afterAll, describe, expect, it } from "vitest";
-
-import { cgroupCpuReader } from "../src/sandbox/cgroups.js";
-import { buildContainerCommand, encodeTar } from "../src/sandbox/container-backend.js";
+import { buildContainerCommand, encodeTar } from "../src/sandbox/container/backend.js";
+import { cgroupCpuReader } from "../src/sandbox/host/cgroups.js";
+import { findOnPath } from "../src/sandbox/host/interpreters.js";
 import { createSandbox, DEFAULT_LIMITS } from "../src/sandbox/index.js";
-import { findOnPath } from "../src/sandbox/interpreters.js";
 import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
 import { diskFillProgram } from "./hostile-suite.js";
 import { scratchDir } from "./scratch.js";

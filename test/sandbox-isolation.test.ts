@@ -2,9 +2,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 
-import { CGROUP2_SUPER_MAGIC, detectCgroups, ownCgroupPath } from "../src/sandbox/cgroups.js";
+import { CGROUP2_SUPER_MAGIC, detectCgroups, ownCgroupPath } from "../src/sandbox/host/cgroups.js";
+import { seccompFilter } from "../src/sandbox/host/seccomp.js";
 import { createSandbox, probeBwrap, resolveLimits } from "../src/sandbox/index.js";
-import { seccompFilter } from "../src/sandbox/seccomp.js";
 import { bwrapMissing, cgroupsMissing, isRoot, seccompMissing } from "./capabilities.js";
 import { scratchDir } from "./scratch.js";
 
@@ -112,7 +112,7 @@ describe.skipIf(noBwrap !== null)(`the bwrap sandbox's whole-run limits${skipped
 
   it("falls back to per-process limits with one warning when no cgroup can be made", async () => {
     vi.resetModules();
-    const { BwrapLauncher } = await import("../src/sandbox/bwrap-backend.js");
+    const { BwrapLauncher } = await import("../src/sandbox/bwrap/backend.js");
     const probe = probeBwrap();
     expect(probe.usable).toBe(true);
     if (!probe.usable) throw new Error("unreachable: usable was asserted above");

@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { processStartTime } from "../src/core/process.js";
-import { detectCgroups } from "../src/sandbox/cgroups.js";
-import { removeDeadProcessDirs } from "../src/sandbox/temp-dirs.js";
+import { detectCgroups } from "../src/sandbox/host/cgroups.js";
+import { removeDeadProcessDirs } from "../src/sandbox/host/temp-dirs.js";
 import { bwrapMissing, cgroupsMissing, gvisorMissing } from "./capabilities.js";
 import { forkAndSleep, goneWithin, leftovers, pidsWithMarker, startOwner } from "./owner-harness.js";
 

@@ -5,14 +5,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
+import { InterpreterMissingError, resolveInterpreters } from "../src/sandbox/host/interpreters.js";
+import { WorkDir } from "../src/sandbox/host/work-dir.js";
 import { createSandbox, DEFAULT_LIMITS, type ManagedSandbox, probeBwrap } from "../src/sandbox/index.js";
-import { InterpreterMissingError, resolveInterpreters } from "../src/sandbox/interpreters.js";
 import { resolveLimits } from "../src/sandbox/limits.js";
-import { type Launcher, LocalSandbox } from "../src/sandbox/local-sandbox.js";
-import { ProcessLauncher } from "../src/sandbox/process-backend.js";
+import { ProcessLauncher } from "../src/sandbox/process/backend.js";
+import { type Launcher, LocalSandbox } from "../src/sandbox/run/local-sandbox.js";
 import type { OutputStream, RunRequest } from "../src/sandbox/types.js";
-import { WorkDir } from "../src/sandbox/work-dir.js";
 import { bwrapMissing } from "./capabilities.js";
 import { REPO } from "./cli-helpers.js";
 import { pidsWithMarker } from "./owner-harness.js";

@@ -8,7 +8,7 @@ import {
   missingModule,
   type PackageEntry,
   type PackageRequest,
-} from "../sandbox/packages.js";
+} from "../sandbox/packages/installer.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox } from "../sandbox/types.js";
 
 export { PACKAGE_FINDINGS };

@@ -1,21 +1,22 @@
 import { SandboxUnavailableError } from "../core/errors.js";
 import { SANDBOX_KINDS } from "../core/run-result.js";
-import { type BwrapHost, BwrapLauncher, probeBwrap } from "./bwrap-backend.js";
-import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from "./container-backend.js";
-import { GvisorSandbox, probeGvisor } from "./gvisor-backend.js";
+import { BwrapLauncher } from "./bwrap/backend.js";
+import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from "./container/backend.js";
+import { GvisorSandbox, probeGvisor } from "./gvisor/backend.js";
+import { type BwrapHost, probeBwrap } from "./host/bwrap-probe.js";
 import { resolveLimits } from "./limits.js";
-import { LocalSandbox, type PrewarmMode } from "./local-sandbox.js";
-import { ProcessLauncher, warnProcessBackendOnce } from "./process-backend.js";
+import { ProcessLauncher, warnProcessBackendOnce } from "./process/backend.js";
+import { LocalSandbox, type PrewarmMode } from "./run/local-sandbox.js";
 import type { Language, Sandbox, SandboxIsolation, SandboxKind, SandboxLimits } from "./types.js";
 
-export { probeBwrap } from "./bwrap-backend.js";
-export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container-backend.js";
-export { buildGvisorSpec, probeGvisor } from "./gvisor-backend.js";
+export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container/backend.js";
+export { buildGvisorSpec, probeGvisor } from "./gvisor/backend.js";
+export { probeBwrap } from "./host/bwrap-probe.js";
+export { safeRelativePath } from "./host/work-dir.js";
 export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
 export { CODE_FILE_NAME, parseError } from "./parse-error.js";
-export { RUN_CANCELLED_NOTE } from "./run-child.js";
+export { RUN_CANCELLED_NOTE } from "./run/run-child.js";
 export * from "./types.js";
-export { safeRelativePath } from "./work-dir.js";
 
 export interface SandboxOptions {
   /** Backend to use; `auto` (the default) picks bwrap when it works here, else the process backend. */

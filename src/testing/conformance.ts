@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { resolveLimits } from "../sandbox/limits.js";
-import { RUN_CANCELLED_NOTE } from "../sandbox/run-child.js";
+import { RUN_CANCELLED_NOTE } from "../sandbox/run/run-child.js";
 import type {
   Containment,
   Language,

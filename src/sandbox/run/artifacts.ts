@@ -3,9 +3,9 @@ import { constants, type Dirent } from "node:fs";
 import { lstat, mkdir, open, readdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 
-import { ARTIFACTS_FOLDER, type ArtifactCollection, type ArtifactFile, mediaTypeOf } from "../core/data-files.js";
-import { MIB } from "./limits.js";
-import type { ArtifactRequest } from "./types.js";
+import { ARTIFACTS_FOLDER, type ArtifactCollection, type ArtifactFile, mediaTypeOf } from "../../core/data-files.js";
+import { MIB } from "../limits.js";
+import type { ArtifactRequest } from "../types.js";
 
 /** Entries looked at past `maxFiles` before the walk gives up, so a million empty dirs cost little. */
 const WALK_SLACK = 1000;

@@ -4,8 +4,10 @@ import { existsSync, mkdirSync, readlinkSync, symlinkSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-
-import { getSupportDir } from "./bootstrap.js";
+import { getSupportDir } from "../host/bootstrap.js";
+import { resourceLimits } from "../host/command.js";
+import { findOnPath, InterpreterMissingError, resolveInterpreters } from "../host/interpreters.js";
+import { trackRun } from "../host/run-reaper.js";
 import {
   lstatOrNull,
   SANDBOX_UID,
@@ -13,17 +15,14 @@ import {
   SYSTEM_DIRS,
   sandboxEnv,
   sandboxEtcFiles,
-} from "./bwrap-backend.js";
-import { resourceLimits } from "./command.js";
-import { findOnPath, InterpreterMissingError, resolveInterpreters } from "./interpreters.js";
-import { MAX_DISK_FILES, MIB } from "./limits.js";
-import { withArtifacts, writeProgramFiles } from "./local-sandbox.js";
-import { CODE_FILE_NAME } from "./parse-error.js";
-import { collectRun, killProcessGroup, unavailableResult } from "./run-child.js";
-import { trackRun } from "./run-reaper.js";
-import { tempDirPrefix } from "./temp-dirs.js";
-import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "./types.js";
-import { type RunDisk, WorkDir } from "./work-dir.js";
+} from "../host/system-view.js";
+import { tempDirPrefix } from "../host/temp-dirs.js";
+import { type RunDisk, WorkDir } from "../host/work-dir.js";
+import { MAX_DISK_FILES, MIB } from "../limits.js";
+import { CODE_FILE_NAME } from "../parse-error.js";
+import { withArtifacts, writeProgramFiles } from "../run/local-sandbox.js";
+import { collectRun, killProcessGroup, unavailableResult } from "../run/run-child.js";
+import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 
 /** How long runsc may take to tear a sandbox down before we stop waiting for it. */
 const RUNSC_CLEANUP_TIMEOUT_MS = 10_000;

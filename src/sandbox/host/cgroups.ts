@@ -12,10 +12,10 @@ import {
 import { rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
-import { messageOf } from "../core/errors.js";
-import { identityIsAlive, ownIdentity } from "../core/process.js";
-import { MIB } from "./limits.js";
-import type { SandboxLimits } from "./types.js";
+import { messageOf } from "../../core/errors.js";
+import { identityIsAlive, ownIdentity } from "../../core/process.js";
+import { MIB } from "../limits.js";
+import type { SandboxLimits } from "../types.js";
 
 /** `statfs(2)` f_type of a cgroup2 file system; a tmpfs there means v1 or hybrid. */
 export const CGROUP2_SUPER_MAGIC = 0x63677270;

@@ -4,7 +4,7 @@ import { chmod, chown, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/pr
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 
-import { ARTIFACTS_FOLDER, pathInsideWorkDir } from "../core/data-files.js";
+import { ARTIFACTS_FOLDER, pathInsideWorkDir } from "../../core/data-files.js";
 
 import { tempDirPrefix } from "./temp-dirs.js";
 

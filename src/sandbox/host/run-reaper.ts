@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import { join } from "node:path";
 
-import { ownIdentity } from "../core/process.js";
+import { ownIdentity } from "../../core/process.js";
 import { findOnPath } from "./interpreters.js";
 import { killTargets, OWNER_FILE, type RunKillTargets, recordLines } from "./run-records.js";
 import { tempDirPrefix } from "./temp-dirs.js";

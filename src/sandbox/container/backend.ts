@@ -3,24 +3,32 @@ import { randomBytes } from "node:crypto";
 import { chmod } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { ARTIFACTS_FOLDER } from "../core/data-files.js";
-import { probeTmpfs } from "./bwrap-backend.js";
-import { cgroupCpuReader } from "./cgroups.js";
-import { startContainerReaper } from "./container-reaper.js";
-import type { ManagedSandbox } from "./index.js";
-import { MAX_DISK_FILES, MAX_OPEN_FILES, MIB } from "./limits.js";
-import { type PrewarmMode, withArtifacts } from "./local-sandbox.js";
-import { CODE_FILE_NAME } from "./parse-error.js";
+import { ARTIFACTS_FOLDER } from "../../core/data-files.js";
+import { probeTmpfs } from "../host/bwrap-probe.js";
+import { cgroupCpuReader } from "../host/cgroups.js";
+import { seccompProfileFile } from "../host/seccomp.js";
+import { type RunDisk, safeRelativePath, WorkDir } from "../host/work-dir.js";
+import type { ManagedSandbox } from "../index.js";
+import { MAX_DISK_FILES, MAX_OPEN_FILES, MIB } from "../limits.js";
+import { CODE_FILE_NAME } from "../parse-error.js";
+import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
 import {
   collectRun,
   killProcessGroup,
   type RunWideLimits,
   unavailableResult,
   wholeRunMemoryNote,
-} from "./run-child.js";
-import { seccompProfileFile } from "./seccomp.js";
-import type { InputFile, Language, RunHooks, RunRequest, RunResult, SandboxIsolation, SandboxLimits } from "./types.js";
-import { type RunDisk, safeRelativePath, WorkDir } from "./work-dir.js";
+} from "../run/run-child.js";
+import type {
+  InputFile,
+  Language,
+  RunHooks,
+  RunRequest,
+  RunResult,
+  SandboxIsolation,
+  SandboxLimits,
+} from "../types.js";
+import { startContainerReaper } from "./reaper.js";
 
 /** How long we give the engine to answer before calling it unreachable. */
 const ENGINE_CHECK_TIMEOUT_MS = 5_000;

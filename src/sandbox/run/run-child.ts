@@ -1,10 +1,9 @@
 import type { ChildProcess } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import { performance } from "node:perf_hooks";
-
+import { parseError } from "../parse-error.js";
+import type { Language, ParsedError, RunHooks, RunResult, RunStatus } from "../types.js";
 import { CappedOutput } from "./output.js";
-import { parseError } from "./parse-error.js";
-import type { Language, ParsedError, RunHooks, RunResult, RunStatus } from "./types.js";
 
 /** How long to wait for buffered output after the program exited before giving up on the pipes. */
 const DRAIN_GRACE_MS = 250;

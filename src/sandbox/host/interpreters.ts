@@ -4,9 +4,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { SandboxUnavailableError } from "../core/errors.js";
+import { SandboxUnavailableError } from "../../core/errors.js";
 
-import type { Language } from "./types.js";
+import type { Language } from "../types.js";
 
 const execFileAsync = promisify(execFile);
 

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { identityIsAlive, type ProcessIdentity, processStartTime } from "../core/process.js";
+import { identityIsAlive, type ProcessIdentity, processStartTime } from "../../core/process.js";
 import { killListed, writeIfPresent } from "./cgroups.js";
 
 /**

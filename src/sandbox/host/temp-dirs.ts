@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { processIsAlive } from "../core/process.js";
+import { processIsAlive } from "../../core/process.js";
 import { reapRecordedRuns, recordOwnerIsReplaced } from "./run-records.js";
 
 /**

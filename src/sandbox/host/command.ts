@@ -1,8 +1,7 @@
 import { join } from "node:path";
-
+import { MAX_OPEN_FILES, MIB } from "../limits.js";
+import type { Language, SandboxLimits } from "../types.js";
 import { BOOTSTRAP_FILE_NAME, FD_CLOSER_FILE_NAME, PYTHON_BOOTSTRAP } from "./bootstrap.js";
-import { MAX_OPEN_FILES, MIB } from "./limits.js";
-import type { Language, SandboxLimits } from "./types.js";
 
 /** Node 20 does not start below ~1 GiB of address space even with a tiny heap. */
 const NODE_ADDRESS_SPACE_SLACK_MB = 1024;

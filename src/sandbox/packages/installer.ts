@@ -6,12 +6,14 @@ import { homedir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
 
-import { messageOf } from "../core/errors.js";
-import type { PackageInstall } from "../core/settings.js";
-import { getSupportDir } from "./bootstrap.js";
-import { buildBwrapArgv, probeBwrap, SANDBOX_WORK_DIR } from "./bwrap-backend.js";
-import { findOnPath, resolveInterpreters } from "./interpreters.js";
-import type { Language, RunResult } from "./types.js";
+import { messageOf } from "../../core/errors.js";
+import type { PackageInstall } from "../../core/settings.js";
+import { getSupportDir } from "../host/bootstrap.js";
+import { buildBwrapArgv } from "../host/bwrap-argv.js";
+import { probeBwrap } from "../host/bwrap-probe.js";
+import { findOnPath, resolveInterpreters } from "../host/interpreters.js";
+import { SANDBOX_WORK_DIR } from "../host/system-view.js";
+import type { Language, RunResult } from "../types.js";
 
 const execFileAsync = promisify(execFile);
 

@@ -2,14 +2,14 @@ import { spawn } from "node:child_process";
 import { symlinkSync } from "node:fs";
 import { join } from "node:path";
 
-import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "./bootstrap.js";
-import { interpreterCommand } from "./command.js";
-import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "./interpreters.js";
-import type { Launcher, Reservation } from "./local-sandbox.js";
-import { killProcessGroup, type LaunchedProgram } from "./run-child.js";
-import { trackRun } from "./run-reaper.js";
-import type { Language, SandboxIsolation, SandboxLimits } from "./types.js";
-import { WorkDir } from "./work-dir.js";
+import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
+import { interpreterCommand } from "../host/command.js";
+import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
+import { trackRun } from "../host/run-reaper.js";
+import { WorkDir } from "../host/work-dir.js";
+import type { Launcher, Reservation } from "../run/local-sandbox.js";
+import { killProcessGroup, type LaunchedProgram } from "../run/run-child.js";
+import type { Language, SandboxIsolation, SandboxLimits } from "../types.js";
 
 let warnedNotIsolated = false;
 

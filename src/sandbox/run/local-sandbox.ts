@@ -1,13 +1,12 @@
 import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-
+import { InterpreterMissingError } from "../host/interpreters.js";
+import type { WorkDir } from "../host/work-dir.js";
+import { CODE_FILE_NAME } from "../parse-error.js";
+import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 import { collectArtifacts } from "./artifacts.js";
-import { InterpreterMissingError } from "./interpreters.js";
-import { CODE_FILE_NAME } from "./parse-error.js";
 import { collectRun, type LaunchedProgram, unavailableResult } from "./run-child.js";
-import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "./types.js";
-import type { WorkDir } from "./work-dir.js";
 
 /** What one run holds from its backend: a work dir (and, for bwrap, a uid) until released. */
 export interface Reservation {

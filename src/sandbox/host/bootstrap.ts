@@ -2,9 +2,8 @@ import type { ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Socket } from "node:net";
 import { join } from "node:path";
-
+import type { Language } from "../types.js";
 import { tempDirPrefix } from "./temp-dirs.js";
-import type { Language } from "./types.js";
 
 /**
  * Pre-warmed runs start the interpreter before the code exists. The bootstrap below tells the host

@@ -1,4 +1,4 @@
-import type { OutputStream } from "./types.js";
+import type { OutputStream } from "../types.js";
 
 const NEWLINE = 0x0a;
 

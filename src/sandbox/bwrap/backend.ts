@@ -1,0 +1,273 @@
+import { spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+
+import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
+import { buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
+import type { BwrapHost } from "../host/bwrap-probe.js";
+import { type CgroupSupport, detectCgroups, RunCgroup } from "../host/cgroups.js";
+import { interpreterCommand } from "../host/command.js";
+import { InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
+import { trackRun } from "../host/run-reaper.js";
+import { packageMount, SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-view.js";
+import { hostUids } from "../host/uids.js";
+import { type RunDisk, WorkDir } from "../host/work-dir.js";
+import { MAX_DISK_FILES, MIB } from "../limits.js";
+import type { Launcher, Reservation } from "../run/local-sandbox.js";
+import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "../run/run-child.js";
+import type { Containment, Language, SandboxIsolation, SandboxLimits } from "../types.js";
+
+let warnedWeakerLimits = false;
+
+/** Printed once per process when a bwrap run's limits hold per process or per file only. */
+function warnWeakerLimitsOnce(isolation: SandboxIsolation): void {
+  const weak = (["memory", "processes", "cpu", "disk", "syscalls"] as const).filter(
+    (name) => isolation[name].scope !== "run",
+  );
+  if (warnedWeakerLimits || weak.length === 0) return;
+  warnedWeakerLimits = true;
+  process.emitWarning(
+    `selfheal's bwrap sandbox holds ${weak.join(", ")} per process (or not at all), not for the whole run: ${isolation.notes.join("; ")}. ` +
+      "`selfheal doctor` shows what holds.",
+    { type: "SelfhealSandboxWarning", code: "SELFHEAL_SANDBOX_LIMITS" },
+  );
+}
+
+/** Runs each program in its own bubblewrap sandbox; see `buildBwrapArgv` for what it can see. */
+export class BwrapLauncher implements Launcher {
+  readonly kind = "bwrap" as const;
+  private readonly isRoot = process.getuid?.() === 0;
+  private readonly cgroups: CgroupSupport;
+  private readonly disk: RunDisk | null;
+  /** The next run's resources, prepared ahead of need (see `scheduleSpare`). */
+  private spare: Promise<RunResources | null> | null = null;
+  private spareTimer: NodeJS.Immediate | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly limits: SandboxLimits,
+    private readonly host: BwrapHost,
+    options: { cgroups?: CgroupSupport } = {},
+  ) {
+    this.cgroups = host.shell
+      ? (options.cgroups ?? detectCgroups())
+      : { version: null, reason: "no sh(1) to join the run's cgroup" };
+    this.disk = "mount" in host.tmpfs ? { ...host.tmpfs, bytes: limits.maxDiskMb * MIB, inodes: MAX_DISK_FILES } : null;
+    warnWeakerLimitsOnce(this.describe());
+  }
+
+  /** What holds each limit here, found when the launcher was made. */
+  describe(): SandboxIsolation {
+    const notes: string[] = [];
+    const { memoryMb, maxProcesses, cpuSeconds, maxDiskMb, maxFileMb } = this.limits;
+    let memory: Containment;
+    let processes: Containment;
+    let cpu: Containment;
+    if (this.cgroups.version !== null) {
+      const by = `cgroup v${this.cgroups.version}`;
+      memory = {
+        scope: "run",
+        by: `${by}: ${memoryMb} MiB for the whole run, swap included; OOM-killed as \`memory_limit\``,
+      };
+      processes = {
+        scope: "run",
+        by: `${by}: pids.max ${maxProcesses}, plus RLIMIT_NPROC in the run's own user namespace`,
+      };
+      const accounted = this.cgroups.version === 2 || this.cgroups.cpuacct !== null;
+      cpu = accounted
+        ? { scope: "run", by: `${by}: ${cpuSeconds} CPU seconds for the whole run, then killed as \`timeout\`` }
+        : { scope: "process", by: `RLIMIT_CPU ${cpuSeconds} s per process (no cpuacct hierarchy)` };
+    } else {
+      notes.push(`no cgroup: ${this.cgroups.reason}`);
+      memory = { scope: "process", by: `RLIMIT_AS ${memoryMb} MiB per process` };
+      processes = {
+        scope: "run",
+        by: `RLIMIT_NPROC ${maxProcesses} in the run's own user namespace${this.isRoot ? " and host uid" : ""}`,
+      };
+      cpu = { scope: "process", by: `RLIMIT_CPU ${cpuSeconds} s per process` };
+    }
+    let disk: Containment;
+    if (this.disk) {
+      disk = {
+        scope: "run",
+        by: `a tmpfs of ${maxDiskMb} MiB and ${MAX_DISK_FILES} inodes for /work and /tmp together`,
+      };
+    } else {
+      notes.push(`no tmpfs work dir: ${"reason" in this.host.tmpfs ? this.host.tmpfs.reason : "unknown"}`);
+      disk = {
+        scope: "process",
+        by: `RLIMIT_FSIZE ${maxFileMb} MiB per file in a host work dir; /tmp a tmpfs of ${maxDiskMb} MiB`,
+      };
+    }
+    let syscalls: Containment;
+    if (this.host.seccomp.usable) {
+      syscalls = { scope: "run", by: `a seccomp deny-list built with libseccomp for ${this.host.seccomp.arch}` };
+    } else {
+      notes.push(`no seccomp filter: ${this.host.seccomp.reason}`);
+      syscalls = { scope: "none", by: "no seccomp filter; namespaces and dropped capabilities only" };
+    }
+    return { kind: "bwrap", memory, processes, cpu, disk, syscalls, notes };
+  }
+
+  async reserve(python?: string): Promise<Reservation> {
+    const spare = this.spare;
+    this.spare = null;
+    const resources = (await spare) ?? (await this.prepare());
+    this.scheduleSpare();
+    const { hostUid, group, workDir } = resources;
+    const interpreters = await resolveInterpreters(python);
+    const forgetRuns: (() => void)[] = [];
+    return {
+      workDir,
+      spawn: (language, warm, packagesDir) => {
+        const program = this.spawn(interpreters, workDir, hostUid, group, language, warm, packagesDir);
+        // Kills it should this process die mid-run: bwrap's --die-with-parent cannot, as root (run-reaper.ts).
+        forgetRuns.push(trackRun({ processGroup: program.child.pid, ...group?.killTargets }));
+        return program;
+      },
+      release: async () => {
+        await releaseResources(resources);
+        for (const forget of forgetRuns.splice(0)) forget();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.spareTimer) clearImmediate(this.spareTimer);
+    this.spareTimer = null;
+    const spare = await this.spare;
+    this.spare = null;
+    if (spare) await releaseResources(spare);
+    await WorkDir.releaseIdleMounts();
+  }
+
+  /** A uid, a cgroup and a mounted work dir for one run; all given back if any of them fails. */
+  private async prepare(): Promise<RunResources> {
+    const hostUid = this.isRoot ? hostUids.acquire() : null;
+    let group: RunCgroup | null = null;
+    try {
+      group = this.cgroups.version === null ? null : RunCgroup.create(this.cgroups, this.limits);
+      const owner = hostUid === null ? null : { uid: hostUid, gid: hostUid };
+      const workDir = await WorkDir.create(owner, this.disk);
+      return { hostUid, group, workDir, released: false };
+    } catch (error) {
+      if (hostUid !== null) hostUids.release(hostUid);
+      await group?.remove();
+      throw error;
+    }
+  }
+
+  /**
+   * Prepares the next run's resources ahead of need: a memory cgroup made just before a run costs
+   * it ~9 ms and a tmpfs mount a process start, made 300 ms ahead they cost it nothing. A
+   * pre-warmed interpreter already gets its resources at pre-warm time; this is for cold runs.
+   */
+  private scheduleSpare(): void {
+    if (this.spare || this.spareTimer || this.closed || (this.cgroups.version === null && !this.disk)) return;
+    this.spareTimer = setImmediate(() => {
+      this.spareTimer = null;
+      if (this.closed || this.spare) return;
+      // A failure here is the next run's to report, when it prepares its own.
+      this.spare = this.prepare().catch(() => null);
+    });
+    // A spare must not keep a CLI alive.
+    this.spareTimer.unref?.();
+  }
+
+  private spawn(
+    interpreters: Interpreters,
+    workDir: WorkDir,
+    hostUid: number | null,
+    group: RunCgroup | null,
+    language: Language,
+    warm: boolean,
+    packagesDir?: string,
+  ): LaunchedProgram {
+    const interpreter = interpreters[language];
+    if (!interpreter) throw new InterpreterMissingError(language);
+    const packages = packagesDir ? packageMount(language, packagesDir) : null;
+    const command = interpreterCommand({
+      language,
+      executable: interpreter.executable,
+      limits: this.limits,
+      warm,
+      supportDir: SANDBOX_SUPPORT_DIR,
+      prlimit: this.host.prlimit,
+      // Inside its own user namespace the count is per sandbox, so the process cap is safe to set.
+      maxProcesses: true,
+      pythonPackagesDir: language === "python" ? packages?.at : null,
+    });
+    const control = usesBootstrap(language, warm);
+    const ours = [0, 1, 2, ...(control ? [3] : []), ...(this.host.seccomp.usable ? [SECCOMP_FD] : [])];
+    const argv = buildBwrapArgv({
+      host: this.host,
+      hostUid,
+      env: { ...sandboxEnv(interpreter.prefixes), ...inheritedFdsEnv(language, ours) },
+      workDir: workDir.path,
+      supportDir: getSupportDir(),
+      prefixes: interpreter.prefixes,
+      command,
+      tmpfsBytes: this.limits.maxDiskMb * MIB,
+      tmpDir: workDir.tmpPath,
+      seccomp: this.host.seccomp.usable,
+      packages,
+      ...(group && this.host.shell ? { cgroupJoin: group.joinCommand(this.host.shell) } : {}),
+    });
+    const [file = "", ...args] = argv;
+    const filterFd = this.host.seccomp.usable ? openSync(this.host.seccomp.path, "r") : null;
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(file, args, {
+        env: {},
+        // bwrap, its pid-namespace init and the program share this group; killing the group kills
+        // the init, and the kernel then kills everything left in the namespace, setsid'd or not.
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe", control ? "pipe" : "ignore", filterFd ?? "ignore"],
+      });
+    } finally {
+      // The child has its own copy; bwrap reads it and closes it before the program starts.
+      if (filterFd !== null) closeSync(filterFd);
+    }
+    if (!warm) sendGo(child);
+    const killAll = (): void => {
+      killProcessGroup(child);
+      group?.killAll();
+    };
+    return {
+      child,
+      killAll,
+      exitCodeEncodesSignal: true,
+      ...(group ? { runLimits: runWideLimits(group, this.limits) } : {}),
+    };
+  }
+}
+
+/** What one run holds until it is released. */
+interface RunResources {
+  hostUid: number | null;
+  group: RunCgroup | null;
+  workDir: WorkDir;
+  released: boolean;
+}
+
+async function releaseResources(resources: RunResources): Promise<void> {
+  if (resources.released) return;
+  resources.released = true;
+  try {
+    await resources.workDir.remove();
+  } finally {
+    if (resources.hostUid !== null) hostUids.release(resources.hostUid);
+    // After a timeout too: the group's last processes may still be dying, which remove() waits out.
+    await resources.group?.remove();
+  }
+}
+
+function runWideLimits(group: RunCgroup, limits: SandboxLimits): RunWideLimits {
+  return {
+    memoryMb: limits.memoryMb,
+    cpuSeconds: limits.cpuSeconds,
+    memoryExceeded: () => group.memoryExceeded(),
+    startCpuBudget: () => group.startCpuBudget(),
+    cpuSecondsUsed: () => group.cpuSecondsUsed(),
+  };
+}
