@@ -1,6 +1,3 @@
-import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { encodeTar } from "../src/sandbox/container/backend.js";
 import { createSandbox } from "../src/sandbox/index.js";

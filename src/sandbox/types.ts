@@ -8,23 +8,10 @@ export {
   type SandboxKind,
 } from "../core/run-result.js";
 
-import type { Language, RunResult, SandboxKind } from "../core/run-result.js";
+import type { SandboxLimits } from "../core/limits.js";
+import type { Language, RunResult } from "../core/run-result.js";
 
-export interface SandboxLimits {
-  /** Wall-clock limit for one run; the whole process tree dies when it passes. */
-  timeoutMs: number;
-  memoryMb: number;
-  cpuSeconds: number;
-  maxProcesses: number;
-  maxFileMb: number;
-  /**
-   * Bytes the run may write to /work and /tmp together, on a tmpfs of its own where the backend
-   * can mount one (bwrap as root); elsewhere the size of the /tmp tmpfs.
-   */
-  maxDiskMb: number;
-  /** Cap per stream (stdout and stderr each); the rest is dropped and `truncated` is set. */
-  maxOutputBytes: number;
-}
+export type { SandboxLimits } from "../core/limits.js";
 
 export interface RunRequest {
   language: Language;
@@ -35,8 +22,13 @@ export interface RunRequest {
    * (`$SELFHEAL_PYTHON`, else python3 on PATH); such a run starts a fresh interpreter.
    */
   python?: string;
-  /** Overrides the sandbox's `limits.timeoutMs` for this run. */
+  /** Overrides the sandbox's `limits.timeoutMs` for this run (and `limits.timeoutMs` here). */
   timeoutMs?: number;
+  /**
+   * This run's limits, laid over the ones the sandbox was made with; every backend applies them to
+   * this run alone (the executor passes the run's settings here).
+   */
+  limits?: Partial<SandboxLimits>;
   /** Extra files written into the work dir before the run (name -> content). */
   files?: Record<string, string>;
   /**

@@ -330,6 +330,33 @@ export function describeSandboxConformance(
         }
       });
 
+      it("applies a run's own memory limit over the sandbox's, more or less", async () => {
+        if (declaredScope(sandbox.describe().memory) === "none") return;
+        // One and a half times the sandbox's memory: refused under its limits, granted with four
+        // times as much. Touching that many pages takes seconds of CPU on a slow host: the CPU
+        // limit is raised for these runs so that only memory decides.
+        const cpu = { cpuSeconds: Math.max(60, limits.cpuSeconds) };
+        const code = `data = bytearray(${Math.floor(limits.memoryMb * 1.5)} * 1024 ** 2)\nprint('allocated')\n`;
+        expect((await python(code, { limits: cpu, timeoutMs: 120_000 })).status).toBe("memory_limit");
+        const more = await python(code, { limits: { ...cpu, memoryMb: limits.memoryMb * 4 }, timeoutMs: 120_000 });
+        expect(more).toMatchObject({ status: "ok", stdout: "allocated\n" });
+        // A quarter fits the sandbox's limits, not a run given an eighth.
+        const small = `data = bytearray(${Math.floor(limits.memoryMb / 4)} * 1024 ** 2)\nprint('allocated')\n`;
+        expect(await python(small)).toMatchObject({ status: "ok", stdout: "allocated\n" });
+        expect((await python(small, { limits: { memoryMb: Math.floor(limits.memoryMb / 8) } })).status).toBe(
+          "memory_limit",
+        );
+      });
+
+      it("applies a run's own output cap over the sandbox's", async () => {
+        const cap = Math.floor(limits.maxOutputBytes / 4);
+        const result = await python(`import sys\nsys.stdout.write('o' * ${limits.maxOutputBytes})\n`, {
+          limits: { maxOutputBytes: cap },
+        });
+        expect(result.status).toBe("output_limit");
+        expect(result.stdout.length).toBe(cap);
+      });
+
       it("holds the CPU limit as describe() declares it", async () => {
         if (declaredScope(sandbox.describe().cpu) === "none") return;
         // Spins until it has used three times its CPU budget, then says so: only the CPU limit can

@@ -9,7 +9,7 @@ import { cgroupCpuReader } from "../host/cgroups.js";
 import { seccompProfileFile } from "../host/seccomp.js";
 import { type RunDisk, safeRelativePath, WorkDir } from "../host/work-dir.js";
 import type { ManagedSandbox } from "../index.js";
-import { MAX_DISK_FILES, MAX_OPEN_FILES, MIB } from "../limits.js";
+import { limitsForRun, MAX_DISK_FILES, MAX_OPEN_FILES, MIB, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
 import {
@@ -196,7 +196,12 @@ export class ContainerSandbox implements ManagedSandbox {
     const problem = await this.checkEngine();
     if (problem !== null) return unavailableResult(problem, startedAt);
 
-    const started = (await this.takeWarm(request.language)) ?? (await this.start(request.language));
+    const limits = limitsForRun(this.limits, request);
+    // A waiting container was started under the sandbox's own limits: a run asking others (more
+    // memory, say) starts its own, and the waiting one stays for the next run it fits.
+    const fitsWarm = sameStartLimits(this.limits, limits);
+    const started =
+      (fitsWarm ? await this.takeWarm(request.language) : undefined) ?? (await this.start(request.language, limits));
     const files: Record<string, string> = {
       ...request.files,
       [CODE_FILE_NAME[request.language]]: request.code,
@@ -209,14 +214,14 @@ export class ContainerSandbox implements ManagedSandbox {
       }
       killProcessGroup(started.child);
     };
-    const cpuBudget = this.cpuBudget(started);
+    const cpuBudget = this.cpuBudget(started, limits);
     const ran = await collectRun(
       { child: started.child, killAll, exitCodeEncodesSignal: true, ...(cpuBudget ? { runLimits: cpuBudget } : {}) },
       {
         language: request.language,
         stdin: encodeTar(files, request.inputs),
-        timeoutMs: request.timeoutMs ?? this.limits.timeoutMs,
-        maxOutputBytes: this.limits.maxOutputBytes,
+        timeoutMs: limits.timeoutMs,
+        maxOutputBytes: limits.maxOutputBytes,
         ...(hooks ? { hooks } : {}),
         startedAt,
       },
@@ -238,7 +243,7 @@ export class ContainerSandbox implements ManagedSandbox {
     }
     // The kernel's OOM kill prints nothing; the engine saw it in the container's memory cgroup.
     if (oomKilled) {
-      return { ...result, status: "memory_limit", stderr: result.stderr + wholeRunMemoryNote(this.limits.memoryMb) };
+      return { ...result, status: "memory_limit", stderr: result.stderr + wholeRunMemoryNote(limits.memoryMb) };
     }
     return result;
   }
@@ -338,16 +343,16 @@ export class ContainerSandbox implements ManagedSandbox {
     for (const { artifacts } of containers) if (artifacts) this.track(removal.then(() => artifacts.remove()));
   }
 
-  private async start(language: Language): Promise<StartedContainer> {
+  private async start(language: Language, limits: SandboxLimits = this.limits): Promise<StartedContainer> {
     this.reaper ??= startContainerReaper(this.engine, `${OWNER_LABEL}=${this.owner}`);
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
-    const artifacts = await this.makeArtifactsTmpfs();
+    const artifacts = await this.makeArtifactsTmpfs(limits);
     const seccompProfile = (this.options.seccomp ?? "selfheal") === "selfheal" ? seccompProfileFile() : null;
     const [file = "", ...args] = buildContainerCommand({
       engine: this.engine,
       image: this.imageFor(language),
       language,
-      limits: this.limits,
+      limits,
       name,
       owner: this.owner,
       seccompProfile,
@@ -363,10 +368,11 @@ export class ContainerSandbox implements ManagedSandbox {
    * in bytes and inodes, so what the program leaves there can be read after the run (`docker cp`
    * cannot read a stopped container's tmpfs) and it cannot fill the host's disk.
    */
-  private async makeArtifactsTmpfs(): Promise<WorkDir | null> {
+  private async makeArtifactsTmpfs(limits: SandboxLimits): Promise<WorkDir | null> {
     const disk = this.artifactsTmpfs();
     if ("reason" in disk) return null;
-    const artifacts = await WorkDir.create(null, disk);
+    const share = diskShare(limits, true);
+    const artifacts = await WorkDir.create(null, { ...disk, bytes: share.mb * MIB, inodes: share.inodes });
     try {
       // Sticky and world-writable, as the container's /work: the program's uid is the engine's to map.
       await chmod(await artifacts.makeArtifactsFolder(), 0o1777);
@@ -394,7 +400,7 @@ export class ContainerSandbox implements ManagedSandbox {
    * container's cgroup (found through its init's pid as soon as the engine reports one) and kills
    * the run past `cpuSeconds`. Memory stays the engine's: its OOM kill is read after the exit.
    */
-  private cpuBudget(started: StartedContainer): RunWideLimits | undefined {
+  private cpuBudget(started: StartedContainer, limits: SandboxLimits): RunWideLimits | undefined {
     if (!this.engineIsLocal()) return undefined;
     let readNs: (() => number | null) | null = null;
     const running = (): boolean => started.child.exitCode === null && started.child.signalCode === null;
@@ -405,7 +411,7 @@ export class ContainerSandbox implements ManagedSandbox {
         else await new Promise((resolve) => setTimeout(resolve, WARM_POLL_MS));
       }
     })();
-    const { memoryMb, cpuSeconds } = this.limits;
+    const { memoryMb, cpuSeconds } = limits;
     return {
       memoryMb,
       cpuSeconds,
