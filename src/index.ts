@@ -141,7 +141,9 @@ export {
   probePython,
 } from "./sandbox/host/interpreters.js";
 export {
+  CODE_FILE_NAME,
   checkSandbox,
+  collectArtifacts,
   createSandbox,
   DEFAULT_LIMITS,
   parseError,
