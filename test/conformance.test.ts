@@ -27,7 +27,8 @@ const GAPS: Record<BackendKind, ConformanceOptions["gaps"]> = {
   },
 };
 
-// Every backend of ours proves the contract; one missing here fails under its SELFHEAL_TEST_REQUIRE_* flag.
+// The owner-death and hostile cases of our backends run in test/hostile*.test.ts, with the same
+// helpers (src/testing/owner.ts), so they are not run twice here. Every backend of ours proves the contract; one missing here fails under its SELFHEAL_TEST_REQUIRE_* flag.
 for (const [kind, make] of Object.entries(BACKENDS) as [BackendKind, () => ReturnType<typeof createSandbox>][]) {
   const missing = backendMissing(kind);
   if (missing !== null) {

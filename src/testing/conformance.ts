@@ -16,6 +16,7 @@ import type {
   Sandbox,
   SandboxLimits,
 } from "../sandbox/types.js";
+import { forkAndSleep, goneWithin, type OwnerCommand, startOwner } from "./owner.js";
 import { pidsWithMarker } from "./processes.js";
 
 export interface ConformanceOptions {
@@ -33,10 +34,15 @@ export interface ConformanceOptions {
    * case asserts the gap itself (the failure it causes), so a gap that closes fails until removed.
    */
   gaps?: Partial<Record<ConformanceGap, string>>;
+  /**
+   * A host of your sandbox in a process of its own (see `OwnerCommand`): with it, the suite
+   * SIGKILLs that host mid-run and requires every process of the run gone within 10 s.
+   */
+  owner?: OwnerCommand;
 }
 
 /** The cases a backend may list as gaps. */
-export type ConformanceGap = "javascript ES module syntax";
+export type ConformanceGap = "javascript ES module syntax" | "owner SIGKILLed mid-run";
 
 /**
  * The sandbox contract (see `Sandbox` in selfheal) as a vitest suite: register it in a test file
@@ -413,6 +419,27 @@ export function describeSandboxConformance(
         expect(Number(written)).toBeLessThan(ceiling);
         expect(["EFBIG", "ENOSPC", "EDQUOT"]).toContain(failure);
       });
+    });
+
+    const owner = options.owner;
+    describe.runIf(owner !== undefined)("owner death", () => {
+      const ownerGap = options.gaps?.["owner SIGKILLed mid-run"];
+      for (const language of languages) {
+        const title = ownerGap
+          ? `leaves the ${language} run behind when its owner is SIGKILLed, as listed for this backend (${ownerGap})`
+          : `ends the ${language} run, forked children too, when its owner is SIGKILLed mid-run`;
+        it(title, async () => {
+          // Sleep seconds as the marker, under a minute: bounded should the run outlive its owner.
+          const marker = `59.${randomInt(1_000_000, 9_999_999)}`;
+          const host = await startOwner(owner!, { language, code: forkAndSleep(language, marker), timeoutMs: 60_000 });
+          host.kill("SIGKILL");
+          // A deadline, not a speed target: on a loaded machine the watchdog and the kernel are slow.
+          const left = await goneWithin(10_000, () => pidsWithMarker(marker));
+          for (const pid of left) process.kill(pid, "SIGKILL");
+          if (ownerGap) expect(left).not.toEqual([]);
+          else expect(left).toEqual([]);
+        });
+      }
     });
 
     describe("describe and close", () => {
