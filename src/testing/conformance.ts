@@ -249,11 +249,22 @@ export function describeSandboxConformance(
       });
 
       it("collects nothing through out/ itself replaced by a symlink", async () => {
-        const result = await python("import os\nos.rmdir('out')\nos.symlink('/etc', 'out')", {
-          collectArtifacts: { into: hostFolder(), maxFiles: 4, maxBytes: 1000 },
-        });
+        // Where out/ is a mount point (the container's) the program cannot replace it: then nothing
+        // is collected either, and the program says it was refused.
+        const code = [
+          "import os",
+          "try:",
+          "    os.rmdir('out')",
+          "    os.symlink('/etc', 'out')",
+          "    print('replaced')",
+          "except OSError:",
+          "    print('refused')",
+        ].join("\n");
+        const result = await python(code, { collectArtifacts: { into: hostFolder(), maxFiles: 4, maxBytes: 1000 } });
         expect(result.artifacts?.files).toEqual([]);
-        expect(result.artifacts?.problems).toEqual([expect.stringMatching(/out is not a directory/)]);
+        if (result.stdout === "replaced\n") {
+          expect(result.artifacts?.problems).toEqual([expect.stringMatching(/out is not a directory/)]);
+        } else expect(result.stdout).toBe("refused\n");
       });
     });
 
@@ -422,25 +433,26 @@ export function describeSandboxConformance(
     });
 
     const owner = options.owner;
-    describe.runIf(owner !== undefined)("owner death", () => {
-      const ownerGap = options.gaps?.["owner SIGKILLed mid-run"];
-      for (const language of languages) {
-        const title = ownerGap
-          ? `leaves the ${language} run behind when its owner is SIGKILLed, as listed for this backend (${ownerGap})`
-          : `ends the ${language} run, forked children too, when its owner is SIGKILLed mid-run`;
-        it(title, async () => {
-          // Sleep seconds as the marker, under a minute: bounded should the run outlive its owner.
-          const marker = `59.${randomInt(1_000_000, 9_999_999)}`;
-          const host = await startOwner(owner!, { language, code: forkAndSleep(language, marker), timeoutMs: 60_000 });
-          host.kill("SIGKILL");
-          // A deadline, not a speed target: on a loaded machine the watchdog and the kernel are slow.
-          const left = await goneWithin(10_000, () => pidsWithMarker(marker));
-          for (const pid of left) process.kill(pid, "SIGKILL");
-          if (ownerGap) expect(left).not.toEqual([]);
-          else expect(left).toEqual([]);
-        });
-      }
-    });
+    if (owner)
+      describe("owner death", () => {
+        const ownerGap = options.gaps?.["owner SIGKILLed mid-run"];
+        for (const language of languages) {
+          const title = ownerGap
+            ? `leaves the ${language} run behind when its owner is SIGKILLed, as listed for this backend (${ownerGap})`
+            : `ends the ${language} run, forked children too, when its owner is SIGKILLed mid-run`;
+          it(title, async () => {
+            // Sleep seconds as the marker, under a minute: bounded should the run outlive its owner.
+            const marker = `59.${randomInt(1_000_000, 9_999_999)}`;
+            const host = await startOwner(owner, { language, code: forkAndSleep(language, marker), timeoutMs: 60_000 });
+            host.kill("SIGKILL");
+            // A deadline, not a speed target: on a loaded machine the watchdog and the kernel are slow.
+            const left = await goneWithin(10_000, () => pidsWithMarker(marker));
+            for (const pid of left) process.kill(pid, "SIGKILL");
+            if (ownerGap) expect(left).not.toEqual([]);
+            else expect(left).toEqual([]);
+          });
+        }
+      });
 
     describe("describe and close", () => {
       it("describes itself: its kind, and what holds each limit, with a reason for every one", () => {
