@@ -11,7 +11,7 @@ import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container/backend.js";
+import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container/command.js";
 import { resolveInterpreters } from "../src/sandbox/host/interpreters.js";
 import {
   checkSandbox,

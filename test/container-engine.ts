@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 
-import { CONTAINER_IMAGE_ENV, CONTAINER_LABEL, OWNER_LABEL } from "../src/sandbox/container/backend.js";
+import { CONTAINER_IMAGE_ENV, CONTAINER_LABEL, OWNER_LABEL } from "../src/sandbox/container/command.js";
 import { findOnPath } from "../src/sandbox/host/interpreters.js";
 import { skipReason } from "./capabilities.js";
 

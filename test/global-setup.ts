@@ -54,7 +54,7 @@ export default function setup(): () => Promise<void> {
     for (let waited = 0; waited < 5_000 && sandboxDirOwnersAlive(runTemp); waited += 100) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    removeDeadProcessDirs();
+    await removeDeadProcessDirs();
     const left = readdirSync(runTemp).filter((name) => name !== tsxCache);
     rmSync(runTemp, { recursive: true, force: true });
     const storeAfter = storeSnapshot();

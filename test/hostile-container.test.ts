@@ -1,6 +1,6 @@
 import { describe, it } from "vitest";
 
-import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container/backend.js";
+import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container/command.js";
 import { createSandbox } from "../src/sandbox/index.js";
 import { containerEngineMissing, TEST_CONTAINER_IMAGE } from "./container-engine.js";
 import { describeHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";

@@ -77,6 +77,83 @@ function backwardImports(src: string): string[] {
   return problems.sort();
 }
 
+/**
+ * The rooms of src/sandbox/: the public surface (index.ts) over one folder per backend, which
+ * share only what lies below them: `run/` (a started program's life), `host/` (what this machine
+ * offers) and the plain files at the top (types, limits, error parsing). A backend never imports a
+ * sibling backend; host imports no backend and nothing of run/.
+ */
+const SANDBOX_MAY_IMPORT: Record<string, string[]> = {
+  ".": [],
+  host: ["."],
+  run: [".", "host"],
+  process: [".", "host", "run"],
+  bwrap: [".", "host", "run"],
+  gvisor: [".", "host", "run"],
+  container: [".", "host", "run"],
+  packages: [".", "host", "run"],
+};
+
+function sandboxRoomOf(sandbox: string, file: string): string {
+  const path = relative(sandbox, file);
+  // The public entry is a room of its own, which no file of the sandbox imports.
+  if (path === "index.ts") return "index";
+  const parts = path.split("/");
+  return parts.length === 1 ? "." : parts[0]!;
+}
+
+function crossRoomImports(sandbox: string): string[] {
+  const problems: string[] = [];
+  for (const file of sourceFiles(sandbox)) {
+    const from = sandboxRoomOf(sandbox, file);
+    // index.ts is the public entry: it puts the rooms together.
+    if (from === "index") continue;
+    for (const target of relativeImports(file)) {
+      if (relative(sandbox, target).startsWith("..")) continue;
+      const to = sandboxRoomOf(sandbox, target);
+      const allowed = SANDBOX_MAY_IMPORT[from] ?? [];
+      const ok = to === from || allowed.includes(to);
+      if (!ok)
+        problems.push(
+          `${relative(sandbox, file)} -> ${relative(sandbox, target)} (${from} may import ${allowed.join(", ") || "only itself"})`,
+        );
+    }
+  }
+  return problems.sort();
+}
+
+describe("the rooms of src/sandbox/", () => {
+  it("has no backend that imports another, no host or run file that imports a backend, and none that imports index.ts", () => {
+    expect(crossRoomImports(join(SRC, "sandbox"))).toEqual([]);
+  });
+
+  it("knows every folder of src/sandbox/", () => {
+    const folders = readdirSync(join(SRC, "sandbox"), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    expect(folders.filter((folder) => !(folder in SANDBOX_MAY_IMPORT))).toEqual([]);
+  });
+
+  it("reports a backend that borrows from another, and host code that reaches up", () => {
+    const sandbox = scratchDir("sandbox-rooms");
+    const write = (path: string, text: string) => {
+      mkdirSync(dirname(join(sandbox, path)), { recursive: true });
+      writeFileSync(join(sandbox, path), text);
+    };
+    write("types.ts", "export type Kind = string;\n");
+    write("host/system-view.ts", `import { run } from "../run/run-child.js";\nexport const view = run;\n`);
+    write("run/run-child.ts", `import type { Kind } from "../types.js";\nexport const run = 1;\n`);
+    write("bwrap/backend.ts", `import { view } from "../host/system-view.js";\nexport const bwrap = view;\n`);
+    write("gvisor/backend.ts", `import { bwrap } from "../bwrap/backend.js";\nimport { api } from "../index.js";\n`);
+    write("index.ts", `export { bwrap } from "./bwrap/backend.js";\n`);
+    expect(crossRoomImports(sandbox)).toEqual([
+      "gvisor/backend.ts -> bwrap/backend.ts (gvisor may import ., host, run)",
+      "gvisor/backend.ts -> index.ts (gvisor may import ., host, run)",
+      "host/system-view.ts -> run/run-child.ts (host may import .)",
+    ]);
+  });
+});
+
 describe("the layers of src/", () => {
   it("has no import from a folder to one above it, and the benchmark and CLI use only the public entries", () => {
     expect(backwardImports(SRC)).toEqual([]);

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { afterAll, describe, expect, it } from "vitest";
-import { buildContainerCommand, encodeTar } from "../src/sandbox/container/backend.js";
+import { buildContainerCommand } from "../src/sandbox/container/command.js";
+import { encodeTar } from "../src/sandbox/container/tar.js";
 import { cgroupCpuReader } from "../src/sandbox/host/cgroups.js";
 import { findOnPath } from "../src/sandbox/host/interpreters.js";
 import { createSandbox, DEFAULT_LIMITS } from "../src/sandbox/index.js";

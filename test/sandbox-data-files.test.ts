@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { encodeTar } from "../src/sandbox/container/backend.js";
+import { encodeTar } from "../src/sandbox/container/tar.js";
 import { createSandbox } from "../src/sandbox/index.js";
 import { bwrapMissing, gvisorMissing } from "./capabilities.js";
 import { scratchDir } from "./scratch.js";

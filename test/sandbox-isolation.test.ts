@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 
-import { CGROUP2_SUPER_MAGIC, detectCgroups, ownCgroupPath } from "../src/sandbox/host/cgroups.js";
+import { CGROUP2_SUPER_MAGIC, detectCgroups, ownCgroupPath, setUpCgroups } from "../src/sandbox/host/cgroups.js";
 import { seccompFilter } from "../src/sandbox/host/seccomp.js";
 import { createSandbox, probeBwrap, resolveLimits } from "../src/sandbox/index.js";
 import { bwrapMissing, cgroupsMissing, isRoot, seccompMissing } from "./capabilities.js";
@@ -50,15 +50,26 @@ describe("a delegated cgroup v2 subtree", () => {
     fsType: CGROUP2_SUPER_MAGIC,
   });
 
+  it("is only read by detection: nothing is enabled and nothing moves until the set-up step", () => {
+    const root = fakeGroup("v2-read-only", { controllers: "cpu memory pids", procs: "4242\n" });
+    expect(detectCgroups(v2(root))).toEqual({
+      version: 2,
+      parent: join(root, "app.scope"),
+      setup: { enable: ["memory", "pids", "cpu"], leaf: { dir: join(root, "app.scope", "selfheal-host"), pid: 4242 } },
+    });
+    expect(readFileSync(join(root, "app.scope", "cgroup.subtree_control"), "utf8")).toBe("");
+    expect(existsSync(join(root, "app.scope", "selfheal-host"))).toBe(false);
+  });
+
   it("is used with memory, pids and cpu enabled for the runs' groups", () => {
     const root = fakeGroup("v2-empty", { controllers: "cpu memory pids" });
-    expect(detectCgroups(v2(root))).toEqual({ version: 2, parent: join(root, "app.scope") });
+    expect(setUpCgroups(detectCgroups(v2(root)))).toEqual({ version: 2, parent: join(root, "app.scope") });
     expect(readFileSync(join(root, "app.scope", "cgroup.subtree_control"), "utf8")).toBe("+memory +pids +cpu");
   });
 
   it("first moves selfheal into a leaf when its own group holds processes", () => {
     const root = fakeGroup("v2-busy", { controllers: "memory pids", procs: "4242\n" });
-    expect(detectCgroups(v2(root))).toMatchObject({ version: 2 });
+    expect(setUpCgroups(detectCgroups(v2(root)))).toMatchObject({ version: 2 });
     expect(readFileSync(join(root, "app.scope", "selfheal-host", "cgroup.procs"), "utf8")).toBe("4242");
   });
 

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { processStartTime } from "../src/core/process.js";
-import { detectCgroups } from "../src/sandbox/host/cgroups.js";
+import { cgroupsNow, prepareCgroups } from "../src/sandbox/host/cgroups.js";
 import { removeDeadProcessDirs } from "../src/sandbox/host/temp-dirs.js";
 import { bwrapMissing, cgroupsMissing, gvisorMissing } from "./capabilities.js";
 import { forkAndSleep, goneWithin, leftovers, pidsWithMarker, startOwner } from "./owner-harness.js";
@@ -67,7 +67,7 @@ describe("start-up reaping", () => {
   it.skipIf(v1Missing !== null)(
     `kills what runs in a dead owner's cgroup and removes the group, but leaves a live owner's alone${v1Missing ? ` (skipped: ${v1Missing})` : ""}`,
     async () => {
-      const cgroups = detectCgroups();
+      const cgroups = cgroupsNow();
       // This machine has cgroup v1 (above); a detection that finds none fails here.
       expect(cgroups.version).toBe(1);
       if (cgroups.version !== 1) throw new Error("unreachable: the version was asserted above");
@@ -94,8 +94,8 @@ describe("start-up reaping", () => {
         }
         const deadExit = new Promise((resolve) => deadRun.once("exit", (_code, signal) => resolve(signal)));
         const legacyExit = new Promise((resolve) => legacyRun.once("exit", (_code, signal) => resolve(signal)));
-        // What a new selfheal process does at start: detect, which sweeps.
-        detectCgroups({
+        // What a new selfheal process does before its first run: prepare, which sweeps.
+        await prepareCgroups({
           root: "/sys/fs/cgroup",
           selfCgroup: readFileSync("/proc/self/cgroup", "utf8"),
           delegated: undefined,
@@ -141,7 +141,7 @@ describe("start-up reaping", () => {
     const record = await recordOfDeadOwner(`group ${run.pid} ${processStartTime(run.pid ?? 0)}`);
     const exit = new Promise((resolve) => run.once("exit", (_code, signal) => resolve(signal)));
     try {
-      removeDeadProcessDirs();
+      await removeDeadProcessDirs();
       expect(await exit).toBe("SIGKILL");
       expect(readdirSync(tmpdir())).not.toContain(record.split("/").pop());
     } finally {
@@ -157,7 +157,7 @@ describe("start-up reaping", () => {
     await recordOfDeadOwner(`group ${bystander.pid} 1`);
     await recordOfDeadOwner(`group ${control.pid} ${processStartTime(control.pid ?? 0)}`);
     try {
-      removeDeadProcessDirs();
+      await removeDeadProcessDirs();
       await exited(control);
       expect(control.signalCode).toBe("SIGKILL");
       expect(bystander.exitCode).toBeNull();

@@ -1,17 +1,22 @@
 import { SandboxUnavailableError } from "../core/errors.js";
 import { SANDBOX_KINDS } from "../core/run-result.js";
 import { BwrapLauncher } from "./bwrap/backend.js";
-import { type ContainerOptions, ContainerSandbox, probeContainerEngine } from "./container/backend.js";
+import { ContainerSandbox } from "./container/backend.js";
+import type { ContainerOptions } from "./container/command.js";
+import { probeContainerEngine } from "./container/engine.js";
 import { GvisorSandbox, probeGvisor } from "./gvisor/backend.js";
-import { type BwrapHost, probeBwrap } from "./host/bwrap-probe.js";
+import { findBwrapHost } from "./host/bwrap-probe.js";
+import { hostNow, type PreparedHost, prepareHost } from "./host/prepare.js";
 import { resolveLimits } from "./limits.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process/backend.js";
+import { DeferredSandbox } from "./run/deferred-sandbox.js";
 import { LocalSandbox, type PrewarmMode } from "./run/local-sandbox.js";
-import type { Language, Sandbox, SandboxIsolation, SandboxKind, SandboxLimits } from "./types.js";
+import type { Language, ManagedSandbox, SandboxKind, SandboxLimits } from "./types.js";
 
-export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container/backend.js";
+export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container/command.js";
 export { buildGvisorSpec, probeGvisor } from "./gvisor/backend.js";
 export { probeBwrap } from "./host/bwrap-probe.js";
+export { prepareHost } from "./host/prepare.js";
 export { safeRelativePath } from "./host/work-dir.js";
 export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
 export { CODE_FILE_NAME, parseError } from "./parse-error.js";
@@ -34,48 +39,57 @@ export interface SandboxOptions {
   container?: ContainerOptions;
 }
 
-/** A sandbox that can also be asked to warm interpreters ahead of need. */
-export interface ManagedSandbox extends Sandbox {
-  /** Starts interpreters for these languages now and resolves once they wait for code. */
-  prewarm(languages?: readonly Language[]): Promise<void>;
-  close(): Promise<void>;
-  describe(): SandboxIsolation;
-}
-
 /**
  * Makes a sandbox for generated code. Synchronous so graphs and CLIs can build one where they need
- * it; the bwrap probe runs once per process and interpreters are located on the first run.
+ * it; the host is probed once per process, asynchronously: a local sandbox starts probing at once
+ * and its first run awaits `prepare()`, so no run blocks the event loop while it is under way.
+ * Where bwrap is asked for and cannot run here, `prepare()` and every run reject with
+ * SandboxUnavailableError (`checkSandbox` tells before a run).
  */
 export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   const limits = resolveLimits(options.limits);
   const kind = options.kind ?? "auto";
   const prewarmMode: PrewarmMode = options.prewarm === false ? "off" : "after-first-use";
 
-  let sandbox: LocalSandbox;
-  if (kind === "bwrap") {
-    sandbox = new LocalSandbox(new BwrapLauncher(limits, requireBwrap()), limits, prewarmMode);
-  } else if (kind === "auto") {
-    const probe = probeBwrap();
-    if (probe.usable) {
-      sandbox = new LocalSandbox(new BwrapLauncher(limits, probe.host), limits, prewarmMode);
-    } else {
-      warnProcessBackendOnce();
-      sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
-    }
+  let sandbox: ManagedSandbox;
+  if (kind === "bwrap" || kind === "auto") {
+    const local = (host: PreparedHost) => localSandbox(kind, host, limits, prewarmMode);
+    const deferred = new DeferredSandbox(
+      kind === "bwrap" ? "bwrap" : null,
+      true,
+      async () => local(await prepareHost()),
+      () => local(hostNow()),
+    );
+    // Started now, so the host is probed before the first run asks; a failure is that run's to report.
+    deferred.prepare().catch(() => undefined);
+    sandbox = deferred;
   } else if (kind === "process") {
     warnProcessBackendOnce();
     sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
   } else if (kind === "container") {
-    const container = new ContainerSandbox(limits, options.container, prewarmMode);
-    if (Array.isArray(options.prewarm)) void container.prewarm(options.prewarm);
-    return container;
+    sandbox = new ContainerSandbox(limits, options.container, prewarmMode);
   } else if (kind === "gvisor") {
     return new GvisorSandbox(limits);
   } else {
     throw new Error(`unknown sandbox kind ${JSON.stringify(kind)}`);
   }
-  if (Array.isArray(options.prewarm)) void sandbox.prewarm(options.prewarm);
+  if (Array.isArray(options.prewarm)) sandbox.prewarm(options.prewarm).catch(() => undefined);
   return sandbox;
+}
+
+/** The bwrap sandbox where the host allows it; else, for `auto`, the process one (with its warning). */
+function localSandbox(
+  kind: "bwrap" | "auto",
+  host: PreparedHost,
+  limits: SandboxLimits,
+  prewarmMode: PrewarmMode,
+): LocalSandbox {
+  if (host.bwrap.usable) {
+    return new LocalSandbox(new BwrapLauncher(limits, host.bwrap.host, { cgroups: host.cgroups }), limits, prewarmMode);
+  }
+  if (kind === "bwrap") throw bwrapUnavailable(host.bwrap.reason);
+  warnProcessBackendOnce();
+  return new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
 }
 
 /** The end of a "cannot run here" message: the kinds to try instead, from the one list of kinds. */
@@ -83,11 +97,9 @@ function otherSandboxes(kind: SandboxKind): string {
   return `or choose another sandbox (${SANDBOX_KINDS.filter((other) => other !== kind).join(", ")})`;
 }
 
-/** The bwrap host, or the error that says why bwrap cannot run here and what to do. */
-function requireBwrap(): BwrapHost {
-  const probe = probeBwrap();
-  if (probe.usable) return probe.host;
-  throw new SandboxUnavailableError(`the bwrap sandbox is not available: ${probe.reason}; ${otherSandboxes("bwrap")}`);
+/** The error that says why bwrap cannot run here and what to do. */
+function bwrapUnavailable(reason: string): SandboxUnavailableError {
+  return new SandboxUnavailableError(`the bwrap sandbox is not available: ${reason}; ${otherSandboxes("bwrap")}`);
 }
 
 /**
@@ -98,7 +110,10 @@ function requireBwrap(): BwrapHost {
  */
 export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "container"> = {}): Promise<void> {
   const kind = options.kind ?? "auto";
-  if (kind === "bwrap") requireBwrap();
+  if (kind === "bwrap") {
+    const probe = await findBwrapHost();
+    if (!probe.usable) throw bwrapUnavailable(probe.reason);
+  }
   if (kind === "gvisor") {
     const problem = probeGvisor();
     if (problem !== null) {

@@ -116,3 +116,16 @@ export interface Sandbox {
   /** Releases pre-warmed processes and anything else kept between runs; safe to call more than once. */
   close(): Promise<void>;
 }
+
+/** A sandbox that can also be asked to warm interpreters ahead of need. */
+export interface ManagedSandbox extends Sandbox {
+  /**
+   * Probes what the backend needs of the host (once per process, without blocking the event loop)
+   * and resolves once runs can start; every run awaits it. Safe to call more than once.
+   */
+  prepare(): Promise<void>;
+  /** Starts interpreters for these languages now and resolves once they wait for code. */
+  prewarm(languages?: readonly Language[]): Promise<void>;
+  close(): Promise<void>;
+  describe(): SandboxIsolation;
+}

@@ -4,9 +4,10 @@ import { closeSync, openSync } from "node:fs";
 import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
 import { buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
 import type { BwrapHost } from "../host/bwrap-probe.js";
-import { type CgroupSupport, detectCgroups, RunCgroup } from "../host/cgroups.js";
+import type { CgroupSupport } from "../host/cgroups.js";
 import { interpreterCommand } from "../host/command.js";
 import { InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
+import { RunCgroup } from "../host/run-cgroup.js";
 import { trackRun } from "../host/run-reaper.js";
 import { packageMount, SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-view.js";
 import { hostUids } from "../host/uids.js";
@@ -46,11 +47,10 @@ export class BwrapLauncher implements Launcher {
   constructor(
     private readonly limits: SandboxLimits,
     private readonly host: BwrapHost,
-    options: { cgroups?: CgroupSupport } = {},
+    /** Where the runs' cgroups go, as `prepareCgroups` found (or why there are none). */
+    options: { cgroups: CgroupSupport },
   ) {
-    this.cgroups = host.shell
-      ? (options.cgroups ?? detectCgroups())
-      : { version: null, reason: "no sh(1) to join the run's cgroup" };
+    this.cgroups = host.shell ? options.cgroups : { version: null, reason: "no sh(1) to join the run's cgroup" };
     this.disk = "mount" in host.tmpfs ? { ...host.tmpfs, bytes: limits.maxDiskMb * MIB, inodes: MAX_DISK_FILES } : null;
     warnWeakerLimitsOnce(this.describe());
   }

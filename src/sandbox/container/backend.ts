@@ -1,161 +1,53 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ARTIFACTS_FOLDER } from "../../core/data-files.js";
-import { probeTmpfs } from "../host/bwrap-probe.js";
-import { cgroupCpuReader } from "../host/cgroups.js";
+import { findTmpfsTools, probeTmpfs } from "../host/bwrap-probe.js";
+import { findOnPath } from "../host/interpreters.js";
+import { trackRun } from "../host/run-reaper.js";
 import { seccompProfileFile } from "../host/seccomp.js";
-import { type RunDisk, safeRelativePath, WorkDir } from "../host/work-dir.js";
-import type { ManagedSandbox } from "../index.js";
-import { limitsForRun, MAX_DISK_FILES, MAX_OPEN_FILES, MIB, sameStartLimits } from "../limits.js";
+import { type RunDisk, WorkDir } from "../host/work-dir.js";
+import { limitsForRun, MIB, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
-import {
-  collectRun,
-  killProcessGroup,
-  type RunWideLimits,
-  unavailableResult,
-  wholeRunMemoryNote,
-} from "../run/run-child.js";
+import { collectRun, killProcessGroup, unavailableResult, wholeRunMemoryNote } from "../run/run-child.js";
 import type {
-  InputFile,
   Language,
+  ManagedSandbox,
   RunHooks,
   RunRequest,
   RunResult,
   SandboxIsolation,
   SandboxLimits,
 } from "../types.js";
-import { startContainerReaper } from "./reaper.js";
+import {
+  buildContainerCommand,
+  CONTAINER_IMAGE_ENV,
+  type ContainerEngine,
+  type ContainerOptions,
+  DEFAULT_CONTAINER_IMAGES,
+  diskShare,
+  OWNER_LABEL,
+  STDIN_FILE,
+} from "./command.js";
+import { containerCpuBudget } from "./cpu-budget.js";
+import {
+  containersLabelled,
+  engineIsLocal,
+  inspectContainer,
+  probeContainerEngine,
+  removeContainers,
+} from "./engine.js";
+import { encodeTar } from "./tar.js";
 
-/** How long we give the engine to answer before calling it unreachable. */
-const ENGINE_CHECK_TIMEOUT_MS = 5_000;
 /** `docker run` and `podman run` exit with 125 when the engine itself failed, not the program. */
 const ENGINE_FAILURE_EXIT_CODE = 125;
 /** How long `prewarm()` waits for a container to come up, and how often it asks. */
 const WARM_START_TIMEOUT_MS = 10_000;
 const WARM_POLL_MS = 20;
-/** The label every container of ours carries; `docker ps -a --filter label=selfheal.sandbox` finds them. */
-export const CONTAINER_LABEL = "selfheal.sandbox";
-/** The label naming the sandbox instance that owns a container, which its reaper removes. */
-export const OWNER_LABEL = "selfheal.owner";
-/** Replaces the default images, for both languages, when the caller names none (CLI and graphs). */
-export const CONTAINER_IMAGE_ENV = "SELFHEAL_CONTAINER_IMAGE";
-
-export type ContainerEngine = "docker" | "podman";
-
-export interface ContainerOptions {
-  command?: ContainerEngine;
-  /** One image for both languages, or one per language. Default: $SELFHEAL_CONTAINER_IMAGE, else the official images. */
-  image?: string | Partial<Record<Language, string>>;
-  /**
-   * `selfheal` (default): the deny-list the bwrap backend uses (seccomp.ts) replaces the engine's
-   * default profile, which in Docker 20.10 allows ptrace and io_uring. `engine`: keep the engine's own.
-   */
-  seccomp?: "selfheal" | "engine";
-}
-
-/** For registries: the official images. Offline, scripts/build-container-image.sh builds one for both. */
-export const DEFAULT_CONTAINER_IMAGES: Record<Language, string> = {
-  python: "python:3.12-slim",
-  javascript: "node:20-slim",
-};
-
-/** Where the program's stdin waits inside the container until the shell hands it over. */
-const STDIN_FILE = ".selfheal-stdin";
-
-export interface ContainerCommandInput {
-  engine: ContainerEngine;
-  image: string;
-  language: Language;
-  limits: SandboxLimits;
-  /** Container name, so a timed-out run can be removed by name (killing the client leaves it running). */
-  name: string;
-  /** The owning sandbox's token, for its reaper (see container-reaper.ts). */
-  owner: string;
-  /** The seccomp profile file to use instead of the engine's default; null keeps the engine's. */
-  seccompProfile: string | null;
-  /** Host dir (on a tmpfs of its own) bound at /work/out, from which the artifacts are collected; null for none. */
-  artifactsFolder?: string | null;
-}
-
-/**
- * The `docker run` / `podman run` command line for one run. The code, extra files and stdin arrive
- * as a tar archive on the container's stdin, so nothing of the host is mounted. No `--rm`: the
- * container must outlive its program so that `inspect` can tell whether the kernel OOM-killed any of
- * its processes; the backend removes it then.
- */
-export function buildContainerCommand(input: ContainerCommandInput): string[] {
-  const { limits } = input;
-  const codeFile = CODE_FILE_NAME[input.language];
-  const interpreter =
-    input.language === "python"
-      ? `python3 -I -u ${codeFile}`
-      : `node --max-old-space-size=${limits.memoryMb} ${codeFile}`;
-  // `cd` rather than `--workdir /work`: with --workdir, Docker creates /work in the image before the
-  // tmpfs is mounted there, and the tmpfs comes up root-owned 0755, unwritable for --user 65534
-  // (moby/moby#39466). Unpack, hand the saved stdin to the program, and delete it so it cannot find it.
-  const share = diskShare(limits, Boolean(input.artifactsFolder));
-  const tmpfsOptions = `rw,nosuid,nodev,size=${share.mb}m,nr_inodes=${share.inodes},mode=1777`;
-  const script = `cd /work && tar -x && exec 0< ${STDIN_FILE} && rm -f ${STDIN_FILE} && exec ${interpreter}`;
-  return [
-    input.engine,
-    "run",
-    "-i",
-    "--name",
-    input.name,
-    "--network",
-    "none",
-    "--memory",
-    `${limits.memoryMb}m`,
-    "--memory-swap",
-    `${limits.memoryMb}m`,
-    "--pids-limit",
-    String(limits.maxProcesses),
-    "--read-only",
-    "--cap-drop",
-    "ALL",
-    "--security-opt",
-    "no-new-privileges",
-    ...(input.seccompProfile === null ? [] : ["--security-opt", `seccomp=${input.seccompProfile}`]),
-    "--user",
-    "65534:65534",
-    "--tmpfs",
-    `/work:${tmpfsOptions}`,
-    "--tmpfs",
-    `/tmp:${tmpfsOptions}`,
-    ...(input.artifactsFolder
-      ? ["--mount", `type=bind,src=${input.artifactsFolder},dst=/work/${ARTIFACTS_FOLDER}`]
-      : []),
-    "--env",
-    "HOME=/work",
-    "--ulimit",
-    `cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
-    "--ulimit",
-    `fsize=${limits.maxFileMb * MIB}:${limits.maxFileMb * MIB}`,
-    "--ulimit",
-    `nofile=${MAX_OPEN_FILES}:${MAX_OPEN_FILES}`,
-    "--label",
-    `${CONTAINER_LABEL}=1`,
-    "--label",
-    `${OWNER_LABEL}=${input.owner}`,
-    input.image,
-    "sh",
-    "-c",
-    script,
-  ];
-}
-
-/**
- * /work and /tmp are two tmpfs mounts (an engine mounts no tmpfs twice), and out/, where it is
- * collected, a host tmpfs of a third: each gets an equal share of the disk budget and its inodes.
- */
-function diskShare(limits: SandboxLimits, withArtifacts: boolean): { mb: number; inodes: number } {
-  const parts = withArtifacts ? 3 : 2;
-  return { mb: Math.max(1, Math.floor(limits.maxDiskMb / parts)), inodes: Math.floor(MAX_DISK_FILES / parts) };
-}
 
 /** A `docker run` client started for one language, its program not yet sent. */
 interface StartedContainer {
@@ -175,7 +67,8 @@ export class ContainerSandbox implements ManagedSandbox {
   private readonly engine: ContainerEngine;
   private readonly owner = `${process.pid}-${randomBytes(6).toString("hex")}`;
   private engineReady = false;
-  private reaper: { release(): void } | undefined;
+  /** Forgets this sandbox's record for the process's watchdog (run-reaper.ts) once it is closed. */
+  private forgetContainers: (() => void) | undefined;
   private readonly warm = new Map<Language, Promise<StartedContainer>>();
   /** The tmpfs out/ is bound from, or why out/ is not collected; found on first need. */
   private artifactsDisk: RunDisk | { reason: string } | undefined;
@@ -214,7 +107,7 @@ export class ContainerSandbox implements ManagedSandbox {
       }
       killProcessGroup(started.child);
     };
-    const cpuBudget = this.cpuBudget(started, limits);
+    const cpuBudget = containerCpuBudget(this.engine, started, limits);
     const ran = await collectRun(
       { child: started.child, killAll, exitCodeEncodesSignal: true, ...(cpuBudget ? { runLimits: cpuBudget } : {}) },
       {
@@ -228,7 +121,9 @@ export class ContainerSandbox implements ManagedSandbox {
     );
     // The next container starts now, not during the run, where it would take CPU from the program.
     if (this.prewarmMode === "after-first-use") this.keepWarm(request.language);
-    const state = removal ? null : await this.inspect(started.name, "{{.State.OOMKilled}} {{.State.Running}}");
+    const state = removal
+      ? null
+      : await inspectContainer(this.engine, started.name, "{{.State.OOMKilled}} {{.State.Running}}");
     const oomKilled = state?.startsWith("true ") === true;
     const stopped = state?.endsWith(" false") === true;
     removal ??= this.remove([started.name]);
@@ -262,7 +157,7 @@ export class ContainerSandbox implements ManagedSandbox {
         by: `${this.engine} --memory ${memoryMb}m (the container's cgroup); OOM-killed as \`memory_limit\``,
       },
       processes: { scope: "run", by: `${this.engine} --pids-limit ${maxProcesses}` },
-      cpu: this.engineIsLocal()
+      cpu: engineIsLocal(this.engine)
         ? {
             scope: "run",
             by: `the container's cgroup CPU time, read from this host every 100 ms: killed at ${cpuSeconds} s in all`,
@@ -278,13 +173,19 @@ export class ContainerSandbox implements ManagedSandbox {
         ? { scope: "run", by: "selfheal's seccomp deny-list as the container's profile" }
         : { scope: "process", by: `the engine's default seccomp profile (Docker 20.10's allows ptrace and io_uring)` },
       notes: [
-        ...(this.engineIsLocal()
+        ...(engineIsLocal(this.engine)
           ? []
           : ["a remote engine's cgroups cannot be read from here, and --cpus only throttles, it never stops a run"]),
         ...("reason" in artifactsTmpfs ? [`artifacts: out/ is not collected: ${artifactsTmpfs.reason}`] : []),
         "installed packages (settings.packages) are not mounted: the cache is built for the host's interpreters, not the image's",
       ],
     };
+  }
+
+  /** Asks the engine whether it answers and finds the out/ tmpfs tools, without blocking the event loop. */
+  async prepare(): Promise<void> {
+    await this.checkEngine();
+    await this.findArtifactsTmpfs();
   }
 
   /** Starts a container per language now; resolves once each waits for its program. */
@@ -299,7 +200,7 @@ export class ContainerSandbox implements ManagedSandbox {
     );
   }
 
-  /** Removes the waiting containers and releases the reaper (which sweeps anything left). */
+  /** Removes the waiting containers and anything else this sandbox owns, and forgets its watchdog record. */
   async close(): Promise<void> {
     this.closed = true;
     const starting = [...this.warm.values()];
@@ -311,11 +212,11 @@ export class ContainerSandbox implements ManagedSandbox {
     this.discard(waiting);
     await Promise.all([...this.removals]);
     // A client killed just as it asked the engine for its container leaves one `rm -f` came too early for.
-    if (this.reaper) await this.removeOwned();
+    if (this.forgetContainers) await this.removeOwned();
     // The emptied out/ tmpfs mounts work-dir.ts keeps for the next runs; a closed sandbox leaves none.
     if (this.artifactsDisk && !("reason" in this.artifactsDisk)) await WorkDir.releaseIdleMounts();
-    this.reaper?.release();
-    this.reaper = undefined;
+    this.forgetContainers?.();
+    this.forgetContainers = undefined;
   }
 
   private keepWarm(language: Language): void {
@@ -344,7 +245,11 @@ export class ContainerSandbox implements ManagedSandbox {
   }
 
   private async start(language: Language, limits: SandboxLimits = this.limits): Promise<StartedContainer> {
-    this.reaper ??= startContainerReaper(this.engine, `${OWNER_LABEL}=${this.owner}`);
+    // Removed by the process's watchdog should this process die before `close()`: the engine's
+    // daemon owns the containers, so they would outlive their client.
+    this.forgetContainers ??= trackRun({
+      containers: { engine: findOnPath(this.engine) ?? this.engine, label: `${OWNER_LABEL}=${this.owner}` },
+    });
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
     const artifacts = await this.makeArtifactsTmpfs(limits);
     const seccompProfile = (this.options.seccomp ?? "selfheal") === "selfheal" ? seccompProfileFile() : null;
@@ -369,7 +274,7 @@ export class ContainerSandbox implements ManagedSandbox {
    * cannot read a stopped container's tmpfs) and it cannot fill the host's disk.
    */
   private async makeArtifactsTmpfs(limits: SandboxLimits): Promise<WorkDir | null> {
-    const disk = this.artifactsTmpfs();
+    const disk = await this.findArtifactsTmpfs();
     if ("reason" in disk) return null;
     const share = diskShare(limits, true);
     const artifacts = await WorkDir.create(null, { ...disk, bytes: share.mb * MIB, inodes: share.inodes });
@@ -383,95 +288,50 @@ export class ContainerSandbox implements ManagedSandbox {
     }
   }
 
+  /** The out/ tmpfs as `prepare()` found it, or found now, blocking, for a `describe()` asked first. */
   private artifactsTmpfs(): RunDisk | { reason: string } {
-    if (this.artifactsDisk) return this.artifactsDisk;
-    if (!this.engineIsLocal()) {
-      this.artifactsDisk = { reason: "the engine is not on this host, where its bind mounts would come from" };
-      return this.artifactsDisk;
-    }
-    const tools = probeTmpfs(process.getuid?.() === 0, process.env.PATH ?? "");
-    const share = diskShare(this.limits, true);
-    this.artifactsDisk = "reason" in tools ? tools : { ...tools, bytes: share.mb * MIB, inodes: share.inodes };
+    this.artifactsDisk ??= this.artifactsDiskFrom(
+      engineIsLocal(this.engine) ? probeTmpfs(process.getuid?.() === 0, process.env.PATH ?? "") : null,
+    );
     return this.artifactsDisk;
   }
 
-  /**
-   * The CPU budget for the whole container, as bwrap's cgroup gives it: `collectRun` polls the
-   * container's cgroup (found through its init's pid as soon as the engine reports one) and kills
-   * the run past `cpuSeconds`. Memory stays the engine's: its OOM kill is read after the exit.
-   */
-  private cpuBudget(started: StartedContainer, limits: SandboxLimits): RunWideLimits | undefined {
-    if (!this.engineIsLocal()) return undefined;
-    let readNs: (() => number | null) | null = null;
-    const running = (): boolean => started.child.exitCode === null && started.child.signalCode === null;
-    void (async () => {
-      while (readNs === null && running()) {
-        const [pid = 0, id = ""] = (await this.inspect(started.name, "{{.State.Pid}} {{.Id}}"))?.split(" ") ?? [];
-        if (Number(pid) > 0) readNs = cgroupCpuReader(Number(pid), id) ?? (() => null);
-        else await new Promise((resolve) => setTimeout(resolve, WARM_POLL_MS));
-      }
-    })();
-    const { memoryMb, cpuSeconds } = limits;
-    return {
-      memoryMb,
-      cpuSeconds,
-      memoryExceeded: () => false,
-      // The container is fresh (or waited idle in `tar -x`): all it used is the run's.
-      startCpuBudget: () => undefined,
-      cpuSecondsUsed: () => (readNs?.() ?? 0) / 1e9,
-    };
+  private async findArtifactsTmpfs(): Promise<RunDisk | { reason: string }> {
+    if (this.artifactsDisk) return this.artifactsDisk;
+    const tools = engineIsLocal(this.engine)
+      ? await findTmpfsTools(process.getuid?.() === 0, process.env.PATH ?? "")
+      : null;
+    this.artifactsDisk ??= this.artifactsDiskFrom(tools);
+    return this.artifactsDisk;
   }
 
-  /** Whether the engine's containers live on this machine, so their cgroups can be read here. */
-  private engineIsLocal(): boolean {
-    const host = this.engine === "docker" ? process.env.DOCKER_HOST : process.env.CONTAINER_HOST;
-    return process.platform === "linux" && (!host || host.startsWith("unix://"));
-  }
-
-  /** The container's `inspect --format template`; null when the engine cannot say. */
-  private inspect(name: string, template: string): Promise<string | null> {
-    return new Promise((resolve) => {
-      execFile(
-        this.engine,
-        ["inspect", "--format", template, name],
-        { timeout: ENGINE_CHECK_TIMEOUT_MS },
-        (error, stdout) => resolve(error ? null : stdout.trim()),
-      );
-    });
+  /** `tools` null: the engine is not on this host. */
+  private artifactsDiskFrom(
+    tools: { mount: string; umount: string } | { reason: string } | null,
+  ): RunDisk | { reason: string } {
+    if (tools === null) return { reason: "the engine is not on this host, where its bind mounts would come from" };
+    const share = diskShare(this.limits, true);
+    return "reason" in tools ? tools : { ...tools, bytes: share.mb * MIB, inodes: share.inodes };
   }
 
   /** Polls until the engine has the container running (waiting in `tar -x`), or its client gave up. */
   private async waitUntilRunning(container: StartedContainer): Promise<void> {
     const deadline = performance.now() + WARM_START_TIMEOUT_MS;
     while (performance.now() < deadline && container.child.exitCode === null) {
-      if ((await this.inspect(container.name, "{{.State.Running}}")) === "true") return;
+      if ((await inspectContainer(this.engine, container.name, "{{.State.Running}}")) === "true") return;
       await new Promise((resolve) => setTimeout(resolve, WARM_POLL_MS));
     }
   }
 
-  /** `rm -f` kills and removes at once; tracked so that `close()` returns only once they are gone. */
+  /** `rm -f`, tracked so that `close()` returns only once they are gone. */
   private remove(names: string[]): Promise<void> {
-    return this.track(
-      new Promise<void>((resolve) => {
-        execFile(this.engine, ["rm", "-f", ...names], { timeout: 30_000 }, () => resolve());
-      }),
-    );
+    return this.track(removeContainers(this.engine, names));
   }
 
-  /** Removes every container labelled with this sandbox's owner token, as the reaper does. */
-  private removeOwned(): Promise<void> {
-    return new Promise((resolve) => {
-      execFile(
-        this.engine,
-        ["ps", "-aq", "--filter", `label=${OWNER_LABEL}=${this.owner}`],
-        { timeout: ENGINE_CHECK_TIMEOUT_MS },
-        (error, stdout) => {
-          const ids = error ? [] : stdout.split(/\s+/).filter(Boolean);
-          if (ids.length === 0) resolve();
-          else void this.remove(ids).then(resolve);
-        },
-      );
-    });
+  /** Removes every container labelled with this sandbox's owner token, as the watchdog would. */
+  private async removeOwned(): Promise<void> {
+    const ids = await containersLabelled(this.engine, `${OWNER_LABEL}=${this.owner}`);
+    if (ids.length > 0) await this.remove(ids);
   }
 
   private track(removal: Promise<void>): Promise<void> {
@@ -493,67 +353,4 @@ export class ContainerSandbox implements ManagedSandbox {
     this.engineReady = problem === null;
     return problem;
   }
-}
-
-/**
- * Asks the engine for its server version: null when it answers, else why not in the engine's own
- * words (the CLI talks to the daemon DOCKER_HOST / CONTAINER_HOST name, so a missing socket shows here).
- */
-export function probeContainerEngine(engine: ContainerEngine): Promise<string | null> {
-  return new Promise((resolve) => {
-    execFile(
-      engine,
-      ["version", "--format", "{{.Server.Version}}"],
-      { timeout: ENGINE_CHECK_TIMEOUT_MS },
-      (error, _stdout, stderr) => {
-        if (!error) resolve(null);
-        else if (error.code === "ENOENT") resolve(`${engine} is not installed (not found on PATH)`);
-        else if (error.killed) resolve(`${engine} did not answer within ${ENGINE_CHECK_TIMEOUT_MS / 1000} s`);
-        else resolve(stderr.trim() || error.message);
-      },
-    );
-  });
-}
-
-/**
- * A minimal ustar archive of regular files; enough for `tar -x` in any image. The read-only files
- * (inputs, mode 0444) come first, so the code, written last, wins a clash as on the local backends.
- */
-export function encodeTar(files: Record<string, string>, readOnly: readonly InputFile[] = []): Buffer {
-  const blocks: Buffer[] = [];
-  const entries = [
-    ...readOnly.map((input) => ({ rawName: input.name, body: Buffer.from(input.content), mode: "0000444" })),
-    ...Object.entries(files).map(([rawName, content]) => ({
-      rawName,
-      body: Buffer.from(content, "utf8"),
-      mode: "0000644",
-    })),
-  ];
-  for (const { rawName, body, mode } of entries) {
-    const name = safeRelativePath(rawName);
-    if (Buffer.byteLength(name) > 100) throw new Error(`file name too long for the container sandbox: ${name}`);
-    const header = Buffer.alloc(512);
-    header.write(name, 0, 100, "utf8");
-    header.write(`${mode}\0`, 100, "ascii");
-    header.write("0000000\0", 108, "ascii");
-    header.write("0000000\0", 116, "ascii");
-    header.write(`${body.length.toString(8).padStart(11, "0")}\0`, 124, "ascii");
-    header.write(
-      `${Math.floor(Date.now() / 1000)
-        .toString(8)
-        .padStart(11, "0")}\0`,
-      136,
-      "ascii",
-    );
-    header.write("        ", 148, "ascii");
-    header.write("0", 156, "ascii");
-    header.write("ustar\0", 257, "ascii");
-    header.write("00", 263, "ascii");
-    let checksum = 0;
-    for (const byte of header) checksum += byte;
-    header.write(`${checksum.toString(8).padStart(6, "0")}\0 `, 148, "ascii");
-    blocks.push(header, body, Buffer.alloc((512 - (body.length % 512)) % 512));
-  }
-  blocks.push(Buffer.alloc(1024));
-  return Buffer.concat(blocks);
 }

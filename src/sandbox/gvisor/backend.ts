@@ -230,6 +230,9 @@ export class GvisorSandbox implements Sandbox {
     };
   }
 
+  /** runsc is looked for on PATH when the sandbox is made; there is nothing else to probe. */
+  async prepare(): Promise<void> {}
+
   /** A sandbox starts per run; there is nothing to warm. */
   async prewarm(): Promise<void> {}
 

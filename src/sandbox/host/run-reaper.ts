@@ -9,9 +9,10 @@ import { killTargets, OWNER_FILE, type RunKillTargets, recordLines } from "./run
 import { tempDirPrefix } from "./temp-dirs.js";
 
 /**
- * The watchdog: a shell that blocks reading a pipe only its owner (this process) holds open. The
- * read returns at EOF, which the kernel delivers whenever the owner dies, SIGKILL included; then
- * it kills every run still recorded and removes the record. It does not rely on a parent-death
+ * The watchdog, one per process for every backend: a shell that blocks reading a pipe only its
+ * owner (this process) holds open. The read returns at EOF, which the kernel delivers whenever the
+ * owner dies, SIGKILL included; then it kills every run still recorded (process groups, cgroups,
+ * and through the engine CLI a container sandbox's containers) and removes the record. It does not rely on a parent-death
  * signal: the kernel checks that one like kill(2), as sent by the dying parent, so a root parent
  * that dropped its capabilities cannot deliver it to a child running under another uid (the
  * escape this exists for; docs/security.md). The watchdog keeps our credentials, root's included.
@@ -21,13 +22,15 @@ dir=$1
 while read -r _; do :; done
 for run in "$dir"/run-*; do
   [ -f "$run" ] || continue
-  while read -r kind target _; do
+  while read -r kind target extra; do
     case $kind in
       group) kill -s KILL -- "-$target" 2>/dev/null ;;
       kill) echo 1 2>/dev/null > "$target" ;;
       procs) for _ in 1 2 3 4 5 6 7 8; do
           while read -r pid; do kill -s KILL "$pid" 2>/dev/null; done 2>/dev/null < "$target"
         done ;;
+      containers) ids=$("$target" ps -aq --filter "label=$extra" 2>/dev/null)
+        [ -n "$ids" ] && "$target" rm -f $ids >/dev/null 2>&1 ;;
     esac
   done < "$run"
 done
@@ -76,10 +79,17 @@ function openRegistry(): Registry {
   writeFileSync(join(dir, OWNER_FILE), `${owner.pid} ${owner.startTime ?? "-"}\n`, { mode: 0o600 });
   const created: Registry = { dir, watchdog: null, live: new Map() };
   process.once("exit", () => {
-    // A normal exit (process.exit mid-run included) kills what is left itself, at once.
-    for (const targets of created.live.values()) killTargets(targets);
+    // A normal exit (process.exit mid-run included) kills what is left itself, at once; containers
+    // need the engine, which an exit handler cannot wait for: their records stay for the watchdog,
+    // which reads them when this process's end closes its pipe.
+    let leftToWatchdog = false;
+    for (const [name, targets] of created.live) {
+      killTargets(targets);
+      if (targets.containers) leftToWatchdog = true;
+      else rmSync(join(dir, name), { force: true });
+    }
     created.live.clear();
-    rmSync(dir, { recursive: true, force: true });
+    if (!leftToWatchdog) rmSync(dir, { recursive: true, force: true });
   });
   registry = created;
   return created;
@@ -94,7 +104,7 @@ function ensureWatchdog(current: Registry): void {
     detached: true,
     stdio: ["pipe", "ignore", "ignore"],
     cwd: "/",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    env: watchdogEnv(),
   });
   watchdog.on("error", () => undefined);
   watchdog.stdin?.on("error", () => undefined);
@@ -102,4 +112,17 @@ function ensureWatchdog(current: Registry): void {
   watchdog.unref();
   (watchdog.stdin as Socket | null)?.unref();
   current.watchdog = watchdog;
+}
+
+/**
+ * PATH, and what a container engine's CLI needs to find its daemon (docker's DOCKER_HOST and
+ * config, podman's CONTAINER_HOST and rootless runtime dir), as our own engine calls see them.
+ */
+function watchdogEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+  for (const [name, value] of Object.entries(process.env)) {
+    const engine = /^(DOCKER|CONTAINER)_/.test(name) || name === "XDG_RUNTIME_DIR" || name === "HOME";
+    if (engine && value !== undefined) env[name] = value;
+  }
+  return env;
 }

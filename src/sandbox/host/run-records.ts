@@ -7,7 +7,8 @@ import { killListed, writeIfPresent } from "./cgroups.js";
 /**
  * The record of a selfheal process's live runs (see run-reaper.ts), as files in a dir of its own:
  * `owner` names the process (pid and start time), each `run-N` lists what kills one run, a line
- * each: `group <pgid> <leader start time>`, `kill <cgroup.kill file>`, `procs <cgroup.procs file>`.
+ * each: `group <pgid> <leader start time>`, `kill <cgroup.kill file>`, `procs <cgroup.procs file>`,
+ * `containers <engine> <label>` (a container sandbox's containers, left to the watchdog).
  * This side reads them, so the start-up sweep (temp-dirs.ts) can act on a dead process's record.
  */
 export const OWNER_FILE = "owner";
@@ -22,6 +23,11 @@ export interface RunKillTargets {
   processGroup?: number;
   cgroupKillFiles?: string[];
   cgroupProcsFiles?: string[];
+  /**
+   * A container engine's containers carrying `label` (`name=value`): they belong to the engine's
+   * daemon and outlive any process of ours, so only the watchdog, through the engine CLI, removes them.
+   */
+  containers?: { engine: string; label: string };
 }
 
 export function recordLines(targets: RunKillTargets): string[] {
@@ -31,6 +37,7 @@ export function recordLines(targets: RunKillTargets): string[] {
   }
   for (const file of targets.cgroupKillFiles ?? []) lines.push(`kill ${file}`);
   for (const file of targets.cgroupProcsFiles ?? []) lines.push(`procs ${file}`);
+  if (targets.containers) lines.push(`containers ${targets.containers.engine} ${targets.containers.label}`);
   return lines;
 }
 

@@ -1,9 +1,9 @@
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir, constants as osConstants } from "node:os";
 import { join } from "node:path";
 
+import { type HostSteps, runStepsSync } from "./host-commands.js";
 import { findOnPath } from "./interpreters.js";
 
 /**
@@ -140,12 +140,20 @@ let cached: SeccompFilter | undefined;
 /**
  * The filter's BPF file, built on first use and cached by content (the lists above and the
  * generator) per machine architecture, in `$XDG_CACHE_HOME/selfheal` (or ~/.cache/selfheal).
- * Building takes one Python start, about 50 ms; every later process reuses the file.
+ * Building takes one Python start, about 50 ms; every later process reuses the file. Blocks;
+ * a sandbox gets its filter through `seccompFilterSteps` (run by `prepareHost`) instead.
  */
 export function seccompFilter(options: { cacheDir?: string; path?: string } = {}): SeccompFilter {
   if (options.cacheDir !== undefined || options.path !== undefined)
-    return buildFilter(options.cacheDir ?? defaultCacheDir(), options.path);
-  cached ??= buildFilter(defaultCacheDir(), undefined);
+    return runStepsSync(buildFilter(options.cacheDir ?? defaultCacheDir(), options.path));
+  return runStepsSync(seccompFilterSteps());
+}
+
+/** The steps that find (or build) this process's filter, once per process. */
+export function* seccompFilterSteps(): HostSteps<SeccompFilter> {
+  if (cached) return cached;
+  const filter = yield* buildFilter(defaultCacheDir(), undefined);
+  cached ??= filter;
   return cached;
 }
 
@@ -153,7 +161,7 @@ function defaultCacheDir(): string {
   return join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "selfheal");
 }
 
-function buildFilter(cacheDir: string, searchPath: string | undefined): SeccompFilter {
+function* buildFilter(cacheDir: string, searchPath: string | undefined): HostSteps<SeccompFilter> {
   if (process.platform !== "linux") return { usable: false, reason: "seccomp exists only on Linux" };
   const spec = JSON.stringify({ eperm: SECCOMP_DENIED_EPERM, enosys: SECCOMP_DENIED_ENOSYS });
   const key = createHash("sha256").update(GENERATOR).update(spec).digest("hex").slice(0, 16);
@@ -177,19 +185,18 @@ function buildFilter(cacheDir: string, searchPath: string | undefined): SeccompF
   for (const python of candidates) {
     if (!existsSync(python)) continue;
     const partial = `${file}.${process.pid}.tmp`;
-    const result = spawnSync(python, ["-I", "-c", GENERATOR, spec, partial], {
-      encoding: "utf8",
-      timeout: 30_000,
+    const result = yield {
+      file: python,
+      args: ["-I", "-c", GENERATOR, spec, partial],
+      timeoutMs: 30_000,
       env: { PATH: "/usr/bin:/bin" },
-    });
+    };
     if (result.status === 0) {
       renameSync(partial, file);
       return { usable: true, path: file, arch: process.arch };
     }
     rmSync(partial, { force: true });
-    problems.push(
-      `${python}: ${(result.stderr || result.error?.message || `exit ${result.status}`).trim().split("\n").pop()}`,
-    );
+    problems.push(`${python}: ${(result.stderr || result.error || `exit ${result.status}`).trim().split("\n").pop()}`);
   }
   return {
     usable: false,

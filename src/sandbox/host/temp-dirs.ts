@@ -1,5 +1,5 @@
-import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { processIsAlive } from "../../core/process.js";
@@ -16,12 +16,20 @@ export function tempDirPrefix(kind: "run" | "support" | "runs"): string {
 }
 
 const OUR_TEMP_DIR = /^selfheal-(run|support|runs)-(\d+)-/;
-let swept = false;
+let sweeping: Promise<void> | undefined;
+
+/**
+ * The sweep of dead processes' dirs, once per process: `prepareHost` awaits it before the first
+ * run; a backend that is not prepared (process, gVisor) starts it with its first temp dir and
+ * does not wait for it.
+ */
+export function sweepDeadProcessDirsOnce(): Promise<void> {
+  sweeping ??= removeDeadProcessDirs().catch(() => undefined);
+  return sweeping;
+}
 
 function sweepOnce(): void {
-  if (swept) return;
-  swept = true;
-  removeDeadProcessDirs();
+  void sweepDeadProcessDirsOnce();
 }
 
 /**
@@ -29,10 +37,10 @@ function sweepOnce(): void {
  * A dead process's record of live runs (`selfheal-runs-*`, run-records.ts) is acted on first: what
  * its watchdog did not kill is killed now.
  */
-export function removeDeadProcessDirs(): void {
+export async function removeDeadProcessDirs(): Promise<void> {
   let entries: string[];
   try {
-    entries = readdirSync(tmpdir());
+    entries = await readdir(tmpdir());
   } catch {
     return;
   }
@@ -45,24 +53,17 @@ export function removeDeadProcessDirs(): void {
     if (processIsAlive(pid) && !(isRecord && recordOwnerIsReplaced(path))) continue;
     if (isRecord) reapRecordedRuns(path);
     // A run's tmpfs (work-dir.ts) is unmounted first: rm would empty it and then fail on the mount.
-    mounted ??= mountPoints();
-    if (mounted.has(path)) spawnSync("umount", ["-l", path], { stdio: "ignore" });
-    try {
-      rmSync(path, { recursive: true, force: true });
-    } catch {
-      // Someone else's, or already gone: not ours to worry about.
-    }
+    mounted ??= await mountPoints();
+    if (mounted.has(path)) await new Promise((resolve) => execFile("umount", ["-l", path], () => resolve(null)));
+    // Someone else's, or already gone: not ours to worry about.
+    await rm(path, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
-function mountPoints(): Set<string> {
+async function mountPoints(): Promise<Set<string>> {
   try {
     // Octal escapes (\040 for a space) cannot occur in our own names, so they need no decoding.
-    return new Set(
-      readFileSync("/proc/self/mounts", "utf8")
-        .split("\n")
-        .map((line) => line.split(" ")[1] ?? ""),
-    );
+    return new Set((await readFile("/proc/self/mounts", "utf8")).split("\n").map((line) => line.split(" ")[1] ?? ""));
   } catch {
     return new Set();
   }

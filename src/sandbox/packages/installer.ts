@@ -10,7 +10,7 @@ import { messageOf } from "../../core/errors.js";
 import type { PackageInstall } from "../../core/settings.js";
 import { getSupportDir } from "../host/bootstrap.js";
 import { buildBwrapArgv } from "../host/bwrap-argv.js";
-import { probeBwrap } from "../host/bwrap-probe.js";
+import { findBwrapHost } from "../host/bwrap-probe.js";
 import { findOnPath, resolveInterpreters } from "../host/interpreters.js";
 import { SANDBOX_WORK_DIR } from "../host/system-view.js";
 import type { Language, RunResult } from "../types.js";
@@ -157,7 +157,7 @@ export function installPackages(request: PackageRequest, entry: PackageEntry): P
 async function installIntoCache(request: PackageRequest, entry: PackageEntry): Promise<InstallOutcome> {
   const startedAt = Date.now();
   const elapsed = () => Date.now() - startedAt;
-  const bwrap = probeBwrap();
+  const bwrap = await findBwrapHost();
   const place: InstallerPlace = bwrap.usable ? "bwrap" : "host";
   let staging: string;
   try {

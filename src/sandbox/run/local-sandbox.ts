@@ -71,6 +71,9 @@ export class LocalSandbox implements Sandbox {
     return this.launcher.describe();
   }
 
+  /** The launcher comes with the host already probed (see DeferredSandbox): nothing is left to do. */
+  async prepare(): Promise<void> {}
+
   async run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
     const startedAt = performance.now();
     const limits = limitsForRun(this.limits, request);
