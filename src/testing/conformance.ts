@@ -1,3 +1,5 @@
+// Over 400 lines: one suite whose cases are a flat list under one describe(), sharing one
+// sandbox and its helpers; each case is a few lines, and splitting them would scatter the contract.
 import { createHash, randomInt } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
