@@ -132,7 +132,17 @@ export {
   type PythonFound,
   probePython,
 } from "./sandbox/host/interpreters.js";
-export { checkSandbox, createSandbox } from "./sandbox/index.js";
+export {
+  CODE_FILE_NAME,
+  checkSandbox,
+  collectArtifacts,
+  createSandbox,
+  DEFAULT_LIMITS,
+  parseError,
+  RUN_CANCELLED_NOTE,
+  resolveLimits,
+  safeRelativePath,
+} from "./sandbox/index.js";
 export type * from "./sandbox/types.js";
 export {
   type AssembledProgram,

@@ -16,6 +16,7 @@ const ENTRIES = [
   "queue/index.ts",
   "benchmark/index.ts",
   "mcp/index.ts",
+  "testing/index.ts",
 ];
 const MAY_IMPORT: Record<string, string[]> = {
   core: [],
@@ -33,6 +34,8 @@ const MAY_IMPORT: Record<string, string[]> = {
   report: ["entries"],
   benchmark: ["entries"],
   cli: ["entries"],
+  // The conformance suite proves the sandbox contract; it needs nothing above it.
+  testing: ["core", "sandbox"],
   // The MCP server is a front end like the CLI, which starts it through its entry.
   mcp: ["entries"],
 };

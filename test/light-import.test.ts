@@ -96,6 +96,12 @@ describe("the package entries", () => {
     for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
   });
 
+  it("load vitest only with the testing entry, whose conformance suite is built on it", () => {
+    expect(packagesLoadedBy("./src/index.ts")).not.toContain("vitest");
+    expect(packagesLoadedBy("./src/cli/main.ts")).not.toContain("vitest");
+    expect(packagesLoadedBy("./src/testing/index.ts")).toContain("vitest");
+  });
+
   it("load the MCP SDK only with the mcp entry, not with the agent or the CLI", () => {
     expect(packagesLoadedBy("./src/index.ts")).not.toContain("@modelcontextprotocol/sdk");
     expect(packagesLoadedBy("./src/cli/main.ts")).not.toContain("@modelcontextprotocol/sdk");

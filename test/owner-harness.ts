@@ -1,6 +1,14 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+
+import {
+  forkAndSleep,
+  goneWithin as goneWithinFound,
+  pidsWithMarker,
+  startOwner as startOwnerCommand,
+} from "../src/testing/owner.js";
+
+export { forkAndSleep, pidsWithMarker };
 
 /**
  * Helpers for tests that need the selfheal host in a process of its own (test/sandbox-owner.ts),
@@ -9,29 +17,14 @@ import { fileURLToPath } from "node:url";
 export const OWNER = fileURLToPath(new URL("./sandbox-owner.ts", import.meta.url));
 export const REPO = fileURLToPath(new URL("..", import.meta.url));
 
+/** test/sandbox-owner.ts for one backend, as the conformance suite's `owner` option takes it. */
+export function ownerCommand(kind: string) {
+  return { command: process.execPath, args: ["--import", "tsx", OWNER, kind], cwd: REPO };
+}
+
 /** Starts a selfheal host in a child process running `code`, resolved once the program printed "started". */
-export async function startOwner(kind: string, language: "python" | "javascript", code: string): Promise<ChildProcess> {
-  const owner = spawn(
-    process.execPath,
-    ["--import", "tsx", OWNER, JSON.stringify({ kind, language, code, timeoutMs: 60_000 })],
-    {
-      cwd: REPO,
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let seen = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the run never started: ${seen}`)), 30_000);
-    owner.stderr?.on("data", (chunk: Buffer) => {
-      seen += chunk.toString();
-      if (seen.includes("started")) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    owner.once("exit", () => reject(new Error(`the owner exited first: ${seen}`)));
-  });
-  return owner;
+export function startOwner(kind: string, language: "python" | "javascript", code: string): Promise<ChildProcess> {
+  return startOwnerCommand(ownerCommand(kind), { language, code, timeoutMs: 60_000 });
 }
 
 /** Host processes that belong to the owner's run: the marker in argv, or a path of its run dirs. */
@@ -39,43 +32,6 @@ export function leftovers(marker: string, ownerPid: number): number[] {
   return [...new Set([...pidsWithMarker(marker), ...pidsWithMarker(`selfheal-run-${ownerPid}-`)])];
 }
 
-export async function goneWithin(ms: number, marker: string, ownerPid: number): Promise<number[]> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const left = leftovers(marker, ownerPid).filter((pid) => !isZombie(pid));
-    if (left.length === 0 || Date.now() > deadline) return left;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-function isZombie(pid: number): boolean {
-  try {
-    return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
-  } catch {
-    return true;
-  }
-}
-
-/** A program that forks a child carrying the marker and sleeps; both stop by themselves after 60 s. */
-export function forkAndSleep(language: "python" | "javascript", marker: string): string {
-  return language === "python"
-    ? `import os, time\nif os.fork() == 0:\n    os.execv("/bin/sleep", ["sleep", "${marker}"])\nprint("started", flush=True)\ntime.sleep(60)\n`
-    : `const { spawn } = require("child_process");\nspawn("/bin/sleep", ["${marker}"], { stdio: "ignore" });\nconsole.log("started");\nsetTimeout(() => {}, 60000);\n`;
-}
-
-/** Host pids whose command line contains `marker`. */
-export function pidsWithMarker(marker: string): number[] {
-  // Every command line contains a short string, and callers kill what this returns.
-  if (marker.length < 8) throw new Error(`a marker must be unique, not ${JSON.stringify(marker)}`);
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const commandLine = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (commandLine.includes(marker)) pids.push(Number(entry));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return pids;
+export function goneWithin(ms: number, marker: string, ownerPid: number): Promise<number[]> {
+  return goneWithinFound(ms, () => leftovers(marker, ownerPid));
 }

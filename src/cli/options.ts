@@ -27,6 +27,12 @@ export interface SettingFlags {
   candidates?: number;
   strategy?: SettingsInput["strategy"];
   python?: string;
+  memoryMb?: number;
+  cpuSeconds?: number;
+  maxProcesses?: number;
+  maxFileMb?: number;
+  maxDiskMb?: number;
+  maxOutputBytes?: number;
 }
 
 export function positiveInteger(value: string): number {
@@ -100,6 +106,16 @@ export function addSettingOptions(command: Command): Command {
       new Option("--strategy <name>", `after a failed round of candidates (default ${defaults.strategy})`).choices([
         ...STRATEGIES,
       ]),
+    )
+    .option("--memory-mb <n>", `memory per execution, MiB (default ${defaults.memoryMb})`, integer)
+    .option("--cpu-seconds <n>", `CPU seconds per execution (default ${defaults.cpuSeconds})`, integer)
+    .option("--max-processes <n>", `processes per execution (default ${defaults.maxProcesses})`, integer)
+    .option("--max-file-mb <n>", `largest file an execution may write, MiB (default ${defaults.maxFileMb})`, integer)
+    .option("--max-disk-mb <n>", `disk per execution, MiB (default ${defaults.maxDiskMb})`, integer)
+    .option(
+      "--max-output-bytes <n>",
+      `stdout and stderr kept per execution, each (default ${defaults.maxOutputBytes})`,
+      integer,
     );
 }
 
@@ -116,6 +132,12 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     candidates: flags.candidates,
     strategy: flags.strategy,
     python: flags.python,
+    memoryMb: flags.memoryMb,
+    cpuSeconds: flags.cpuSeconds,
+    maxProcesses: flags.maxProcesses,
+    maxFileMb: flags.maxFileMb,
+    maxDiskMb: flags.maxDiskMb,
+    maxOutputBytes: flags.maxOutputBytes,
   };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
 }
@@ -132,6 +154,12 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
   candidates: "--candidates",
   strategy: "--strategy",
   python: "--python",
+  memoryMb: "--memory-mb",
+  cpuSeconds: "--cpu-seconds",
+  maxProcesses: "--max-processes",
+  maxFileMb: "--max-file-mb",
+  maxDiskMb: "--max-disk-mb",
+  maxOutputBytes: "--max-output-bytes",
 };
 
 /**

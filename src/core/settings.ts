@@ -1,6 +1,7 @@
 import type { BaseChannel } from "@langchain/langgraph";
 import { z } from "zod";
 import { InvalidSettingsError } from "./errors.js";
+import { DEFAULT_LIMITS, LIMIT_BOUNDS, type SandboxLimits } from "./limits.js";
 import { SandboxKindSchema } from "./run-result.js";
 
 const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
@@ -98,6 +99,12 @@ function boundedInteger(name: string, min: number, max: number, fallback: number
     .default(fallback);
 }
 
+/** A sandbox limit as a setting: its default and bounds from core/limits.ts, the one place they live. */
+function limitSetting(name: keyof SandboxLimits) {
+  const { min, max } = LIMIT_BOUNDS[name];
+  return boundedInteger(name, min, max, DEFAULT_LIMITS[name]);
+}
+
 /**
  * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
  * nodes read them through `readSettings(runtime.context)`. Strict: a misspelt setting from JSON,
@@ -134,7 +141,22 @@ export const SettingsSchema = z.strictObject({
   /** How many times in a row one error may repeat before a fresh rewrite, then `stuck`. */
   repeatLimit: z.number().int().min(1, "repeatLimit must be at least 1").default(2),
   /** Wall-clock limit for one execution of the program and its tests. */
-  timeoutMs: z.number().int().min(100, "timeoutMs must be at least 100").default(10_000),
+  timeoutMs: limitSetting("timeoutMs"),
+  /**
+   * Memory of one execution in MiB: for the whole run where the sandbox has a cgroup (bwrap as root,
+   * container), else per process (`selfheal doctor` says which). Past it the run ends `memory_limit`.
+   */
+  memoryMb: limitSetting("memoryMb"),
+  /** CPU seconds of one execution, for the whole run or per process as the sandbox can; then `timeout`. */
+  cpuSeconds: limitSetting("cpuSeconds"),
+  /** Processes and threads one execution may have at once. */
+  maxProcesses: limitSetting("maxProcesses"),
+  /** The largest file one execution may write, in MiB. */
+  maxFileMb: limitSetting("maxFileMb"),
+  /** MiB one execution may write to /work and /tmp together (a tmpfs of its own where the sandbox can mount one). */
+  maxDiskMb: limitSetting("maxDiskMb"),
+  /** Bytes of stdout, and of stderr, kept of one execution; past it the run ends `output_limit`. */
+  maxOutputBytes: limitSetting("maxOutputBytes"),
   /**
    * How long one model request may wait for an answer before it fails (and is retried, for models
    * built from the environment); an injected model without a timeout of its own gets it per call.
@@ -292,4 +314,10 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length]!;
+}
+
+/** The sandbox limits a run's settings ask for, as the executor passes them in each RunRequest. */
+export function limitsFromSettings(settings: Settings): SandboxLimits {
+  const { timeoutMs, memoryMb, cpuSeconds, maxProcesses, maxFileMb, maxDiskMb, maxOutputBytes } = settings;
+  return { timeoutMs, memoryMb, cpuSeconds, maxProcesses, maxFileMb, maxDiskMb, maxOutputBytes };
 }

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Settings } from "../core/settings.js";
+import { limitsFromSettings, type Settings } from "../core/settings.js";
 import {
   type AgentState,
   type Execution,
@@ -116,6 +116,8 @@ export async function executeProgram(
         code: instrumented?.code ?? assembled.source,
         ...(instrumented ? { files: instrumented.files } : {}),
         timeoutMs: settings.timeoutMs,
+        // Per run: a run given more memory (or less) from its context gets it in any sandbox.
+        limits: limitsFromSettings(settings),
         inputs: inputs.files,
         collectArtifacts: artifacts.request,
       },

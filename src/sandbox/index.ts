@@ -17,8 +17,11 @@ export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES 
 export { buildGvisorSpec, probeGvisor } from "./gvisor/backend.js";
 export { probeBwrap } from "./host/bwrap-probe.js";
 export { prepareHost } from "./host/prepare.js";
+export { safeRelativePath } from "./host/work-dir.js";
 export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
 export { CODE_FILE_NAME, parseError } from "./parse-error.js";
+export { collectArtifacts } from "./run/artifacts.js";
+export { RUN_CANCELLED_NOTE } from "./run/run-child.js";
 export * from "./types.js";
 
 export interface SandboxOptions {

@@ -1,17 +1,9 @@
-import type { SandboxLimits } from "./types.js";
+import { DEFAULT_LIMITS, type SandboxLimits } from "../core/limits.js";
+import type { RunRequest } from "./types.js";
 
 export const MIB = 1024 * 1024;
 
-/** Limits used when the caller does not set them; generous for a test program, small for a host. */
-export const DEFAULT_LIMITS: Readonly<SandboxLimits> = Object.freeze({
-  timeoutMs: 10_000,
-  memoryMb: 512,
-  cpuSeconds: 10,
-  maxProcesses: 64,
-  maxFileMb: 16,
-  maxDiskMb: 64,
-  maxOutputBytes: 65_536,
-});
+export { DEFAULT_LIMITS };
 
 /** Open files per process; not in `SandboxLimits` because no caller has needed to tune it. */
 export const MAX_OPEN_FILES = 256;
@@ -30,4 +22,23 @@ export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLi
     limits[key] = value;
   }
   return limits;
+}
+
+/** The limits of one run: the sandbox's, with the request's own laid over them (its `timeoutMs` last). */
+export function limitsForRun(base: SandboxLimits, request: Pick<RunRequest, "limits" | "timeoutMs">): SandboxLimits {
+  return resolveLimits({
+    ...base,
+    ...request.limits,
+    ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),
+  });
+}
+
+/**
+ * Whether an interpreter or container started under `started` holds a run asking `wanted`: the
+ * limits fixed when it starts must match; the wall clock and the output cap are the host's to apply.
+ */
+export function sameStartLimits(started: SandboxLimits, wanted: SandboxLimits): boolean {
+  return (["memoryMb", "cpuSeconds", "maxProcesses", "maxFileMb", "maxDiskMb"] as const).every(
+    (key) => started[key] === wanted[key],
+  );
 }

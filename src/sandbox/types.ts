@@ -8,23 +8,10 @@ export {
   type SandboxKind,
 } from "../core/run-result.js";
 
-import type { Language, RunResult, SandboxKind } from "../core/run-result.js";
+import type { SandboxLimits } from "../core/limits.js";
+import type { Language, RunResult } from "../core/run-result.js";
 
-export interface SandboxLimits {
-  /** Wall-clock limit for one run; the whole process tree dies when it passes. */
-  timeoutMs: number;
-  memoryMb: number;
-  cpuSeconds: number;
-  maxProcesses: number;
-  maxFileMb: number;
-  /**
-   * Bytes the run may write to /work and /tmp together, on a tmpfs of its own where the backend
-   * can mount one (bwrap as root); elsewhere the size of the /tmp tmpfs.
-   */
-  maxDiskMb: number;
-  /** Cap per stream (stdout and stderr each); the rest is dropped and `truncated` is set. */
-  maxOutputBytes: number;
-}
+export type { SandboxLimits } from "../core/limits.js";
 
 export interface RunRequest {
   language: Language;
@@ -35,8 +22,13 @@ export interface RunRequest {
    * (`$SELFHEAL_PYTHON`, else python3 on PATH); such a run starts a fresh interpreter.
    */
   python?: string;
-  /** Overrides the sandbox's `limits.timeoutMs` for this run. */
+  /** Overrides the sandbox's `limits.timeoutMs` for this run (and `limits.timeoutMs` here). */
   timeoutMs?: number;
+  /**
+   * This run's limits, laid over the ones the sandbox was made with; every backend applies them to
+   * this run alone (the executor passes the run's settings here).
+   */
+  limits?: Partial<SandboxLimits>;
   /** Extra files written into the work dir before the run (name -> content). */
   files?: Record<string, string>;
   /**
@@ -82,7 +74,8 @@ export interface Containment {
 
 /** What a sandbox holds here, found when it was made; `selfheal doctor` prints it. */
 export interface SandboxIsolation {
-  kind: Exclude<SandboxKind, "auto">;
+  /** The sandbox's `kind`. */
+  kind: string;
   memory: Containment;
   processes: Containment;
   cpu: Containment;
@@ -94,16 +87,34 @@ export interface SandboxIsolation {
   notes: string[];
 }
 
+/**
+ * The sandbox contract: what the agent needs of any backend, ours or a user's. A backend proves it
+ * by passing the conformance suite (`describeSandboxConformance` from `selfheal/testing`).
+ *
+ * - `run` writes `request.files`, then `request.inputs` (read-only), then the code into a fresh work
+ *   dir, runs the program with `request.stdin`, and resolves with a `RunResult` once every process
+ *   of the run is gone. The program's own failure is data (`status` error, timeout, memory_limit,
+ *   output_limit, killed), never a rejection; a file name outside the work dir is the caller's bug
+ *   and rejects (`safeRelativePath` says it). `stdout`/`stderr` are UTF-8 with invalid bytes
+ *   replaced, each capped at the run's `maxOutputBytes` (`truncated` then set).
+ * - Streaming: `hooks.onOutput` gets each complete line while the program still runs.
+ * - Cancel: aborting `hooks.signal` kills every process of the run at once; the result has status
+ *   `killed` and its stderr ends with `RUN_CANCELLED_NOTE`.
+ * - Artifacts out: with `request.collectArtifacts`, what the program left under `out/` is copied to
+ *   the host (bounded, no symlink followed) and listed in `result.artifacts`.
+ * - Limits: the wall clock always holds for the whole run; the rest hold as `describe()` says.
+ * - `close` releases whatever the sandbox keeps between runs; calling it twice is harmless.
+ */
 export interface Sandbox {
-  /** The backend actually chosen (never `auto`). */
-  readonly kind: Exclude<SandboxKind, "auto">;
+  /** The backend's name: ours are `process`, `bwrap`, `gvisor` and `container`; yours is your own. */
+  readonly kind: string;
   run(request: RunRequest, hooks?: RunHooks): Promise<RunResult>;
   /** True when `run` mounts `request.packagesDir`; a backend without it cannot offer installed packages. */
   readonly mountsPackages?: boolean;
-  /** Which limits hold for the whole run here, and by what. */
-  describe?(): SandboxIsolation;
-  /** Releases pre-warmed processes; safe to call more than once. */
-  close?(): Promise<void>;
+  /** Which limits hold here, for the whole run or per process, and by what; `selfheal doctor` prints it. */
+  describe(): SandboxIsolation;
+  /** Releases pre-warmed processes and anything else kept between runs; safe to call more than once. */
+  close(): Promise<void>;
 }
 
 /** A sandbox that can also be asked to warm interpreters ahead of need. */

@@ -252,6 +252,9 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
   const datasetName = flags.dataset in NAMED_DATASETS ? flags.dataset : resolveDatasetPath({ dataset: flags.dataset });
   // Validate settings before any sandbox or model work, so a bad flag fails in milliseconds.
   const settings = parseSettings({
+    // The agent's runs keep the benchmark sandbox's limits: the executor passes a run's limits from
+    // its settings, and the judge's reasons for them (verify.ts) hold for the agent's programs too.
+    ...BENCH_SANDBOX_LIMITS,
     maxAttempts: flags.maxAttempts,
     tokenBudget: flags.tokenBudget,
     timeoutMs: flags.timeout,

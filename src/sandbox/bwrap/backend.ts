@@ -12,7 +12,7 @@ import { trackRun } from "../host/run-reaper.js";
 import { packageMount, SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-view.js";
 import { hostUids } from "../host/uids.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
-import { MAX_DISK_FILES, MIB } from "../limits.js";
+import { MAX_DISK_FILES, MIB, sameStartLimits } from "../limits.js";
 import type { Launcher, Reservation } from "../run/local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "../run/run-child.js";
 import type { Containment, Language, SandboxIsolation, SandboxLimits } from "../types.js";
@@ -108,18 +108,21 @@ export class BwrapLauncher implements Launcher {
     return { kind: "bwrap", memory, processes, cpu, disk, syscalls, notes };
   }
 
-  async reserve(python?: string): Promise<Reservation> {
-    const spare = this.spare;
-    this.spare = null;
-    const resources = (await spare) ?? (await this.prepare());
+  async reserve(python?: string, limits: SandboxLimits = this.limits): Promise<Reservation> {
+    // The spare's cgroup and tmpfs were made for the launcher's own limits: a run asking others
+    // prepares its own and leaves the spare for the next run it fits.
+    const fitsSpare = sameStartLimits(this.limits, limits);
+    const spare = fitsSpare ? this.spare : null;
+    if (fitsSpare) this.spare = null;
+    const resources = (await spare) ?? (await this.prepare(limits));
     this.scheduleSpare();
-    const { hostUid, group, workDir } = resources;
+    const { workDir, group } = resources;
     const interpreters = await resolveInterpreters(python);
     const forgetRuns: (() => void)[] = [];
     return {
       workDir,
       spawn: (language, warm, packagesDir) => {
-        const program = this.spawn(interpreters, workDir, hostUid, group, language, warm, packagesDir);
+        const program = this.spawn(interpreters, resources, language, warm, packagesDir);
         // Kills it should this process die mid-run: bwrap's --die-with-parent cannot, as root (run-reaper.ts).
         forgetRuns.push(trackRun({ processGroup: program.child.pid, ...group?.killTargets }));
         return program;
@@ -142,14 +145,15 @@ export class BwrapLauncher implements Launcher {
   }
 
   /** A uid, a cgroup and a mounted work dir for one run; all given back if any of them fails. */
-  private async prepare(): Promise<RunResources> {
+  private async prepare(limits: SandboxLimits = this.limits): Promise<RunResources> {
     const hostUid = this.isRoot ? hostUids.acquire() : null;
     let group: RunCgroup | null = null;
     try {
-      group = this.cgroups.version === null ? null : RunCgroup.create(this.cgroups, this.limits);
+      group = this.cgroups.version === null ? null : RunCgroup.create(this.cgroups, limits);
       const owner = hostUid === null ? null : { uid: hostUid, gid: hostUid };
-      const workDir = await WorkDir.create(owner, this.disk);
-      return { hostUid, group, workDir, released: false };
+      const disk = this.disk ? { ...this.disk, bytes: limits.maxDiskMb * MIB } : null;
+      const workDir = await WorkDir.create(owner, disk);
+      return { hostUid, group, workDir, limits, released: false };
     } catch (error) {
       if (hostUid !== null) hostUids.release(hostUid);
       await group?.remove();
@@ -176,9 +180,7 @@ export class BwrapLauncher implements Launcher {
 
   private spawn(
     interpreters: Interpreters,
-    workDir: WorkDir,
-    hostUid: number | null,
-    group: RunCgroup | null,
+    { workDir, hostUid, group, limits }: RunResources,
     language: Language,
     warm: boolean,
     packagesDir?: string,
@@ -189,7 +191,7 @@ export class BwrapLauncher implements Launcher {
     const command = interpreterCommand({
       language,
       executable: interpreter.executable,
-      limits: this.limits,
+      limits,
       warm,
       supportDir: SANDBOX_SUPPORT_DIR,
       prlimit: this.host.prlimit,
@@ -207,7 +209,7 @@ export class BwrapLauncher implements Launcher {
       supportDir: getSupportDir(),
       prefixes: interpreter.prefixes,
       command,
-      tmpfsBytes: this.limits.maxDiskMb * MIB,
+      tmpfsBytes: limits.maxDiskMb * MIB,
       tmpDir: workDir.tmpPath,
       seccomp: this.host.seccomp.usable,
       packages,
@@ -237,7 +239,7 @@ export class BwrapLauncher implements Launcher {
       child,
       killAll,
       exitCodeEncodesSignal: true,
-      ...(group ? { runLimits: runWideLimits(group, this.limits) } : {}),
+      ...(group ? { runLimits: runWideLimits(group, limits) } : {}),
     };
   }
 }
@@ -247,6 +249,8 @@ interface RunResources {
   hostUid: number | null;
   group: RunCgroup | null;
   workDir: WorkDir;
+  /** What the cgroup, the tmpfs and the program's rlimits were made for. */
+  limits: SandboxLimits;
   released: boolean;
 }
 

@@ -10,7 +10,7 @@ import { findOnPath } from "../host/interpreters.js";
 import { trackRun } from "../host/run-reaper.js";
 import { seccompProfileFile } from "../host/seccomp.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
-import { MIB } from "../limits.js";
+import { limitsForRun, MIB, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
 import { collectRun, killProcessGroup, unavailableResult, wholeRunMemoryNote } from "../run/run-child.js";
@@ -89,7 +89,12 @@ export class ContainerSandbox implements ManagedSandbox {
     const problem = await this.checkEngine();
     if (problem !== null) return unavailableResult(problem, startedAt);
 
-    const started = (await this.takeWarm(request.language)) ?? (await this.start(request.language));
+    const limits = limitsForRun(this.limits, request);
+    // A waiting container was started under the sandbox's own limits: a run asking others (more
+    // memory, say) starts its own, and the waiting one stays for the next run it fits.
+    const fitsWarm = sameStartLimits(this.limits, limits);
+    const started =
+      (fitsWarm ? await this.takeWarm(request.language) : undefined) ?? (await this.start(request.language, limits));
     const files: Record<string, string> = {
       ...request.files,
       [CODE_FILE_NAME[request.language]]: request.code,
@@ -102,14 +107,14 @@ export class ContainerSandbox implements ManagedSandbox {
       }
       killProcessGroup(started.child);
     };
-    const cpuBudget = containerCpuBudget(this.engine, started, this.limits);
+    const cpuBudget = containerCpuBudget(this.engine, started, limits);
     const ran = await collectRun(
       { child: started.child, killAll, exitCodeEncodesSignal: true, ...(cpuBudget ? { runLimits: cpuBudget } : {}) },
       {
         language: request.language,
         stdin: encodeTar(files, request.inputs),
-        timeoutMs: request.timeoutMs ?? this.limits.timeoutMs,
-        maxOutputBytes: this.limits.maxOutputBytes,
+        timeoutMs: limits.timeoutMs,
+        maxOutputBytes: limits.maxOutputBytes,
         ...(hooks ? { hooks } : {}),
         startedAt,
       },
@@ -133,7 +138,7 @@ export class ContainerSandbox implements ManagedSandbox {
     }
     // The kernel's OOM kill prints nothing; the engine saw it in the container's memory cgroup.
     if (oomKilled) {
-      return { ...result, status: "memory_limit", stderr: result.stderr + wholeRunMemoryNote(this.limits.memoryMb) };
+      return { ...result, status: "memory_limit", stderr: result.stderr + wholeRunMemoryNote(limits.memoryMb) };
     }
     return result;
   }
@@ -239,20 +244,20 @@ export class ContainerSandbox implements ManagedSandbox {
     for (const { artifacts } of containers) if (artifacts) this.track(removal.then(() => artifacts.remove()));
   }
 
-  private async start(language: Language): Promise<StartedContainer> {
+  private async start(language: Language, limits: SandboxLimits = this.limits): Promise<StartedContainer> {
     // Removed by the process's watchdog should this process die before `close()`: the engine's
     // daemon owns the containers, so they would outlive their client.
     this.forgetContainers ??= trackRun({
       containers: { engine: findOnPath(this.engine) ?? this.engine, label: `${OWNER_LABEL}=${this.owner}` },
     });
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
-    const artifacts = await this.makeArtifactsTmpfs();
+    const artifacts = await this.makeArtifactsTmpfs(limits);
     const seccompProfile = (this.options.seccomp ?? "selfheal") === "selfheal" ? seccompProfileFile() : null;
     const [file = "", ...args] = buildContainerCommand({
       engine: this.engine,
       image: this.imageFor(language),
       language,
-      limits: this.limits,
+      limits,
       name,
       owner: this.owner,
       seccompProfile,
@@ -268,10 +273,11 @@ export class ContainerSandbox implements ManagedSandbox {
    * in bytes and inodes, so what the program leaves there can be read after the run (`docker cp`
    * cannot read a stopped container's tmpfs) and it cannot fill the host's disk.
    */
-  private async makeArtifactsTmpfs(): Promise<WorkDir | null> {
+  private async makeArtifactsTmpfs(limits: SandboxLimits): Promise<WorkDir | null> {
     const disk = await this.findArtifactsTmpfs();
     if ("reason" in disk) return null;
-    const artifacts = await WorkDir.create(null, disk);
+    const share = diskShare(limits, true);
+    const artifacts = await WorkDir.create(null, { ...disk, bytes: share.mb * MIB, inodes: share.inodes });
     try {
       // Sticky and world-writable, as the container's /work: the program's uid is the engine's to map.
       await chmod(await artifacts.makeArtifactsFolder(), 0o1777);

@@ -66,14 +66,14 @@ export class ProcessLauncher implements Launcher {
     };
   }
 
-  async reserve(python?: string): Promise<Reservation> {
+  async reserve(python?: string, limits: SandboxLimits = this.limits): Promise<Reservation> {
     const [interpreters, workDir] = await Promise.all([resolveInterpreters(python), WorkDir.create()]);
     let released = false;
     const forgetRuns: (() => void)[] = [];
     return {
       workDir,
       spawn: (language, warm, packagesDir) => {
-        const program = this.spawn(interpreters, workDir, language, warm, packagesDir);
+        const program = this.spawn(interpreters, workDir, limits, language, warm, packagesDir);
         forgetRuns.push(trackRun({ processGroup: program.child.pid }));
         return program;
       },
@@ -89,6 +89,7 @@ export class ProcessLauncher implements Launcher {
   private spawn(
     interpreters: Interpreters,
     workDir: WorkDir,
+    limits: SandboxLimits,
     language: Language,
     warm: boolean,
     packagesDir?: string,
@@ -103,7 +104,7 @@ export class ProcessLauncher implements Launcher {
     const argv = interpreterCommand({
       language,
       executable: interpreter.executable,
-      limits: this.limits,
+      limits,
       warm,
       supportDir: getSupportDir(),
       prlimit: this.prlimit,

@@ -3,6 +3,7 @@ import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { InterpreterMissingError } from "../host/interpreters.js";
 import type { WorkDir } from "../host/work-dir.js";
+import { limitsForRun, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 import { collectArtifacts } from "./artifacts.js";
@@ -23,8 +24,11 @@ export interface Reservation {
 /** A backend that runs programs on this machine: the plain process one or bwrap. */
 export interface Launcher {
   readonly kind: "process" | "bwrap";
-  /** A work dir and the interpreters, the Python being `python` when given (else the default). */
-  reserve(python?: string): Promise<Reservation>;
+  /**
+   * A work dir and the interpreters, the Python being `python` when given (else the default), for
+   * a run under `limits` (else the launcher's own).
+   */
+  reserve(python?: string, limits?: SandboxLimits): Promise<Reservation>;
   describe(): SandboxIsolation;
   /** Gives back what the launcher keeps ahead of need (a spare cgroup). */
   close?(): Promise<void>;
@@ -72,16 +76,18 @@ export class LocalSandbox implements Sandbox {
 
   async run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
     const startedAt = performance.now();
-    const timeoutMs = request.timeoutMs ?? this.limits.timeoutMs;
+    const limits = limitsForRun(this.limits, request);
     // A run that arrives before the next interpreter even started goes cold; starting that one too
     // would only compete with this run for the CPU.
     this.cancelScheduledWarming(request.language);
-    // A warm interpreter was started without packages mounted and with the default Python, so a
-    // run that needs packages or names its own Python goes cold.
+    // A warm interpreter was started without packages mounted, with the default Python and under
+    // the sandbox's own limits, so a run that needs packages, names its own Python or asks other
+    // limits (more memory, say) goes cold; the warm one waits for the next run it fits.
     const python = request.language === "python" ? request.python : undefined;
-    const warm = request.packagesDir || python ? null : await this.takeWarm(request.language);
+    const fitsWarm = !request.packagesDir && !python && sameStartLimits(this.limits, limits);
+    const warm = fitsWarm ? await this.takeWarm(request.language) : null;
 
-    const reservation = warm?.reservation ?? (await this.launcher.reserve(python));
+    const reservation = warm?.reservation ?? (await this.launcher.reserve(python, limits));
     try {
       await writeProgramFiles(reservation.workDir, request);
     } catch (error) {
@@ -113,8 +119,8 @@ export class LocalSandbox implements Sandbox {
       const result = await collectRun(program, {
         language: request.language,
         stdin: request.stdin,
-        timeoutMs,
-        maxOutputBytes: this.limits.maxOutputBytes,
+        timeoutMs: limits.timeoutMs,
+        maxOutputBytes: limits.maxOutputBytes,
         ...(hooks ? { hooks } : {}),
         startedAt,
         ...(release ? { release } : {}),

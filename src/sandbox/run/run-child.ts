@@ -220,7 +220,7 @@ export function classifyRun(outcome: RunOutcome): RunStatus {
  * traceback, and the fixer, which reads the stderr tail, must learn why the program died.
  */
 function runLimitNote(runLimits: RunWideLimits | undefined, status: RunStatus, killedFor: KillReason | null): string {
-  if (killedFor === "cancelled") return "\n[selfheal] the run was cancelled and its processes killed\n";
+  if (killedFor === "cancelled") return `\n${RUN_CANCELLED_NOTE}\n`;
   if (!runLimits) return "";
   if (status === "memory_limit" && runLimits.memoryExceeded()) return wholeRunMemoryNote(runLimits.memoryMb);
   if (killedFor === "cpu_budget") {
@@ -228,6 +228,9 @@ function runLimitNote(runLimits: RunWideLimits | undefined, status: RunStatus, k
   }
   return "";
 }
+
+/** The last line of a cancelled run's stderr, so the fixer and a person reading it learn why it ended. */
+export const RUN_CANCELLED_NOTE = "[selfheal] the run was cancelled and its processes killed";
 
 /** The stderr line for a run whose processes the kernel killed at the whole-run memory limit. */
 export function wholeRunMemoryNote(memoryMb: number): string {

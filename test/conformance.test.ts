@@ -1,0 +1,45 @@
+import { describe, it } from "vitest";
+
+import { createSandbox } from "../src/sandbox/index.js";
+import { type ConformanceOptions, describeSandboxConformance } from "../src/testing/index.js";
+import { type BackendKind, backendMissing } from "./backends.js";
+import { TEST_CONTAINER_IMAGE } from "./container-engine.js";
+
+/** Small enough that the limit cases are quick, the same for every backend. */
+const limits = { memoryMb: 256, cpuSeconds: 2, maxProcesses: 32 };
+
+const BACKENDS: Record<BackendKind, () => ReturnType<typeof createSandbox>> = {
+  process: () => createSandbox({ kind: "process", limits }),
+  bwrap: () => createSandbox({ kind: "bwrap", limits }),
+  // gVisor traps every system call: its cases take several times longer.
+  gvisor: () => createSandbox({ kind: "gvisor", limits }),
+  container: () => createSandbox({ kind: "container", limits, container: { image: TEST_CONTAINER_IMAGE } }),
+};
+
+/** What each backend cannot do, written down: each gap is asserted as a failure by the suite. */
+const GAPS: Record<BackendKind, ConformanceOptions["gaps"]> = {
+  process: {},
+  bwrap: {},
+  gvisor: {},
+  container: {
+    "javascript ES module syntax":
+      "the test image's Node 18 (Debian bookworm) has no module syntax detection: main.js runs as CommonJS",
+  },
+};
+
+// The owner-death and hostile cases of our backends run in test/hostile*.test.ts, with the same
+// helpers (src/testing/owner.ts), so they are not run twice here. Every backend of ours proves the contract; one missing here fails under its SELFHEAL_TEST_REQUIRE_* flag.
+for (const [kind, make] of Object.entries(BACKENDS) as [BackendKind, () => ReturnType<typeof createSandbox>][]) {
+  const missing = backendMissing(kind);
+  if (missing !== null) {
+    describe.skip(`the sandbox contract: ${kind} (skipped: ${missing})`, () => {
+      it("passes the conformance suite", () => undefined);
+    });
+  } else {
+    describeSandboxConformance(kind, make, {
+      limits,
+      testTimeoutMs: kind === "gvisor" ? 120_000 : 60_000,
+      gaps: GAPS[kind],
+    });
+  }
+}
