@@ -46,16 +46,36 @@ interface Row {
   tasksPerSecond: number;
   /** Wall time times parallel slots, per task: what one task costs a slot. */
   slotMsPerTask: number;
+  /** Queue rows: a job's time from fetch to complete (pg-boss's started_on to completed_on), per task. */
+  activeMsPerTask?: number;
 }
 
-function row(way: string, workers: number, wallMs: number): Row {
+function row(way: string, workers: number, wallMs: number, activeMsPerTask?: number): Row {
   return {
     way,
     workers,
     wallMs,
     tasksPerSecond: TASKS / (wallMs / 1000),
     slotMsPerTask: (wallMs * workers) / TASKS,
+    ...(activeMsPerTask === undefined ? {} : { activeMsPerTask }),
   };
+}
+
+/** Mean fetch-to-complete time of the timed jobs, from the timestamps pg-boss keeps on each job. */
+async function activeMsPerTask(round: number): Promise<number> {
+  const client = new pg.Client({ connectionString: DB_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ active_ms: number; jobs: string }>(
+      `SELECT avg(extract(epoch FROM completed_on - started_on) * 1000)::float AS active_ms, count(*) AS jobs
+       FROM ${SCHEMA}.job WHERE state = 'completed' AND data->>'threadId' LIKE $1`,
+      [`${PREFIX}queue-${round}-timed-%`],
+    );
+    if (Number(rows[0]?.jobs) !== TASKS) throw new Error(`found ${rows[0]?.jobs} completed timed jobs, not ${TASKS}`);
+    return rows[0]?.active_ms ?? Number.NaN;
+  } finally {
+    await client.end();
+  }
 }
 
 async function direct(store: RunStore, concurrency: number, round: number): Promise<Row> {
@@ -131,7 +151,8 @@ async function queued(store: RunStore, queue: TaskQueue, workers: number, round:
     await runAll("warm", workers);
     const clock = performance.now();
     await runAll("timed", TASKS);
-    return row("queue, worker processes", workers, performance.now() - clock);
+    const wallMs = performance.now() - clock;
+    return row("queue, worker processes", workers, wallMs, await activeMsPerTask(round));
   } finally {
     await Promise.all(started.map((worker) => worker.stop()));
   }
@@ -164,7 +185,9 @@ const fmt = (value: number, digits = 0) => value.toFixed(digits);
 console.log(
   `${TASKS} two-attempt tasks each, ${SANDBOX} sandbox, ${cpus().length} CPUs, load ${loadavg()[0]?.toFixed(2)}\n`,
 );
-console.log("workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task");
+console.log(
+  "workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task  = in job + between jobs",
+);
 for (const workers of WORKER_COUNTS) {
   const [d, q] = [
     rows.find((r) => r.workers === workers && r.way.startsWith("direct")),
@@ -173,8 +196,14 @@ for (const workers of WORKER_COUNTS) {
   for (const r of [d, q]) {
     if (!r) continue;
     const overhead = r === q && d ? fmt(q.slotMsPerTask - d.slotMsPerTask) : "";
+    // In job: fetch to complete beyond a direct run (lookups, lease, heartbeat rows, completion).
+    // Between jobs: a slot holding no job (waiting for pg-boss's next poll, fetching, submit lag).
+    const split =
+      r === q && d && q.activeMsPerTask !== undefined
+        ? `${fmt(q.activeMsPerTask - d.slotMsPerTask).padStart(8)} + ${fmt(q.slotMsPerTask - q.activeMsPerTask).padStart(12)}`
+        : "";
     console.log(
-      `${String(workers).padStart(7)}  ${r.way.padEnd(25)}  ${fmt(r.wallMs).padStart(7)}  ${fmt(r.tasksPerSecond, 2).padStart(7)}  ${fmt(r.slotMsPerTask).padStart(12)}  ${overhead.padStart(22)}`,
+      `${String(workers).padStart(7)}  ${r.way.padEnd(25)}  ${fmt(r.wallMs).padStart(7)}  ${fmt(r.tasksPerSecond, 2).padStart(7)}  ${fmt(r.slotMsPerTask).padStart(12)}  ${overhead.padStart(22)}  ${split}`,
     );
   }
 }
