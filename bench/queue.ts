@@ -6,6 +6,9 @@
  * Prints a table and a note on more machines; asserts nothing. Needs PostgreSQL:
  *
  *   SELFHEAL_POSTGRES_URL=postgresql://... npm run bench:queue [-- --tasks 24 --sandbox process]
+ *
+ * `--baseline-bin ../other-checkout/bin/selfheal.js` adds rows for workers started from another
+ * checkout, run in turn with this one's: a change to the queue, before and after, in one run.
  */
 import { spawn } from "node:child_process";
 import { cpus, loadavg } from "node:os";
@@ -23,6 +26,7 @@ const { values } = parseArgs({
     tasks: { type: "string", default: "24" },
     workers: { type: "string", default: "1,2,4" },
     sandbox: { type: "string", default: "process" },
+    "baseline-bin": { type: "string" },
   },
 });
 const TASKS = Number(values.tasks);
@@ -35,6 +39,7 @@ if (!DB_URL) {
   process.exit(2);
 }
 const BIN = fileURLToPath(new URL("../bin/selfheal.js", import.meta.url));
+const BASELINE_BIN = values["baseline-bin"];
 const SCHEMA = `selfheal_bench_${process.pid}`;
 const PREFIX = `${SCHEMA}-`;
 const settings = parseSettings({ model: DEMO_MODEL_NAME, sandbox: SANDBOX });
@@ -62,7 +67,7 @@ function row(way: string, workers: number, wallMs: number, activeMsPerTask?: num
 }
 
 /** Mean fetch-to-complete time of the timed jobs, from the timestamps pg-boss keeps on each job. */
-async function activeMsPerTask(round: number): Promise<number> {
+async function activeMsPerTask(round: string): Promise<number> {
   const client = new pg.Client({ connectionString: DB_URL });
   await client.connect();
   try {
@@ -78,7 +83,7 @@ async function activeMsPerTask(round: number): Promise<number> {
   }
 }
 
-async function direct(store: RunStore, concurrency: number, round: number): Promise<Row> {
+async function direct(store: RunStore, concurrency: number, round: string): Promise<Row> {
   const sandbox = createSandbox({ kind: SANDBOX });
   const agent = createAgent({ model: createDemoModel(), sandbox, checkpointer: store.checkpointer });
   // One untimed run first, as each worker gets below: the interpreters warm up once per process.
@@ -106,8 +111,8 @@ async function direct(store: RunStore, concurrency: number, round: number): Prom
   return row("direct, one process", concurrency, wallMs);
 }
 
-function startWorker(): Promise<{ stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [BIN, "worker", "--poll-interval", "0.5", "--heartbeat", "5"], {
+function startWorker(bin: string): Promise<{ stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [bin, "worker", "--poll-interval", "0.5", "--heartbeat", "5"], {
     env: {
       ...process.env,
       SELFHEAL_POSTGRES_URL: DB_URL,
@@ -133,9 +138,16 @@ function startWorker(): Promise<{ stop: () => Promise<void> }> {
   });
 }
 
-async function queued(store: RunStore, queue: TaskQueue, workers: number, round: number): Promise<Row> {
+async function queued(
+  store: RunStore,
+  queue: TaskQueue,
+  workers: number,
+  round: string,
+  bin = BIN,
+  way = "queue, worker processes",
+): Promise<Row> {
   // Started and ready before the clock starts: a worker is a long-lived process, its start-up is not per task.
-  const started = await Promise.all(Array.from({ length: workers }, startWorker));
+  const started = await Promise.all(Array.from({ length: workers }, () => startWorker(bin)));
   const runAll = async (label: string, count: number) => {
     const jobs = Array.from({ length: count }, (_, index) => ({
       threadId: `${PREFIX}queue-${round}-${label}-${index}`,
@@ -152,7 +164,7 @@ async function queued(store: RunStore, queue: TaskQueue, workers: number, round:
     const clock = performance.now();
     await runAll("timed", TASKS);
     const wallMs = performance.now() - clock;
-    return row("queue, worker processes", workers, wallMs, await activeMsPerTask(round));
+    return row(way, workers, wallMs, await activeMsPerTask(round));
   } finally {
     await Promise.all(started.map((worker) => worker.stop()));
   }
@@ -172,8 +184,13 @@ const queue = await TaskQueue.open({ url: DB_URL, schema: SCHEMA }, { supervise:
 const rows: Row[] = [];
 try {
   for (const [round, workers] of WORKER_COUNTS.entries()) {
-    rows.push(await direct(store, workers, round));
-    rows.push(await queued(store, queue, workers, round));
+    // Direct runs before and after the queued ones, averaged: the load from others drifts within a round.
+    const before = await direct(store, workers, `${round}a`);
+    const queuedRows = [await queued(store, queue, workers, String(round))];
+    if (BASELINE_BIN)
+      queuedRows.push(await queued(store, queue, workers, `${round}b`, BASELINE_BIN, "queue, baseline workers"));
+    const after = await direct(store, workers, `${round}z`);
+    rows.push(row("direct, one process", workers, (before.wallMs + after.wallMs) / 2), ...queuedRows);
   }
 } finally {
   await queue.close();
@@ -189,18 +206,15 @@ console.log(
   "workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task  = in job + between jobs",
 );
 for (const workers of WORKER_COUNTS) {
-  const [d, q] = [
-    rows.find((r) => r.workers === workers && r.way.startsWith("direct")),
-    rows.find((r) => r.workers === workers && r.way.startsWith("queue")),
-  ];
-  for (const r of [d, q]) {
-    if (!r) continue;
-    const overhead = r === q && d ? fmt(q.slotMsPerTask - d.slotMsPerTask) : "";
+  const d = rows.find((r) => r.workers === workers && r.way.startsWith("direct"));
+  for (const r of rows.filter((r) => r.workers === workers)) {
+    const queuedRow = r.activeMsPerTask !== undefined;
+    const overhead = queuedRow && d ? fmt(r.slotMsPerTask - d.slotMsPerTask) : "";
     // In job: fetch to complete beyond a direct run (lookups, lease, heartbeat rows, completion).
     // Between jobs: a slot holding no job (waiting for pg-boss's next poll, fetching, submit lag).
     const split =
-      r === q && d && q.activeMsPerTask !== undefined
-        ? `${fmt(q.activeMsPerTask - d.slotMsPerTask).padStart(8)} + ${fmt(q.slotMsPerTask - q.activeMsPerTask).padStart(12)}`
+      d && r.activeMsPerTask !== undefined
+        ? `${fmt(r.activeMsPerTask - d.slotMsPerTask).padStart(8)} + ${fmt(r.slotMsPerTask - r.activeMsPerTask).padStart(12)}`
         : "";
     console.log(
       `${String(workers).padStart(7)}  ${r.way.padEnd(25)}  ${fmt(r.wallMs).padStart(7)}  ${fmt(r.tasksPerSecond, 2).padStart(7)}  ${fmt(r.slotMsPerTask).padStart(12)}  ${overhead.padStart(22)}  ${split}`,
