@@ -6,6 +6,9 @@
  * Prints a table and a note on more machines; asserts nothing. Needs PostgreSQL:
  *
  *   SELFHEAL_POSTGRES_URL=postgresql://... npm run bench:queue [-- --tasks 24 --sandbox process]
+ *
+ * `--baseline-bin ../other-checkout/bin/selfheal.js` adds rows for workers started from another
+ * checkout, run in turn with this one's: a change to the queue, before and after, in one run.
  */
 import { spawn } from "node:child_process";
 import { cpus, loadavg } from "node:os";
@@ -23,6 +26,7 @@ const { values } = parseArgs({
     tasks: { type: "string", default: "24" },
     workers: { type: "string", default: "1,2,4" },
     sandbox: { type: "string", default: "process" },
+    "baseline-bin": { type: "string" },
   },
 });
 const TASKS = Number(values.tasks);
@@ -35,6 +39,7 @@ if (!DB_URL) {
   process.exit(2);
 }
 const BIN = fileURLToPath(new URL("../bin/selfheal.js", import.meta.url));
+const BASELINE_BIN = values["baseline-bin"];
 const SCHEMA = `selfheal_bench_${process.pid}`;
 const PREFIX = `${SCHEMA}-`;
 const settings = parseSettings({ model: DEMO_MODEL_NAME, sandbox: SANDBOX });
@@ -46,19 +51,39 @@ interface Row {
   tasksPerSecond: number;
   /** Wall time times parallel slots, per task: what one task costs a slot. */
   slotMsPerTask: number;
+  /** Queue rows: a job's time from fetch to complete (pg-boss's started_on to completed_on), per task. */
+  activeMsPerTask?: number;
 }
 
-function row(way: string, workers: number, wallMs: number): Row {
+function row(way: string, workers: number, wallMs: number, activeMsPerTask?: number): Row {
   return {
     way,
     workers,
     wallMs,
     tasksPerSecond: TASKS / (wallMs / 1000),
     slotMsPerTask: (wallMs * workers) / TASKS,
+    ...(activeMsPerTask === undefined ? {} : { activeMsPerTask }),
   };
 }
 
-async function direct(store: RunStore, concurrency: number, round: number): Promise<Row> {
+/** Mean fetch-to-complete time of the timed jobs, from the timestamps pg-boss keeps on each job. */
+async function activeMsPerTask(round: string): Promise<number> {
+  const client = new pg.Client({ connectionString: DB_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ active_ms: number; jobs: string }>(
+      `SELECT avg(extract(epoch FROM completed_on - started_on) * 1000)::float AS active_ms, count(*) AS jobs
+       FROM ${SCHEMA}.job WHERE state = 'completed' AND data->>'threadId' LIKE $1`,
+      [`${PREFIX}queue-${round}-timed-%`],
+    );
+    if (Number(rows[0]?.jobs) !== TASKS) throw new Error(`found ${rows[0]?.jobs} completed timed jobs, not ${TASKS}`);
+    return rows[0]?.active_ms ?? Number.NaN;
+  } finally {
+    await client.end();
+  }
+}
+
+async function direct(store: RunStore, concurrency: number, round: string): Promise<Row> {
   const sandbox = createSandbox({ kind: SANDBOX });
   const agent = createAgent({ model: createDemoModel(), sandbox, checkpointer: store.checkpointer });
   // One untimed run first, as each worker gets below: the interpreters warm up once per process.
@@ -86,8 +111,8 @@ async function direct(store: RunStore, concurrency: number, round: number): Prom
   return row("direct, one process", concurrency, wallMs);
 }
 
-function startWorker(): Promise<{ stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [BIN, "worker", "--poll-interval", "0.5", "--heartbeat", "5"], {
+function startWorker(bin: string): Promise<{ stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [bin, "worker", "--poll-interval", "0.5", "--heartbeat", "5"], {
     env: {
       ...process.env,
       SELFHEAL_POSTGRES_URL: DB_URL,
@@ -113,9 +138,16 @@ function startWorker(): Promise<{ stop: () => Promise<void> }> {
   });
 }
 
-async function queued(store: RunStore, queue: TaskQueue, workers: number, round: number): Promise<Row> {
+async function queued(
+  store: RunStore,
+  queue: TaskQueue,
+  workers: number,
+  round: string,
+  bin = BIN,
+  way = "queue, worker processes",
+): Promise<Row> {
   // Started and ready before the clock starts: a worker is a long-lived process, its start-up is not per task.
-  const started = await Promise.all(Array.from({ length: workers }, startWorker));
+  const started = await Promise.all(Array.from({ length: workers }, () => startWorker(bin)));
   const runAll = async (label: string, count: number) => {
     const jobs = Array.from({ length: count }, (_, index) => ({
       threadId: `${PREFIX}queue-${round}-${label}-${index}`,
@@ -131,7 +163,8 @@ async function queued(store: RunStore, queue: TaskQueue, workers: number, round:
     await runAll("warm", workers);
     const clock = performance.now();
     await runAll("timed", TASKS);
-    return row("queue, worker processes", workers, performance.now() - clock);
+    const wallMs = performance.now() - clock;
+    return row(way, workers, wallMs, await activeMsPerTask(round));
   } finally {
     await Promise.all(started.map((worker) => worker.stop()));
   }
@@ -151,8 +184,13 @@ const queue = await TaskQueue.open({ url: DB_URL, schema: SCHEMA }, { supervise:
 const rows: Row[] = [];
 try {
   for (const [round, workers] of WORKER_COUNTS.entries()) {
-    rows.push(await direct(store, workers, round));
-    rows.push(await queued(store, queue, workers, round));
+    // Direct runs before and after the queued ones, averaged: the load from others drifts within a round.
+    const before = await direct(store, workers, `${round}a`);
+    const queuedRows = [await queued(store, queue, workers, String(round))];
+    if (BASELINE_BIN)
+      queuedRows.push(await queued(store, queue, workers, `${round}b`, BASELINE_BIN, "queue, baseline workers"));
+    const after = await direct(store, workers, `${round}z`);
+    rows.push(row("direct, one process", workers, (before.wallMs + after.wallMs) / 2), ...queuedRows);
   }
 } finally {
   await queue.close();
@@ -164,17 +202,22 @@ const fmt = (value: number, digits = 0) => value.toFixed(digits);
 console.log(
   `${TASKS} two-attempt tasks each, ${SANDBOX} sandbox, ${cpus().length} CPUs, load ${loadavg()[0]?.toFixed(2)}\n`,
 );
-console.log("workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task");
+console.log(
+  "workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task  = in job + between jobs",
+);
 for (const workers of WORKER_COUNTS) {
-  const [d, q] = [
-    rows.find((r) => r.workers === workers && r.way.startsWith("direct")),
-    rows.find((r) => r.workers === workers && r.way.startsWith("queue")),
-  ];
-  for (const r of [d, q]) {
-    if (!r) continue;
-    const overhead = r === q && d ? fmt(q.slotMsPerTask - d.slotMsPerTask) : "";
+  const d = rows.find((r) => r.workers === workers && r.way.startsWith("direct"));
+  for (const r of rows.filter((r) => r.workers === workers)) {
+    const queuedRow = r.activeMsPerTask !== undefined;
+    const overhead = queuedRow && d ? fmt(r.slotMsPerTask - d.slotMsPerTask) : "";
+    // In job: fetch to complete beyond a direct run (lookups, lease, heartbeat rows, completion).
+    // Between jobs: a slot holding no job (waiting for pg-boss's next poll, fetching, submit lag).
+    const split =
+      d && r.activeMsPerTask !== undefined
+        ? `${fmt(r.activeMsPerTask - d.slotMsPerTask).padStart(8)} + ${fmt(r.slotMsPerTask - r.activeMsPerTask).padStart(12)}`
+        : "";
     console.log(
-      `${String(workers).padStart(7)}  ${r.way.padEnd(25)}  ${fmt(r.wallMs).padStart(7)}  ${fmt(r.tasksPerSecond, 2).padStart(7)}  ${fmt(r.slotMsPerTask).padStart(12)}  ${overhead.padStart(22)}`,
+      `${String(workers).padStart(7)}  ${r.way.padEnd(25)}  ${fmt(r.wallMs).padStart(7)}  ${fmt(r.tasksPerSecond, 2).padStart(7)}  ${fmt(r.slotMsPerTask).padStart(12)}  ${overhead.padStart(22)}  ${split}`,
     );
   }
 }

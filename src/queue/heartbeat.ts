@@ -40,7 +40,7 @@ export function startHeartbeat(
 ): Heartbeats {
   const controller = new AbortController();
   let step: string | undefined;
-  const beat = async () => {
+  const beat = async (checkCancelled = true) => {
     try {
       await pool.query(
         `INSERT INTO ${schema}.selfheal_heartbeats (job_id, thread_id, worker, step) VALUES ($1, $2, $3, $4)
@@ -48,7 +48,7 @@ export function startHeartbeat(
            started_at = CASE WHEN ${schema}.selfheal_heartbeats.worker = $3 THEN ${schema}.selfheal_heartbeats.started_at ELSE now() END`,
         [job.jobId, job.threadId, job.worker, step ?? null],
       );
-      if (await job.isCancelled()) controller.abort(new Error(`job ${job.jobId} was cancelled`));
+      if (checkCancelled && (await job.isCancelled())) controller.abort(new Error(`job ${job.jobId} was cancelled`));
     } catch {
       // Next beat.
     }
@@ -63,8 +63,8 @@ export function startHeartbeat(
     async stop() {
       clearInterval(timer);
       await first;
-      // The last beat records the step the job ended on.
-      await beat();
+      // The last beat records the step the job ended on; whether the job was cancelled no longer matters.
+      await beat(false);
     },
   };
 }

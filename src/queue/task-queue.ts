@@ -199,7 +199,8 @@ export class TaskQueue {
     const worker = workerName();
     const ids: string[] = [];
     for (let slot = 0; slot < options.concurrency; slot++) {
-      const id = await this.boss.work<RunJobData>(
+      let id: string | undefined;
+      id = await this.boss.work<RunJobData>(
         RUN_QUEUE,
         { batchSize: 1, pollingIntervalSeconds: options.pollingIntervalSeconds },
         async ([job]) => {
@@ -224,6 +225,10 @@ export class TaskQueue {
             });
           } finally {
             await heartbeat.stop();
+            // pg-boss waits out the rest of its polling interval after a short job before it fetches
+            // again: the next job sat idle up to that long. Woken here, it fetches at once, and
+            // waits a full interval only when the queue is empty.
+            if (id) this.boss.notifyWorker(id);
           }
         },
       );
