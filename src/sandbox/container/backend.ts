@@ -13,7 +13,13 @@ import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { limitsForRun, MIB, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
-import { collectRun, killProcessGroup, unavailableResult, wholeRunMemoryNote } from "../run/run-child.js";
+import {
+  collectOptionsFor,
+  collectRun,
+  killProcessGroup,
+  unavailableResult,
+  wholeRunMemoryNote,
+} from "../run/run-child.js";
 import type {
   Language,
   ManagedSandbox,
@@ -110,14 +116,7 @@ export class ContainerSandbox implements ManagedSandbox {
     const cpuBudget = containerCpuBudget(this.engine, started, limits);
     const ran = await collectRun(
       { child: started.child, killAll, exitCodeEncodesSignal: true, ...(cpuBudget ? { runLimits: cpuBudget } : {}) },
-      {
-        language: request.language,
-        stdin: encodeTar(files, request.inputs),
-        timeoutMs: limits.timeoutMs,
-        maxOutputBytes: limits.maxOutputBytes,
-        ...(hooks ? { hooks } : {}),
-        startedAt,
-      },
+      { ...collectOptionsFor(request, limits, startedAt, hooks), stdin: encodeTar(files, request.inputs) },
     );
     // The next container starts now, not during the run, where it would take CPU from the program.
     if (this.prewarmMode === "after-first-use") this.keepWarm(request.language);

@@ -21,7 +21,7 @@ import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { limitsForRun, MAX_DISK_FILES, MIB } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import { withArtifacts, writeProgramFiles } from "../run/local-sandbox.js";
-import { collectRun, killProcessGroup, unavailableResult } from "../run/run-child.js";
+import { collectOptionsFor, collectRun, killProcessGroup, unavailableResult } from "../run/run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 
 /** How long runsc may take to tear a sandbox down before we stop waiting for it. */
@@ -187,14 +187,7 @@ export class GvisorSandbox implements Sandbox {
       };
       const result = await collectRun(
         { child, killAll, exitCodeEncodesSignal: true },
-        {
-          language: request.language,
-          stdin: request.stdin,
-          timeoutMs: limits.timeoutMs,
-          maxOutputBytes: limits.maxOutputBytes,
-          ...(hooks ? { hooks } : {}),
-          startedAt,
-        },
+        collectOptionsFor(request, limits, startedAt, hooks),
       );
       // Before the delete below: runsc is done with the work dir once the run has returned.
       return await withArtifacts(result, workDir, request);

@@ -7,7 +7,7 @@ import { limitsForRun, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 import { collectArtifacts } from "./artifacts.js";
-import { collectRun, type LaunchedProgram, unavailableResult } from "./run-child.js";
+import { collectOptionsFor, collectRun, type LaunchedProgram, unavailableResult } from "./run-child.js";
 
 /** What one run holds from its backend: a work dir (and, for bwrap, a uid) until released. */
 export interface Reservation {
@@ -117,12 +117,7 @@ export class LocalSandbox implements Sandbox {
 
     try {
       const result = await collectRun(program, {
-        language: request.language,
-        stdin: request.stdin,
-        timeoutMs: limits.timeoutMs,
-        maxOutputBytes: limits.maxOutputBytes,
-        ...(hooks ? { hooks } : {}),
-        startedAt,
+        ...collectOptionsFor(request, limits, startedAt, hooks),
         ...(release ? { release } : {}),
       });
       return await withArtifacts(result, reservation.workDir, request);

@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseError } from "../parse-error.js";
-import type { Language, ParsedError, RunHooks, RunResult, RunStatus } from "../types.js";
+import type { Language, ParsedError, RunHooks, RunRequest, RunResult, RunStatus, SandboxLimits } from "../types.js";
 import { CappedOutput } from "./output.js";
 
 /** How long to wait for buffered output after the program exited before giving up on the pipes. */
@@ -56,6 +56,23 @@ export interface CollectOptions {
   startedAt: number;
   /** Called once stdin is written and the output is being watched; a pre-warmed run starts here. */
   release?: () => void;
+}
+
+/** What every backend tells `collectRun` of a request: its language, stdin, limits and hooks. */
+export function collectOptionsFor(
+  request: RunRequest,
+  limits: SandboxLimits,
+  startedAt: number,
+  hooks: RunHooks | undefined,
+): CollectOptions {
+  return {
+    language: request.language,
+    stdin: request.stdin,
+    timeoutMs: limits.timeoutMs,
+    maxOutputBytes: limits.maxOutputBytes,
+    ...(hooks ? { hooks } : {}),
+    startedAt,
+  };
 }
 
 /** How far past `cpuSeconds` the whole run may go before the sum is enforced; see `collectRun`. */
