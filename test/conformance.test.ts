@@ -4,6 +4,7 @@ import { createSandbox } from "../src/sandbox/index.js";
 import { type ConformanceOptions, describeSandboxConformance } from "../src/testing/index.js";
 import { type BackendKind, backendMissing } from "./backends.js";
 import { TEST_CONTAINER_IMAGE } from "./container-engine.js";
+import { ownerCommand } from "./owner-harness.js";
 
 /** Small enough that the limit cases are quick, the same for every backend. */
 const limits = { memoryMb: 256, cpuSeconds: 2, maxProcesses: 32 };
@@ -27,8 +28,9 @@ const GAPS: Record<BackendKind, ConformanceOptions["gaps"]> = {
   },
 };
 
-// The owner-death and hostile cases of our backends run in test/hostile*.test.ts, with the same
-// helpers (src/testing/owner.ts), so they are not run twice here. Every backend of ours proves the contract; one missing here fails under its SELFHEAL_TEST_REQUIRE_* flag.
+// Every backend of ours proves the contract, owner death included (hosted by test/sandbox-owner.ts);
+// one missing here fails under its SELFHEAL_TEST_REQUIRE_* flag. The hostile cases run in
+// test/hostile*.test.ts.
 for (const [kind, make] of Object.entries(BACKENDS) as [BackendKind, () => ReturnType<typeof createSandbox>][]) {
   const missing = backendMissing(kind);
   if (missing !== null) {
@@ -40,6 +42,7 @@ for (const [kind, make] of Object.entries(BACKENDS) as [BackendKind, () => Retur
       limits,
       testTimeoutMs: kind === "gvisor" ? 120_000 : 60_000,
       gaps: GAPS[kind],
+      owner: ownerCommand(kind),
     });
   }
 }

@@ -51,10 +51,15 @@ describe("errors you can catch", () => {
   });
 
   it("raises SANDBOX_UNAVAILABLE when bwrap is asked for on a host without it", () => {
+    // createSandbox returns at once and probes off the event loop: the preparation and every run
+    // reject with the error (checkSandbox reports it before a run; see sandbox.test.ts).
     const script = [
       `import { createSandbox } from "./src/index.ts";`,
-      `try { createSandbox({ kind: "bwrap" }); console.log("created"); }`,
-      `catch (error) { console.log(JSON.stringify({ name: error.name, code: error.code })); }`,
+      `const sandbox = createSandbox({ kind: "bwrap" });`,
+      `const seen = (error) => ({ name: error.name, code: error.code });`,
+      `const prepared = await sandbox.prepare().then(() => "prepared", seen);`,
+      `const ran = await sandbox.run({ language: "python", code: "print(1)" }).then(() => "ran", seen);`,
+      `console.log(JSON.stringify({ prepared, ran }));`,
     ].join("\n");
     // A PATH with neither bwrap nor prlimit on it: node is started by its absolute path.
     const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
@@ -62,7 +67,8 @@ describe("errors you can catch", () => {
       env: { ...cleanEnv(), PATH: scratch },
       encoding: "utf8",
     });
-    expect(JSON.parse(result.stdout.trim())).toEqual({ name: "SandboxUnavailableError", code: "SANDBOX_UNAVAILABLE" });
+    const unavailable = { name: "SandboxUnavailableError", code: "SANDBOX_UNAVAILABLE" };
+    expect(JSON.parse(result.stdout.trim())).toEqual({ prepared: unavailable, ran: unavailable });
   });
 
   it("raises THREAD_BUSY when another live process holds the thread", async () => {
