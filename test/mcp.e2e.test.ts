@@ -244,7 +244,8 @@ describe("selfheal mcp over stdio", () => {
       "the program's first line",
       120_000,
     );
-    expect(pidsWithMarker(SLEEP_MARKER)).toHaveLength(1);
+    // The program prints before it starts its sleep: wait until the sleep is there to be stopped.
+    await waitFor(() => pidsWithMarker(SLEEP_MARKER).length === 1, "the program's sleep");
     controller.abort();
     await expect(cancelled).rejects.toThrow(/abort/i);
     // The cancel reached the sandbox: the program's sleep, 300 s long, is gone.

@@ -106,6 +106,10 @@ describe.each(LOCAL_KINDS)("the %s backend", (kind) => {
     const code = [
       "import subprocess, sys",
       `sleeper = subprocess.Popen(["sleep", "${marker}"])`,
+      // Popen returns once exec began, a moment before the kernel shows the new command line:
+      // the line goes out only once the sleep can be seen by its marker.
+      `while b"${marker}" not in open(f"/proc/{sleeper.pid}/cmdline", "rb").read():`,
+      "    pass",
       "print('first', flush=True)",
       "print('oops', file=sys.stderr, flush=True)",
       "sleeper.wait()",
