@@ -5,9 +5,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
-
+import { pidsWithMarker } from "../src/testing/index.js";
 import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
-import { pidsWithMarker } from "./hostile-suite.js";
 import { scratchDir } from "./scratch.js";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));

@@ -3,10 +3,9 @@ import { describe, it } from "vitest";
 import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container/command.js";
 import { createSandbox } from "../src/sandbox/index.js";
 import { containerEngineMissing, TEST_CONTAINER_IMAGE } from "./container-engine.js";
-import { describeHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
+import { describeOurHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
 
-const MAX_PROCESSES = 32;
-const limits = { maxProcesses: MAX_PROCESSES, memoryMb: 256, cpuSeconds: 2 };
+const limits = { maxProcesses: 32, memoryMb: 256, cpuSeconds: 2 };
 const container = { image: TEST_CONTAINER_IMAGE };
 
 /**
@@ -25,16 +24,14 @@ const missing = containerEngineMissing();
 process.env[CONTAINER_IMAGE_ENV] ??= TEST_CONTAINER_IMAGE;
 
 if (missing !== null) {
-  describe.skip(`hostile code against the container backend: skipped, ${missing}`, () => {
+  describe.skip(`hostile code: the container backend: skipped, ${missing}`, () => {
     it("contains every hostile case", () => undefined);
   });
 } else {
-  describeHostileSuite("hostile code against the container backend (docker)", {
+  describeOurHostileSuite("the container backend (docker)", {
     kind: "container",
     createSandbox: () => createSandbox({ kind: "container", limits, container }),
-    maxProcesses: MAX_PROCESSES,
-    memoryMb: limits.memoryMb,
-    cpuSeconds: limits.cpuSeconds,
+    limits,
     uncontained: engineIsRemote ? REMOTE_ENGINE : {},
   });
 }

@@ -2,10 +2,9 @@ import { describe, it } from "vitest";
 
 import { createSandbox } from "../src/sandbox/index.js";
 import { gvisorMissing, isRoot } from "./capabilities.js";
-import { describeHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
+import { describeOurHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
 
-const MAX_PROCESSES = 32;
-const limits = { maxProcesses: MAX_PROCESSES, memoryMb: 256, cpuSeconds: 2 };
+const limits = { maxProcesses: 32, memoryMb: 256, cpuSeconds: 2 };
 
 /** What gVisor cannot contain anywhere: its limits are rlimits, held per process by its own kernel. */
 const ALWAYS: ExpectedEscapes = {
@@ -24,16 +23,14 @@ const WITHOUT_ROOT: ExpectedEscapes = {
 const missing = gvisorMissing();
 
 if (missing !== null) {
-  describe.skip(`hostile code against the gvisor backend: skipped, ${missing}`, () => {
+  describe.skip(`hostile code: the gvisor backend: skipped, ${missing}`, () => {
     it("contains every hostile case", () => undefined);
   });
 } else {
-  describeHostileSuite("hostile code against the gvisor backend", {
+  describeOurHostileSuite("the gvisor backend", {
     createSandbox: () => createSandbox({ kind: "gvisor", limits }),
     kind: "gvisor",
-    maxProcesses: MAX_PROCESSES,
-    memoryMb: limits.memoryMb,
-    cpuSeconds: limits.cpuSeconds,
+    limits,
     uncontained: { ...ALWAYS, ...(isRoot ? {} : WITHOUT_ROOT) },
   });
 }

@@ -1,9 +1,8 @@
 import { createSandbox } from "../src/sandbox/index.js";
 import { isRoot } from "./capabilities.js";
-import { describeHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
+import { describeOurHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
 
-const MAX_PROCESSES = 32;
-const limits = { maxProcesses: MAX_PROCESSES, memoryMb: 256, cpuSeconds: 2 };
+const limits = { maxProcesses: 32, memoryMb: 256, cpuSeconds: 2 };
 
 const PLAIN_PROCESS = "the process backend runs code as the calling user, on the host's file system and network";
 
@@ -30,11 +29,9 @@ const PROCESS_BACKEND_GAPS: ExpectedEscapes = {
   "shared temporary places": "/dev/shm, /tmp, /var/tmp and /run/lock are the host's, shared by every run and process",
 };
 
-describeHostileSuite("hostile code against the process backend", {
+describeOurHostileSuite("the process backend", {
   createSandbox: () => createSandbox({ kind: "process", limits }),
   kind: "process",
-  maxProcesses: MAX_PROCESSES,
-  memoryMb: limits.memoryMb,
-  cpuSeconds: limits.cpuSeconds,
+  limits,
   uncontained: PROCESS_BACKEND_GAPS,
 });

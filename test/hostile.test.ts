@@ -2,10 +2,9 @@ import { describe, it } from "vitest";
 
 import { createSandbox } from "../src/sandbox/index.js";
 import { bwrapMissing, cgroupsMissing, isRoot, seccompMissing } from "./capabilities.js";
-import { describeHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
+import { describeOurHostileSuite, type ExpectedEscapes } from "./hostile-suite.js";
 
-const MAX_PROCESSES = 32;
-const limits = { maxProcesses: MAX_PROCESSES, memoryMb: 256, cpuSeconds: 2 };
+const limits = { maxProcesses: 32, memoryMb: 256, cpuSeconds: 2 };
 
 /**
  * What bwrap cannot contain, per environment. As root with cgroup v1 and python3-seccomp (this
@@ -29,16 +28,14 @@ const WITHOUT_SECCOMP: ExpectedEscapes = {
 const bwrap = bwrapMissing();
 
 if (bwrap !== null) {
-  describe.skip(`hostile code against the bwrap backend: skipped, ${bwrap}`, () => {
+  describe.skip(`hostile code: the bwrap backend: skipped, ${bwrap}`, () => {
     it("contains every hostile case", () => undefined);
   });
 } else {
-  describeHostileSuite("hostile code against the bwrap backend", {
+  describeOurHostileSuite("the bwrap backend", {
     createSandbox: () => createSandbox({ kind: "bwrap", limits }),
     kind: "bwrap",
-    maxProcesses: MAX_PROCESSES,
-    memoryMb: limits.memoryMb,
-    cpuSeconds: limits.cpuSeconds,
+    limits,
     uncontained: {
       ...(cgroupsMissing() === null ? {} : WITHOUT_CGROUPS),
       ...(isRoot ? {} : WITHOUT_ROOT),

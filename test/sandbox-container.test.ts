@@ -10,8 +10,8 @@ import { encodeTar } from "../src/sandbox/container/tar.js";
 import { cgroupCpuReader } from "../src/sandbox/host/cgroups.js";
 import { findOnPath } from "../src/sandbox/host/interpreters.js";
 import { createSandbox, DEFAULT_LIMITS } from "../src/sandbox/index.js";
+import { diskFillProgram } from "../src/testing/index.js";
 import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
-import { diskFillProgram } from "./hostile-suite.js";
 import { scratchDir } from "./scratch.js";
 
 /** The value that follows `flag` in an argv, e.g. `--memory` -> `512m`. */

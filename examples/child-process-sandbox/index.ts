@@ -4,7 +4,8 @@
  * the conformance suite (conformance.test.ts beside it) holds it to exactly that. It is no
  * isolation: use it where the code is yours, or as the start of a backend that calls a real one.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { once } from "node:events";
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -31,6 +32,9 @@ const COMMAND: Record<Language, string[]> = {
   python: ["python3", "-u", CODE_FILE_NAME.python],
   javascript: [process.execPath, CODE_FILE_NAME.javascript],
 };
+
+/** How long output may still arrive after the program exited. */
+const DRAIN_GRACE_MS = 200;
 
 const NOT_HELD = "none: a plain child process; nothing but the wall clock bounds it";
 
@@ -70,33 +74,36 @@ export class ChildProcessSandbox implements Sandbox {
       const child = spawn(command, args, {
         cwd: workDir,
         detached: true,
-        env: { PATH: process.env.PATH ?? "", HOME: workDir },
+        // TMPDIR too: a temporary file one run leaves must not be there for the next.
+        env: { PATH: process.env.PATH ?? "", HOME: workDir, TMPDIR: workDir },
       });
-      let endedBy: "timeout" | "killed" | null = null;
-      const killAll = (reason: "timeout" | "killed") => {
+      let endedBy: "timeout" | "killed" | "output_limit" | null = null;
+      const killAll = (reason: "timeout" | "killed" | "output_limit") => {
         endedBy ??= reason;
-        if (child.pid) process.kill(-child.pid, "SIGKILL");
+        killGroup(child.pid);
       };
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        child.once("exit", (code, signal) => resolve({ code, signal })),
+      );
       const timer = setTimeout(() => killAll("timeout"), limits.timeoutMs);
       const onAbort = () => killAll("killed");
       hooks.signal?.addEventListener("abort", onAbort);
       child.stdin.on("error", () => undefined);
       child.stdin.end(request.stdin ?? "");
       const [stdout, stderr, exit] = await Promise.all([
-        capture(child.stdout, "stdout", limits.maxOutputBytes, hooks),
-        capture(child.stderr, "stderr", limits.maxOutputBytes, hooks),
-        new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-          child.once("close", (code, signal) => resolve({ code, signal })),
-        ),
+        // A program that floods its output is stopped at the cap, not left to run to the wall clock.
+        capture(child.stdout, "stdout", limits.maxOutputBytes, hooks, () => killAll("output_limit")),
+        capture(child.stderr, "stderr", limits.maxOutputBytes, hooks, () => killAll("output_limit")),
+        exited.then(async (exit) => {
+          // A daemon the program started may hold its pipes open forever: once the program has
+          // exited, its group goes, and what is still in the pipes has a moment to arrive.
+          killGroup(child.pid);
+          await drained(child, DRAIN_GRACE_MS);
+          return exit;
+        }),
       ]);
       clearTimeout(timer);
       hooks.signal?.removeEventListener("abort", onAbort);
-      // The program may have left processes behind in its group; they go with the run.
-      try {
-        if (child.pid) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // the group is gone already
-      }
       const truncated = stdout.truncated || stderr.truncated;
       const error = exit.code !== 0 && endedBy === null ? parseError(request.language, stderr.text) : null;
       const status =
@@ -136,17 +143,20 @@ async function writeFiles(workDir: string, request: RunRequest): Promise<void> {
   await place(CODE_FILE_NAME[request.language], request.code);
 }
 
-/** Reads one stream line by line, keeping at most `cap` characters of it. */
+/** Reads one stream line by line, keeping at most `cap` characters of it; calls `onOverflow` once past the cap. */
 async function capture(
   stream: NodeJS.ReadableStream,
   name: "stdout" | "stderr",
   cap: number,
   hooks: RunHooks,
+  onOverflow: () => void,
 ): Promise<{ text: string; truncated: boolean }> {
   let text = "";
   let truncated = false;
   // readline decodes UTF-8 with replacement characters, and hands over each line as it is printed.
   const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
+  // A pipe destroyed after the grace (drained) ends the reading too.
+  stream.once("close", () => lines.close());
   let last = "";
   stream.on("data", (chunk: Buffer) => {
     last = chunk.toString("utf8").slice(-1);
@@ -154,14 +164,39 @@ async function capture(
   for await (const line of lines) {
     hooks.onOutput?.(name, line);
     const piece = `${line}\n`;
+    if (truncated) continue;
     if (text.length + piece.length > cap) {
       text += piece.slice(0, cap - text.length);
       truncated = true;
+      onOverflow();
     } else text += piece;
   }
   // readline adds no newline the program did not print.
   if (!truncated && text.endsWith("\n") && last !== "\n") text = text.slice(0, -1);
   return { text, truncated };
+}
+
+/** Waits for stdout and stderr to close, at most `graceMs`, then closes them. */
+async function drained(child: ChildProcessWithoutNullStreams, graceMs: number): Promise<void> {
+  const streams = [child.stdout, child.stderr];
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(streams.map((stream) => (stream.closed ? undefined : once(stream, "close")))),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  for (const stream of streams) stream.destroy();
+}
+
+/** Kills the program's whole process group, which may be gone already. */
+function killGroup(pid: number | undefined): void {
+  try {
+    if (pid) process.kill(-pid, "SIGKILL");
+  } catch {
+    // the group is gone already
+  }
 }
 
 function cancelled(startedAt: number): RunResult {
