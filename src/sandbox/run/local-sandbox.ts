@@ -113,7 +113,8 @@ export class LocalSandbox implements Sandbox {
         // the next run may come the moment this one returns (an instant model, a batch loop) and
         // must not go cold. Spawning blocks the event loop (fork and exec: ~10 ms on two busy
         // cores), so where another interpreter still waits, the refill waits for the run's end.
-        if ((this.pools.get(request.language)?.length ?? 0) === 0) this.fill(request.language);
+        const left = this.pools.get(request.language)?.length ?? 0;
+        if (this.prewarmMode !== "off" && left === 0) this.fill(request.language);
       };
     } else {
       try {
