@@ -54,9 +54,10 @@ interface PoolEntry {
 /**
  * A `Sandbox` on top of a local launcher. Each run gets a fresh work dir and interpreter that is
  * thrown away afterwards, so nothing leaks between runs. With pre-warming, each language keeps a
- * pool of `poolSize` interpreters started ahead of need: a run takes one and a replacement starts
- * at once, while the run executes, so the next run (even one that comes the moment this one
- * returns) finds an interpreter already loaded and pays only for its files and its code.
+ * pool of `poolSize` interpreters started ahead of need: a run takes one, and the replacement of
+ * the last one starts while that run executes (of any other, when it ends), so the next run, even
+ * one that comes the moment this one returns, finds an interpreter already started and pays only
+ * for its files, its code and whatever of the loading is left.
  */
 export class LocalSandbox implements Sandbox {
   readonly kind: "process" | "bwrap";
