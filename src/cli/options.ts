@@ -23,6 +23,7 @@ export interface SettingFlags {
   modelTimeout?: number;
   model?: string;
   sandbox?: SettingsInput["sandbox"];
+  sandboxPool?: number;
   llmReview?: boolean;
   candidates?: number;
   strategy?: SettingsInput["strategy"];
@@ -93,6 +94,11 @@ export function addSettingOptions(command: Command): Command {
     )
     .addOption(sandboxOption())
     .option(
+      "--sandbox-pool <n>",
+      `interpreters kept warm per language by the bwrap and process sandboxes (default ${defaults.sandboxPoolSize})`,
+      integer,
+    )
+    .option(
       "--python <path>",
       "the Python that runs programs (default $SELFHEAL_PYTHON, else python3 on PATH; `selfheal doctor` lists those found)",
     )
@@ -128,6 +134,7 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     modelTimeoutMs: flags.modelTimeout,
     model: flags.model,
     sandbox: flags.sandbox,
+    sandboxPoolSize: flags.sandboxPool,
     llmReview: flags.llmReview,
     candidates: flags.candidates,
     strategy: flags.strategy,
@@ -150,6 +157,7 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
   modelTimeoutMs: "--model-timeout",
   model: "--model",
   sandbox: "--sandbox",
+  sandboxPoolSize: "--sandbox-pool",
   llmReview: "--llm-review",
   candidates: "--candidates",
   strategy: "--strategy",

@@ -46,3 +46,11 @@ export const LIMIT_BOUNDS: Readonly<Record<keyof SandboxLimits, { min: number; m
   maxDiskMb: { min: 1, max: 65_536 },
   maxOutputBytes: { min: 1_024, max: 64 * 1024 * 1024 },
 });
+
+/**
+ * Interpreters a local sandbox keeps started ahead of need, per language. One keeps an idle host
+ * cheap (a warm Python holds ~10 MiB); more serve runs that come faster than one starts (~30 ms
+ * under bwrap), such as a batch or a round of candidates. Each waiting one holds a work dir, and
+ * under bwrap as root a uid and a cgroup, so the ceiling stays small.
+ */
+export const SANDBOX_POOL_SIZE = Object.freeze({ default: 1, min: 1, max: 16 });

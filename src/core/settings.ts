@@ -1,7 +1,7 @@
 import type { BaseChannel } from "@langchain/langgraph";
 import { z } from "zod";
 import { InvalidSettingsError } from "./errors.js";
-import { DEFAULT_LIMITS, LIMIT_BOUNDS, type SandboxLimits } from "./limits.js";
+import { DEFAULT_LIMITS, LIMIT_BOUNDS, SANDBOX_POOL_SIZE, type SandboxLimits } from "./limits.js";
 import { SandboxKindSchema } from "./run-result.js";
 
 const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
@@ -223,6 +223,17 @@ export const SettingsSchema = z.strictObject({
   traceCalls: z.boolean().default(false),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
+  /**
+   * Interpreters the local sandboxes (bwrap, process) keep started ahead of need, per language;
+   * each one a run takes is replaced at once. More than 1 serves rounds of candidates and runs that
+   * come faster than an interpreter starts; each waiting one holds ~10 MiB and a work dir.
+   */
+  sandboxPoolSize: boundedInteger(
+    "sandboxPoolSize",
+    SANDBOX_POOL_SIZE.min,
+    SANDBOX_POOL_SIZE.max,
+    SANDBOX_POOL_SIZE.default,
+  ),
   /** Packages the program may import beyond the standard library, installed on first need. */
   packages: PackagesSchema.default(() => ({ python: [], javascript: [] })),
   packageInstall: PackageInstallSchema.default(() => PackageInstallSchema.parse({})),

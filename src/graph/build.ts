@@ -25,7 +25,7 @@ import { createProbeNode } from "../nodes/probe.js";
 import { createProposeNode, type ProposeTask } from "../nodes/propose.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
 import { createSandbox } from "../sandbox/index.js";
-import type { Sandbox, SandboxKind } from "../sandbox/types.js";
+import type { Sandbox } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
 import { ModelCallLog, type ModelCallsMode } from "../tools/recorded-model.js";
 import { sandboxSlots } from "../tools/slots.js";
@@ -60,15 +60,16 @@ export interface AgentOptions extends AgentExtensions {
   modelCalls?: ModelCallsMode;
 }
 
-/** Sandboxes are made on first use and shared by the runs of one agent. */
-function sandboxProvider(injected?: Sandbox): (kind: SandboxKind) => Sandbox {
-  const made = new Map<SandboxKind, Sandbox>();
-  return (kind) => {
+/** Sandboxes are made on first use and shared by the runs of one agent (one per kind and pool size). */
+function sandboxProvider(injected?: Sandbox): NodeDeps["getSandbox"] {
+  const made = new Map<string, Sandbox>();
+  return (kind, poolSize) => {
     if (injected) return injected;
-    const existing = made.get(kind);
+    const key = `${kind}:${poolSize ?? "default"}`;
+    const existing = made.get(key);
     if (existing) return existing;
-    const sandbox = createSandbox({ kind });
-    made.set(kind, sandbox);
+    const sandbox = createSandbox({ kind, ...(poolSize === undefined ? {} : { poolSize }) });
+    made.set(key, sandbox);
     return sandbox;
   };
 }

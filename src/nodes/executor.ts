@@ -106,7 +106,7 @@ export async function executeProgram(
   const instrumented = settings.runtimeValues
     ? instrumentProgram(assembled, program.language, { calls: settings.traceCalls })
     : null;
-  const sandbox = deps.getSandbox(settings.sandbox);
+  const sandbox = deps.getSandbox(settings.sandbox, settings.sandboxPoolSize);
   const liveTail: OutputLine[] = [];
   try {
     const { result, installed, notes } = await runWithPackages(

@@ -7,7 +7,8 @@ import type { ModelResolver } from "../tools/models.js";
 /** What nodes need from outside the state: injected at graph build time, never at import. */
 export interface NodeDeps {
   resolveModel: ModelResolver;
-  getSandbox: (kind: SandboxKind) => Sandbox;
+  /** The sandbox of `kind`, keeping `poolSize` interpreters warm per language where it is local. */
+  getSandbox: (kind: SandboxKind, poolSize?: number) => Sandbox;
 }
 
 /** A node's runtime: LangGraph's, with the run's settings resolved (every default filled in). */

@@ -7,7 +7,7 @@ import { probeContainerEngine } from "./container/engine.js";
 import { GvisorSandbox, probeGvisor } from "./gvisor/backend.js";
 import { findBwrapHost } from "./host/bwrap-probe.js";
 import { hostNow, type PreparedHost, prepareHost } from "./host/prepare.js";
-import { resolveLimits } from "./limits.js";
+import { resolveLimits, resolvePoolSize } from "./limits.js";
 import { ProcessLauncher, warnProcessBackendOnce } from "./process/backend.js";
 import { DeferredSandbox } from "./run/deferred-sandbox.js";
 import { LocalSandbox, type PrewarmMode } from "./run/local-sandbox.js";
@@ -18,7 +18,7 @@ export { buildGvisorSpec, probeGvisor } from "./gvisor/backend.js";
 export { probeBwrap } from "./host/bwrap-probe.js";
 export { prepareHost } from "./host/prepare.js";
 export { safeRelativePath } from "./host/work-dir.js";
-export { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
+export { DEFAULT_LIMITS, resolveLimits, SANDBOX_POOL_SIZE } from "./limits.js";
 export { CODE_FILE_NAME, parseError } from "./parse-error.js";
 export { collectArtifacts } from "./run/artifacts.js";
 export { RUN_CANCELLED_NOTE } from "./run/run-child.js";
@@ -35,6 +35,11 @@ export interface SandboxOptions {
    * run; a list also warms those languages at once; `false` starts every run cold.
    */
   prewarm?: boolean | readonly Language[];
+  /**
+   * Local sandboxes (process, bwrap): interpreters kept warm per language, each taken one replaced
+   * at once (default 1; see SANDBOX_POOL_SIZE). More serve runs that come faster than one starts.
+   */
+  poolSize?: number;
   /** For `kind: "container"`: the engine CLI (default docker) and the image(s). */
   container?: ContainerOptions;
 }
@@ -50,10 +55,11 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   const limits = resolveLimits(options.limits);
   const kind = options.kind ?? "auto";
   const prewarmMode: PrewarmMode = options.prewarm === false ? "off" : "after-first-use";
+  const pool: WarmPool = { mode: prewarmMode, size: resolvePoolSize(options.poolSize) };
 
   let sandbox: ManagedSandbox;
   if (kind === "bwrap" || kind === "auto") {
-    const local = (host: PreparedHost) => localSandbox(kind, host, limits, prewarmMode);
+    const local = (host: PreparedHost) => localSandbox(kind, host, limits, pool);
     const deferred = new DeferredSandbox(
       kind === "bwrap" ? "bwrap" : null,
       true,
@@ -65,7 +71,7 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
     sandbox = deferred;
   } else if (kind === "process") {
     warnProcessBackendOnce();
-    sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
+    sandbox = new LocalSandbox(new ProcessLauncher(limits), limits, pool.mode, pool.size);
   } else if (kind === "container") {
     sandbox = new ContainerSandbox(limits, options.container, prewarmMode);
   } else if (kind === "gvisor") {
@@ -77,19 +83,21 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   return sandbox;
 }
 
+/** When a local sandbox warms interpreters, and how many per language. */
+interface WarmPool {
+  mode: PrewarmMode;
+  size: number;
+}
+
 /** The bwrap sandbox where the host allows it; else, for `auto`, the process one (with its warning). */
-function localSandbox(
-  kind: "bwrap" | "auto",
-  host: PreparedHost,
-  limits: SandboxLimits,
-  prewarmMode: PrewarmMode,
-): LocalSandbox {
+function localSandbox(kind: "bwrap" | "auto", host: PreparedHost, limits: SandboxLimits, pool: WarmPool): LocalSandbox {
   if (host.bwrap.usable) {
-    return new LocalSandbox(new BwrapLauncher(limits, host.bwrap.host, { cgroups: host.cgroups }), limits, prewarmMode);
+    const launcher = new BwrapLauncher(limits, host.bwrap.host, { cgroups: host.cgroups });
+    return new LocalSandbox(launcher, limits, pool.mode, pool.size);
   }
   if (kind === "bwrap") throw bwrapUnavailable(host.bwrap.reason);
   warnProcessBackendOnce();
-  return new LocalSandbox(new ProcessLauncher(limits), limits, prewarmMode);
+  return new LocalSandbox(new ProcessLauncher(limits), limits, pool.mode, pool.size);
 }
 
 /** The end of a "cannot run here" message: the kinds to try instead, from the one list of kinds. */

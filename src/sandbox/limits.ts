@@ -1,9 +1,9 @@
-import { DEFAULT_LIMITS, type SandboxLimits } from "../core/limits.js";
+import { DEFAULT_LIMITS, SANDBOX_POOL_SIZE, type SandboxLimits } from "../core/limits.js";
 import type { RunRequest } from "./types.js";
 
 export const MIB = 1024 * 1024;
 
-export { DEFAULT_LIMITS };
+export { DEFAULT_LIMITS, SANDBOX_POOL_SIZE };
 
 /** Open files per process; not in `SandboxLimits` because no caller has needed to tune it. */
 export const MAX_OPEN_FILES = 256;
@@ -41,4 +41,13 @@ export function sameStartLimits(started: SandboxLimits, wanted: SandboxLimits): 
   return (["memoryMb", "cpuSeconds", "maxProcesses", "maxFileMb", "maxDiskMb"] as const).every(
     (key) => started[key] === wanted[key],
   );
+}
+
+/** The pool size a caller asked for, checked: a typo must not start hundreds of interpreters. */
+export function resolvePoolSize(size: number = SANDBOX_POOL_SIZE.default): number {
+  const { min, max } = SANDBOX_POOL_SIZE;
+  if (!Number.isInteger(size) || size < min || size > max) {
+    throw new RangeError(`sandbox pool size must be a whole number from ${min} to ${max}, got ${size}`);
+  }
+  return size;
 }

@@ -37,7 +37,7 @@ export function containerCpuBudget(
     cpuSeconds,
     memoryExceeded: () => false,
     // The container is fresh (or waited idle in `tar -x`): all it used is the run's.
-    startCpuBudget: () => undefined,
+    startCpuBudget: () => true,
     cpuSecondsUsed: () => (readNs?.() ?? 0) / 1e9,
   };
 }

@@ -110,9 +110,11 @@ export class RunCgroup {
     return readCounter(events, "oom_kill") > 0;
   }
 
-  /** Starts the CPU budget from now; what a pre-warmed interpreter used while loading is free. */
-  startCpuBudget(): void {
-    this.cpuBaselineNs = this.cpuUsedNs() ?? 0;
+  /** Starts the CPU budget from now (what a pre-warmed interpreter used loading is free); false where nothing accounts it. */
+  startCpuBudget(): boolean {
+    const used = this.cpuUsedNs();
+    this.cpuBaselineNs = used ?? 0;
+    return used !== null;
   }
 
   /** CPU seconds the whole run used since `startCpuBudget`, or null where nothing accounts them. */

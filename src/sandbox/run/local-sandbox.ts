@@ -3,7 +3,7 @@ import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { InterpreterMissingError } from "../host/interpreters.js";
 import type { WorkDir } from "../host/work-dir.js";
-import { limitsForRun, sameStartLimits } from "../limits.js";
+import { limitsForRun, SANDBOX_POOL_SIZE, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 import { collectArtifacts } from "./artifacts.js";
@@ -45,24 +45,33 @@ interface WarmProgram {
   ready: Promise<void>;
 }
 
+/** One place in a language's pool: an interpreter being started, or started and waiting. */
+interface PoolEntry {
+  /** The interpreter once spawned; null when it could not start (or the sandbox closed first). */
+  warm: Promise<WarmProgram | null>;
+}
+
 /**
  * A `Sandbox` on top of a local launcher. Each run gets a fresh work dir and interpreter that is
- * thrown away afterwards, so nothing leaks between runs. With pre-warming, the interpreter for the
- * next run of the same language is started right after a run returns, so the next run only pays
- * for writing its files and executing the code, not for starting Python or Node.
+ * thrown away afterwards, so nothing leaks between runs. With pre-warming, each language keeps a
+ * pool of `poolSize` interpreters started ahead of need: a run takes one, and the replacement of
+ * the last one starts while that run executes (of any other, when it ends), so the next run, even
+ * one that comes the moment this one returns, finds an interpreter already started and pays only
+ * for its files, its code and whatever of the loading is left.
  */
 export class LocalSandbox implements Sandbox {
   readonly kind: "process" | "bwrap";
   readonly mountsPackages = true;
-  private readonly warm = new Map<Language, Promise<WarmProgram | null>>();
+  private readonly pools = new Map<Language, PoolEntry[]>();
   private readonly pendingReleases = new Set<Promise<unknown>>();
-  private readonly scheduled = new Map<Language, NodeJS.Immediate>();
   private closed = false;
 
   constructor(
     private readonly launcher: Launcher,
     private readonly limits: SandboxLimits,
     private readonly prewarmMode: PrewarmMode,
+    /** Interpreters kept warm per language. */
+    private readonly poolSize: number = SANDBOX_POOL_SIZE.default,
   ) {
     this.kind = launcher.kind;
   }
@@ -77,12 +86,9 @@ export class LocalSandbox implements Sandbox {
   async run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
     const startedAt = performance.now();
     const limits = limitsForRun(this.limits, request);
-    // A run that arrives before the next interpreter even started goes cold; starting that one too
-    // would only compete with this run for the CPU.
-    this.cancelScheduledWarming(request.language);
     // A warm interpreter was started without packages mounted, with the default Python and under
     // the sandbox's own limits, so a run that needs packages, names its own Python or asks other
-    // limits (more memory, say) goes cold; the warm one waits for the next run it fits.
+    // limits (more memory, say) goes cold; the warm ones wait for the next runs they fit.
     const python = request.language === "python" ? request.python : undefined;
     const fitsWarm = !request.packagesDir && !python && sameStartLimits(this.limits, limits);
     const warm = fitsWarm ? await this.takeWarm(request.language) : null;
@@ -104,6 +110,12 @@ export class LocalSandbox implements Sandbox {
       warm.control.ref();
       release = () => {
         warm.control.end("g");
+        // Where this run took the last one, the replacement starts now, while the run executes:
+        // the next run may come the moment this one returns (an instant model, a batch loop) and
+        // must not go cold. Spawning blocks the event loop (fork and exec: ~10 ms on two busy
+        // cores), so where another interpreter still waits, the refill waits for the run's end.
+        const left = this.pools.get(request.language)?.length ?? 0;
+        if (this.prewarmMode !== "off" && left === 0) this.fill(request.language);
       };
     } else {
       try {
@@ -123,18 +135,19 @@ export class LocalSandbox implements Sandbox {
       return await withArtifacts(result, reservation.workDir, request);
     } finally {
       if (warm) warm.control.destroy();
-      if (this.prewarmMode !== "off") this.scheduleWarming(request.language);
+      // After a cold run (the language's first, or one the pool did not fit), the pool fills up.
+      if (this.prewarmMode !== "off") this.fill(request.language);
       // Removing the work dir takes a few milliseconds the caller need not wait for; close() does.
       this.releaseLater(reservation);
     }
   }
 
   /**
-   * Starts an interpreter for each language now (if none is waiting) and resolves once they are
-   * ready, so the next run of each is a pre-warmed one. Benchmarks and long-lived callers use it.
+   * Fills each language's pool now and resolves once every interpreter in it is ready, so the
+   * next runs of each are pre-warmed ones. Benchmarks and long-lived callers use it.
    */
   async prewarm(languages: readonly Language[] = ["python", "javascript"]): Promise<void> {
-    for (const language of languages) this.startWarming(language);
+    for (const language of languages) this.fill(language);
     // Idle interpreters are unreferenced; this timer keeps the caller alive while it waits for them.
     const keepAlive = setInterval(() => undefined, 60_000);
     try {
@@ -145,9 +158,10 @@ export class LocalSandbox implements Sandbox {
   }
 
   private async whenWarm(languages: readonly Language[]): Promise<void> {
+    const entries = languages.flatMap((language) => this.pools.get(language) ?? []);
     await Promise.all(
-      languages.map(async (language) => {
-        const warm = await this.warm.get(language);
+      entries.map(async (entry) => {
+        const warm = await entry.warm;
         await warm?.ready;
       }),
     );
@@ -165,15 +179,14 @@ export class LocalSandbox implements Sandbox {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const language of [...this.scheduled.keys()]) this.cancelScheduledWarming(language);
-    const pending = [...this.warm.values()];
-    this.warm.clear();
+    const entries = [...this.pools.values()].flat();
+    this.pools.clear();
     // The warm children are unreferenced; without this timer Node could exit halfway through close().
     const keepAlive = setInterval(() => undefined, 60_000);
     try {
       await Promise.all(
-        pending.map(async (entry) => {
-          const warm = await entry;
+        entries.map(async (entry) => {
+          const warm = await entry.warm;
           if (!warm) return;
           warm.program.killAll();
           warm.control.destroy();
@@ -188,48 +201,56 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
+  /** The oldest interpreter of the pool that is still alive (it may still be loading), or null. */
   private async takeWarm(language: Language): Promise<WarmProgram | null> {
-    const entry = this.warm.get(language);
-    if (!entry) return null;
-    this.warm.delete(language);
-    const warm = await entry;
-    if (!warm) return null;
-    if (!isAlive(warm.program.child) || warm.control.destroyed) {
+    const pool = this.pools.get(language) ?? [];
+    for (let entry = pool.shift(); entry; entry = pool.shift()) {
+      const warm = await entry.warm;
+      if (!warm) continue;
+      if (isAlive(warm.program.child) && !warm.control.destroyed) return warm;
       warm.program.killAll();
       await warm.reservation.release();
-      return null;
     }
-    return warm;
+    return null;
+  }
+
+  /** Starts interpreters until the language's pool holds `poolSize`, counting those still starting. */
+  private fill(language: Language): void {
+    if (this.closed) return;
+    let pool = this.pools.get(language);
+    if (!pool) {
+      pool = [];
+      this.pools.set(language, pool);
+    }
+    while (pool.length < this.poolSize) {
+      const entry: PoolEntry = { warm: Promise.resolve(null) };
+      entry.warm = this.startWarming(language, entry);
+      pool.push(entry);
+    }
   }
 
   /**
-   * Spawning blocks the event loop for a few milliseconds, so the next interpreter is started on
-   * the next turn of the loop, after this run's caller has its result.
+   * Spawning blocks the event loop for a few milliseconds, so the interpreter is started on the
+   * next turn of the loop, after the run that asked for it has sent its program on its way.
    */
-  private scheduleWarming(language: Language): void {
-    if (this.scheduled.has(language)) return;
-    this.scheduled.set(
-      language,
-      setImmediate(() => {
-        this.scheduled.delete(language);
-        this.startWarming(language);
-      }),
-    );
+  private async startWarming(language: Language, entry: PoolEntry): Promise<WarmProgram | null> {
+    await new Promise((resolve) => setImmediate(resolve));
+    const warm = this.closed ? null : await this.spawnWarm(language, entry).catch(() => null);
+    // One that could not start gives back its place; the next run goes cold and fills it again.
+    if (!warm) this.forget(language, entry);
+    return warm;
   }
 
-  private cancelScheduledWarming(language: Language): void {
-    const pending = this.scheduled.get(language);
-    if (pending) clearImmediate(pending);
-    this.scheduled.delete(language);
+  /** Takes `entry` out of its pool, if it is still there; true when it was. */
+  private forget(language: Language, entry: PoolEntry): boolean {
+    const pool = this.pools.get(language) ?? [];
+    const index = pool.indexOf(entry);
+    if (index === -1) return false;
+    pool.splice(index, 1);
+    return true;
   }
 
-  private startWarming(language: Language): void {
-    if (this.closed || this.warm.has(language)) return;
-    const entry = this.spawnWarm(language).catch(() => null);
-    this.warm.set(language, entry);
-  }
-
-  private async spawnWarm(language: Language): Promise<WarmProgram | null> {
+  private async spawnWarm(language: Language, entry: PoolEntry): Promise<WarmProgram | null> {
     const reservation = await this.launcher.reserve();
     let program: LaunchedProgram;
     try {
@@ -253,17 +274,11 @@ export class LocalSandbox implements Sandbox {
       program.child.once("exit", () => resolve());
     });
     control.on("error", () => undefined);
-    const warm: WarmProgram = { reservation, program, control, ready };
-    // A warm interpreter that dies before use (killed from outside, say) just gives back its slot.
+    // A warm interpreter that dies before use (killed from outside, say) just gives back its place.
     program.child.once("exit", () => {
-      void this.warm.get(language)?.then(async (current) => {
-        if (current === warm) {
-          this.warm.delete(language);
-          await reservation.release();
-        }
-      });
+      if (this.forget(language, entry)) void reservation.release().catch(() => undefined);
     });
-    return warm;
+    return { reservation, program, control, ready };
   }
 }
 

@@ -40,8 +40,11 @@ export interface RunWideLimits {
   cpuSeconds: number;
   /** True once the kernel killed a process of the run for going over the memory limit. */
   memoryExceeded(): boolean;
-  /** Starts the CPU budget now; a pre-warmed interpreter's loading is not the program's. */
-  startCpuBudget(): void;
+  /**
+   * Starts the CPU budget now (a pre-warmed interpreter's loading is not the program's); false
+   * where nothing accounts CPU time, so `cpuSecondsUsed` will answer null.
+   */
+  startCpuBudget(): boolean;
   /** CPU seconds the whole tree used since `startCpuBudget`; null where nothing accounts them. */
   cpuSecondsUsed(): number | null;
 }
@@ -105,12 +108,13 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
     if (cancelSignal?.aborted) cancel();
     else cancelSignal?.addEventListener("abort", cancel, { once: true });
     const { runLimits } = program;
-    runLimits?.startCpuBudget();
+    // One read of the accounting on the run's path: the baseline, which also tells whether there is one.
+    const accounted = runLimits?.startCpuBudget() ?? false;
     // RLIMIT_CPU holds per process; this holds for the sum, so N processes cannot take N budgets.
     // It waits a little past the budget: the sum also counts the sandbox's own start-up, and a lone
     // busy process should be stopped by its rlimit (SIGXCPU) every time, not by whichever fires first.
     const cpuWatch =
-      runLimits && runLimits.cpuSecondsUsed() !== null
+      runLimits && accounted
         ? setInterval(() => {
             const used = runLimits.cpuSecondsUsed() ?? 0;
             if (used > runLimits.cpuSeconds + WHOLE_RUN_CPU_GRACE_SECONDS) killFor("cpu_budget");

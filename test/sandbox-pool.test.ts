@@ -1,0 +1,211 @@
+import { randomInt } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+import { settingsWithFlags } from "../src/cli/options.js";
+import { InvalidSettingsError } from "../src/core/errors.js";
+import { createAgent, createSandbox, parseSettings } from "../src/index.js";
+import { PYTHON_BOOTSTRAP } from "../src/sandbox/host/bootstrap.js";
+import { type ManagedSandbox, SANDBOX_POOL_SIZE } from "../src/sandbox/index.js";
+import { bwrapMissing } from "./capabilities.js";
+import { fence, scriptedModel } from "./helpers.js";
+
+const MIB = 1024 * 1024;
+const PRINT_PID = "import os\nprint(os.getpid())\n";
+
+/** The argument vector of a live process (a zombie's is empty), or null once it is gone. */
+function argvOf(pid: number): string[] | null {
+  try {
+    const raw = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    return raw === "" ? null : raw.split("\0").slice(0, -1);
+  } catch {
+    return null;
+  }
+}
+
+function parentOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The Python interpreters on this host running selfheal's bootstrap whose arguments include every
+ * one of `markers` (a run's limits, as the bootstrap takes them), sorted. A pooled interpreter that
+ * waits for its code and one that runs it look alike; the tests tell them apart by pid.
+ */
+function bootstrapped(markers: readonly string[], parent?: number): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    const argv = argvOf(pid);
+    // The interpreter itself, not the bwrap or sh around it, whose arguments include its command.
+    if (!argv || !/python/.test(argv[0] ?? "") || argv[4] !== PYTHON_BOOTSTRAP) continue;
+    if (!markers.every((marker) => argv.includes(marker))) continue;
+    if (parent !== undefined && parentOf(pid) !== parent) continue;
+    pids.push(pid);
+  }
+  return pids.sort((a, b) => a - b);
+}
+
+/** A deadline that bounds a hang, not a speed target: `probe` until it answers, then its answer. */
+async function eventually<T>(probe: () => T | null, what: string, deadlineMs = 30_000): Promise<T> {
+  for (let waited = 0; waited < deadlineMs; waited += 20) {
+    const answer = probe();
+    if (answer !== null) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+/** A `maxFileMb` no other sandbox on this host uses, so its interpreters are ours to count. */
+function uniqueFileLimit(): { maxFileMb: number; marker: string } {
+  const maxFileMb = randomInt(1_000, 60_000);
+  return { maxFileMb, marker: `fsize=${maxFileMb * MIB}:${maxFileMb * MIB}` };
+}
+
+const pidOf = (stdout: string): number => Number(stdout.trim());
+
+describe("the warm pool of the process sandbox", () => {
+  const opened: ManagedSandbox[] = [];
+  afterAll(() => Promise.all(opened.map((sandbox) => sandbox.close())));
+  const open = (poolSize: number) => {
+    const { maxFileMb, marker } = uniqueFileLimit();
+    const sandbox = createSandbox({ kind: "process", poolSize, limits: { maxFileMb } });
+    opened.push(sandbox);
+    return { sandbox, waiting: () => bootstrapped([marker]) };
+  };
+
+  it("starts the replacement of a taken interpreter while the run that took it executes", async () => {
+    const { sandbox, waiting } = open(1);
+    await sandbox.prewarm(["python"]);
+    const [first, ...others] = waiting();
+    expect(others).toEqual([]);
+    const flags = mkdtempSync(join(tmpdir(), "selfheal-pool-test-"));
+    const flag = join(flags, "go");
+    try {
+      // The run holds its interpreter until the flag exists, which the test writes only once the
+      // replacement is there: refilled after the run instead, it would give up and fail.
+      const code = `import os, time\nfor _ in range(3000):\n    if os.path.exists(${JSON.stringify(flag)}):\n        break\n    time.sleep(0.01)\nprint(os.getpid(), os.path.exists(${JSON.stringify(flag)}))\n`;
+      const running = sandbox.run({ language: "python", code, timeoutMs: 60_000 });
+      const [replacement] = await eventually(() => {
+        const fresh = waiting().filter((pid) => pid !== first);
+        return fresh.length > 0 ? fresh : null;
+      }, "a replacement interpreter");
+      writeFileSync(flag, "");
+      expect((await running).stdout).toBe(`${first} True\n`);
+      // The next run, requested after the replacement was seen waiting, runs in it.
+      const next = await sandbox.run({ language: "python", code: PRINT_PID });
+      expect(pidOf(next.stdout)).toBe(replacement);
+    } finally {
+      rmSync(flags, { recursive: true, force: true });
+    }
+  });
+
+  it("runs two programs started back to back in interpreters started before either was asked for", async () => {
+    const { sandbox, waiting } = open(2);
+    await sandbox.prewarm(["python"]);
+    const pool = waiting();
+    expect(pool).toHaveLength(2);
+    const first = await sandbox.run({ language: "python", code: PRINT_PID });
+    const second = await sandbox.run({ language: "python", code: PRINT_PID });
+    expect([pidOf(first.stdout), pidOf(second.stdout)].sort((a, b) => a - b)).toEqual(pool);
+  });
+
+  it("runs two programs at once in the pool's two interpreters, then in the two that replaced them", async () => {
+    const { sandbox, waiting } = open(2);
+    await sandbox.prewarm(["python"]);
+    const pool = waiting();
+    expect(pool).toHaveLength(2);
+    const both = () =>
+      Promise.all([
+        sandbox.run({ language: "python", code: PRINT_PID }),
+        sandbox.run({ language: "python", code: PRINT_PID }),
+      ]).then((results) => results.map((result) => pidOf(result.stdout)).sort((a, b) => a - b));
+    expect(await both()).toEqual(pool);
+    const refilled = await eventually(() => {
+      const now = waiting();
+      return now.length === 2 ? now : null;
+    }, "the pool refilled to 2");
+    expect(refilled.filter((pid) => pool.includes(pid))).toEqual([]);
+    expect(await both()).toEqual(refilled);
+  });
+
+  it("runs a program with other limits or packages cold, leaving the warm interpreter waiting", async () => {
+    const { sandbox, waiting } = open(1);
+    await sandbox.prewarm(["python"]);
+    const pool = waiting();
+    expect(pool).toHaveLength(1);
+    const packages = mkdtempSync(join(tmpdir(), "selfheal-pool-packages-"));
+    try {
+      const otherLimits = await sandbox.run({ language: "python", code: PRINT_PID, limits: { memoryMb: 256 } });
+      const withPackages = await sandbox.run({ language: "python", code: PRINT_PID, packagesDir: packages });
+      expect(otherLimits.status).toBe("ok");
+      expect(withPackages.status).toBe("ok");
+      expect(pool).not.toContain(pidOf(otherLimits.stdout));
+      expect(pool).not.toContain(pidOf(withPackages.stdout));
+      expect(waiting()).toEqual(pool);
+      const fitting = await sandbox.run({ language: "python", code: PRINT_PID });
+      expect(pidOf(fitting.stdout)).toBe(pool[0]);
+    } finally {
+      rmSync(packages, { recursive: true, force: true });
+    }
+  });
+});
+
+const noBwrap = bwrapMissing();
+const kinds = noBwrap === null ? (["process", "bwrap"] as const) : (["process"] as const);
+
+describe.each(kinds)("closing a %s sandbox with a pool", (kind) => {
+  it("leaves no pooled interpreter running", async () => {
+    const { maxFileMb, marker } = uniqueFileLimit();
+    const sandbox = createSandbox({ kind, poolSize: 3, limits: { maxFileMb } });
+    await sandbox.prewarm(["python"]);
+    expect(bootstrapped([marker])).toHaveLength(3);
+    await sandbox.close();
+    // The process backend's interpreters are its own children, reaped before close() returns;
+    // bwrap's sit in a pid namespace whose last processes the kernel reaps a moment later.
+    if (kind === "process") expect(bootstrapped([marker])).toEqual([]);
+    else await eventually(() => (bootstrapped([marker]).length === 0 ? true : null), "no pooled interpreter", 10_000);
+  });
+});
+
+describe("the pool size as a setting", () => {
+  it("defaults to one interpreter and refuses a size out of its bounds, naming the flag", () => {
+    expect(parseSettings({}).sandboxPoolSize).toBe(1);
+    expect(settingsWithFlags({}, { sandboxPool: 4 }).sandboxPoolSize).toBe(4);
+    expect(() => parseSettings({ sandboxPoolSize: 0 })).toThrow(
+      new InvalidSettingsError("sandboxPoolSize must be at least 1"),
+    );
+    expect(() => settingsWithFlags({}, { sandboxPool: 17 })).toThrow(
+      new InvalidSettingsError("--sandbox-pool must be at most 16 (got 17)"),
+    );
+    expect(SANDBOX_POOL_SIZE).toEqual({ default: 1, min: 1, max: 16 });
+    expect(() => createSandbox({ kind: "process", poolSize: 0 })).toThrow(
+      new RangeError("sandbox pool size must be a whole number from 1 to 16, got 0"),
+    );
+  });
+
+  it("reaches the sandbox an agent makes: the run leaves that many interpreters waiting", async () => {
+    const agent = createAgent({ model: scriptedModel(fence("print('hello')")) });
+    const final = await agent.invoke(
+      { task: "Print hello." },
+      { context: { sandbox: "process", sandboxPoolSize: 3, maxAttempts: 1 } },
+    );
+    expect(final.lastRun).toMatchObject({ status: "ok", stdout: "hello\n" });
+    // The agent's sandbox is its own, and the only one this test process starts interpreters for.
+    const ours = () => bootstrapped([], process.pid);
+    try {
+      const waiting = await eventually(() => (ours().length >= 3 ? ours() : null), "3 waiting interpreters");
+      expect(waiting).toHaveLength(3);
+    } finally {
+      for (const pid of ours()) process.kill(pid, "SIGKILL");
+    }
+  });
+});
