@@ -141,6 +141,7 @@ export {
   parseError,
   RUN_CANCELLED_NOTE,
   resolveLimits,
+  SharedSandboxes,
   safeRelativePath,
 } from "./sandbox/index.js";
 export type * from "./sandbox/types.js";

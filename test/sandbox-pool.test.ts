@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import { settingsWithFlags } from "../src/cli/options.js";
 import { InvalidSettingsError } from "../src/core/errors.js";
-import { createAgent, createSandbox, parseSettings } from "../src/index.js";
+import { createAgent, createSandbox, parseSettings, SharedSandboxes } from "../src/index.js";
 import { PYTHON_BOOTSTRAP } from "../src/sandbox/host/bootstrap.js";
 import { type ManagedSandbox, SANDBOX_POOL_SIZE } from "../src/sandbox/index.js";
 import { bwrapMissing } from "./capabilities.js";
@@ -206,6 +206,31 @@ describe("the pool size as a setting", () => {
       expect(waiting).toHaveLength(3);
     } finally {
       for (const pid of ours()) process.kill(pid, "SIGKILL");
+    }
+  });
+
+  it("is one pool for agents that share their sandboxes (a server's, a worker's), closed with them", async () => {
+    const sandboxes = new SharedSandboxes();
+    const ours = () => bootstrapped([], process.pid);
+    try {
+      for (const _ of [1, 2]) {
+        const agent = createAgent({ model: scriptedModel(fence("print('hello')")), sandboxes });
+        const final = await agent.invoke(
+          { task: "Print hello." },
+          { context: { sandbox: "process", sandboxPoolSize: 2, maxAttempts: 1 } },
+        );
+        expect(final.lastRun).toMatchObject({ status: "ok", stdout: "hello\n" });
+      }
+      // Two agents, one sandbox: two interpreters wait, not two for each agent.
+      const waiting = await eventually(() => (ours().length >= 2 ? ours() : null), "2 waiting interpreters");
+      expect(sandboxes.get("process", 2).kind).toBe("process");
+      expect(ours()).toEqual(waiting);
+      expect(waiting).toHaveLength(2);
+      await sandboxes.close();
+      expect(await eventually(() => (ours().length === 0 ? ours() : null), "no interpreter left")).toEqual([]);
+    } finally {
+      for (const pid of ours()) process.kill(pid, "SIGKILL");
+      await sandboxes.close();
     }
   });
 });

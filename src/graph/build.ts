@@ -24,7 +24,7 @@ import { joinNode } from "../nodes/join.js";
 import { createProbeNode } from "../nodes/probe.js";
 import { createProposeNode, type ProposeTask } from "../nodes/propose.js";
 import type { AgentNode, NodeDeps } from "../nodes/types.js";
-import { createSandbox } from "../sandbox/index.js";
+import { SharedSandboxes } from "../sandbox/index.js";
 import type { Sandbox } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
 import { ModelCallLog, type ModelCallsMode } from "../tools/recorded-model.js";
@@ -51,6 +51,12 @@ export interface AgentOptions extends AgentExtensions {
   criticModel?: BaseChatModel;
   /** A sandbox to run every program in; otherwise one is made per `sandbox` setting. */
   sandbox?: Sandbox;
+  /**
+   * Where the sandboxes per `sandbox` and `sandboxPoolSize` setting come from when `sandbox` is not
+   * given: pass one to several agents (a server's, a worker's) to share warm interpreters, and close
+   * it yourself. Each agent makes its own otherwise.
+   */
+  sandboxes?: SharedSandboxes;
   /** Any LangGraph checkpointer; required for resume and approval. */
   checkpointer?: BaseCheckpointSaver;
   /**
@@ -60,24 +66,15 @@ export interface AgentOptions extends AgentExtensions {
   modelCalls?: ModelCallsMode;
 }
 
-/** Sandboxes are made on first use and shared by the runs of one agent (one per kind and pool size). */
-function sandboxProvider(injected?: Sandbox): NodeDeps["getSandbox"] {
-  const made = new Map<string, Sandbox>();
-  return (kind, poolSize) => {
-    if (injected) return injected;
-    const key = `${kind}:${poolSize ?? "default"}`;
-    const existing = made.get(key);
-    if (existing) return existing;
-    const sandbox = createSandbox({ kind, ...(poolSize === undefined ? {} : { poolSize }) });
-    made.set(key, sandbox);
-    return sandbox;
-  };
+/** The injected sandbox for every run, else the run's kind and pool size from shared ones. */
+function sandboxProvider(injected: Sandbox | undefined, shared: SharedSandboxes): NodeDeps["getSandbox"] {
+  return (kind, poolSize) => injected ?? shared.get(kind, poolSize);
 }
 
 export function createNodeDeps(options: AgentOptions = {}): NodeDeps {
   return {
     resolveModel: createModelResolver(options, options.modelCalls && new ModelCallLog(options.modelCalls)),
-    getSandbox: sandboxProvider(options.sandbox),
+    getSandbox: sandboxProvider(options.sandbox, options.sandboxes ?? new SharedSandboxes()),
   };
 }
 

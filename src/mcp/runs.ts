@@ -8,7 +8,6 @@ import {
   type ApprovalDecision,
   checkSandbox,
   createAgent,
-  createSandbox,
   describeStatus,
   hasModelConfig,
   loadInputs,
@@ -18,11 +17,10 @@ import {
   parseSettings,
   planResume,
   RunInputSchema,
-  type Sandbox,
-  type SandboxKind,
   type Settings,
   type SettingsInput,
   SettingsSchema,
+  SharedSandboxes,
   UsageError,
 } from "../index.js";
 import { artifactsFolder, type RunStore } from "../store/index.js";
@@ -76,8 +74,8 @@ export interface McpRunsOptions {
  * One agent per sandbox kind, shared by every client of this server.
  */
 export class McpRuns {
-  private readonly agents = new Map<SandboxKind, Agent>();
-  private readonly sandboxes = new Map<SandboxKind, Sandbox>();
+  private madeAgent: Agent | undefined;
+  private readonly sandboxes = new SharedSandboxes();
   /** Threads a call of this server is running: the store's lease is per process, so it lets them all through. */
   private readonly running = new Set<string>();
 
@@ -87,25 +85,15 @@ export class McpRuns {
     return this.options.store;
   }
 
-  /** An agent that reads the store; it runs nothing, so any sandbox kind serves. */
-  reader(): Agent {
-    return this.agentFor("process");
-  }
-
-  private agentFor(kind: SandboxKind): Agent {
-    let agent = this.agents.get(kind);
-    if (!agent) {
-      const sandbox = createSandbox({ kind });
-      this.sandboxes.set(kind, sandbox);
-      agent = createAgent({
-        model: this.options.model,
-        sandbox,
-        checkpointer: this.store.checkpointer,
-        modelCalls: this.options.modelCalls,
-      });
-      this.agents.set(kind, agent);
-    }
-    return agent;
+  /** The one agent of this server: its runs take their sandboxes, by kind and pool size, from shared ones. */
+  private agent(): Agent {
+    this.madeAgent ??= createAgent({
+      model: this.options.model,
+      sandboxes: this.sandboxes,
+      checkpointer: this.store.checkpointer,
+      modelCalls: this.options.modelCalls,
+    });
+    return this.madeAgent;
   }
 
   private checkModel(): void {
@@ -153,7 +141,7 @@ export class McpRuns {
     }
     if (decision && !waiting)
       throw new UsageError(`thread ${threadId} is not waiting for approval (${describeStatus(snapshot)})`);
-    const plan = planResume(snapshot, this.agentFor(settings.sandbox));
+    const plan = planResume(snapshot, this.agent());
     if ("finished" in plan) {
       throw new UsageError(
         `thread ${threadId} already ended: ${plan.finished.status}; start a new run with the solve tool`,
@@ -166,7 +154,7 @@ export class McpRuns {
   }
 
   private snapshot(threadId: string) {
-    return this.reader().getState({ configurable: { thread_id: threadId } });
+    return this.agent().getState({ configurable: { thread_id: threadId } });
   }
 
   private async withLease<T>(threadId: string, use: () => Promise<T>): Promise<T> {
@@ -192,7 +180,7 @@ export class McpRuns {
     listener: RunListener,
     signal: AbortSignal,
   ): Promise<RunOutcome> {
-    const agent = this.agentFor(settings.sandbox);
+    const agent = this.agent();
     const config = { configurable: { thread_id: threadId } };
     let attempt = (await agent.getState(config)).values.attempt ?? 0;
     const stream = await agent.stream(start, {
@@ -231,7 +219,7 @@ export class McpRuns {
 
   /** The runs in the store, newest first: the ones the CLI or an MCP client started. */
   async list(limit: number) {
-    const agent = this.reader();
+    const agent = this.agent();
     const rows = [];
     for (const record of await this.store.listRuns()) {
       const snapshot = await agent.getState({ configurable: { thread_id: record.threadId } });
@@ -251,7 +239,7 @@ export class McpRuns {
 
   /** One run's story: status, each attempt, its distinct errors, the tokens, and how many checkpoints it has. */
   async history(threadId: string) {
-    const agent = this.reader();
+    const agent = this.agent();
     const config = { configurable: { thread_id: threadId } };
     const snapshot = await agent.getState(config);
     if (!snapshot.createdAt) throw new UsageError(`no run with thread id ${threadId}`);
@@ -274,7 +262,7 @@ export class McpRuns {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.sandboxes.values()].map((sandbox) => sandbox.close?.()));
+    await this.sandboxes.close();
   }
 }
 

@@ -139,3 +139,28 @@ export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "conta
     }
   }
 }
+
+/**
+ * Sandboxes made on first use and shared, one per kind and pool size: the agents of one process (a
+ * server's, a worker's) draw from one of these, so their runs share warm interpreters and a run's
+ * `sandboxPoolSize` setting reaches the sandbox it runs in. Its owner closes it.
+ */
+export class SharedSandboxes {
+  private readonly made = new Map<string, ManagedSandbox>();
+
+  get(kind: SandboxKind, poolSize?: number): ManagedSandbox {
+    const key = `${kind}:${poolSize ?? "default"}`;
+    let sandbox = this.made.get(key);
+    if (!sandbox) {
+      sandbox = createSandbox({ kind, ...(poolSize === undefined ? {} : { poolSize }) });
+      this.made.set(key, sandbox);
+    }
+    return sandbox;
+  }
+
+  async close(): Promise<void> {
+    const sandboxes = [...this.made.values()];
+    this.made.clear();
+    await Promise.all(sandboxes.map((sandbox) => sandbox.close()));
+  }
+}
