@@ -75,13 +75,36 @@ describe("dataset verify on all of HumanEval", () => {
     // Printed so CI logs carry the figures; the assertions below are the contract.
     console.log(formatVerifyReport(report));
     expect(report.tasks).toBe(164);
+    expect(report.canonicalPassed).toBe(164);
     expect(report.falseFails).toEqual([]);
     expect(report.falsePasses).toEqual([]);
     // The docstring examples fed back as visible tests never fail a reference solution.
     expect(report.visibleChecked).toBe(70);
     expect(report.visibleFalseFails).toEqual([]);
-    expect(report.tasksWithoutMutants.length).toBeLessThanOrEqual(3);
-    expect(report.mutantsJudged).toBeGreaterThanOrEqual(2 * 164);
-    // Generous: CI machines vary; the 60 s target is a benchmark figure, not a timed test.
+    // The verdicts as they stood before the judge ran in batches (measured on main at 7ac99b2, the
+    // same on every run): every one of 470 effective mutants caught, by operator.
+    expect(report.mutantsJudged).toBe(470);
+    expect(report.mutantsCaught).toBe(470);
+    expect(report.mutantsPerTaskHistogram).toEqual([0, 6, 10, 148]);
+    expect(report.byOperator).toEqual({
+      comparison: { judged: 96, caught: 96 },
+      "negated-condition": { judged: 111, caught: 111 },
+      "range-bound": { judged: 21, caught: 21 },
+      arithmetic: { judged: 84, caught: 84 },
+      membership: { judged: 11, caught: 11 },
+      "boolean-operator": { judged: 11, caught: 11 },
+      "return-constant": { judged: 24, caught: 24 },
+      index: { judged: 10, caught: 10 },
+      length: { judged: 11, caught: 11 },
+      constant: { judged: 45, caught: 45 },
+      "swapped-builtin": { judged: 10, caught: 10 },
+      "sort-order": { judged: 8, caught: 8 },
+      "string-constant": { judged: 9, caught: 9 },
+      "dropped-call": { judged: 19, caught: 19 },
+    });
+    // Text work and compiling, so fixed; how many of the rest the probe calls equivalent rests on
+    // per-call time limits, and is left out.
+    expect(report.candidates).toMatchObject({ generated: 2419, tried: 1789, invalid: 5 });
+    // Generous: CI machines vary; the time target is a benchmark figure (npm run bench:judge), not a timed test.
   }, 300_000);
 });

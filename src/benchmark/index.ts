@@ -31,6 +31,7 @@ export type {
   TaskStatus,
 } from "./records.js";
 export { type RunBenchmarkOptions, runBenchmark } from "./run.js";
+export { SandboxPool } from "./sandbox-pool.js";
 export {
   SIMULATED_MODEL_LABEL,
   SIMULATED_MODEL_NAME,

@@ -1,6 +1,6 @@
 import type { Sandbox } from "../index.js";
+import { judgeProgram } from "./judge.js";
 import type { AttemptRecord } from "./records.js";
-import { judgeProgram } from "./verify.js";
 
 /** Judges one program on the hidden tests. */
 export type Judge = (program: string, hiddenTests: string) => Promise<AttemptRecord["hidden"]>;

@@ -160,6 +160,28 @@ export function selectMutants(effective: readonly EffectiveMutant[], count: numb
   return chosen;
 }
 
+const MUTANT_DEFAULTS: Required<FindMutantsOptions> = {
+  maxMutants: 3,
+  maxCandidates: 16,
+  probeTimeoutMs: 15_000,
+  callTimeoutMs: 250,
+};
+
+/**
+ * The shared probe `findEffectiveMutants` runs first, as a program and its wall-clock limit, so a
+ * caller can run many tasks' probes together and hand the verdicts back; null when the task has
+ * no mutation site.
+ */
+export function planProbe(
+  task: BenchmarkTask,
+  options: FindMutantsOptions = {},
+): { code: string; timeoutMs: number } | null {
+  const { maxCandidates, probeTimeoutMs, callTimeoutMs } = { ...MUTANT_DEFAULTS, ...options };
+  const tried = interleaveByOperator(generateMutantCandidates(task.canonical_solution)).slice(0, maxCandidates);
+  if (tried.length === 0) return null;
+  return { code: buildProbeProgram(task, tried, callTimeoutMs / 1000), timeoutMs: probeTimeoutMs };
+}
+
 /**
  * Generates mutants of the task's reference solution and keeps those that observably change
  * behaviour: on the same calls the hidden tests make, they return a different value, raise, or
@@ -170,8 +192,11 @@ export function selectMutants(effective: readonly EffectiveMutant[], count: numb
 export async function findEffectiveMutants(
   task: BenchmarkTask,
   sandbox: Sandbox,
-  { maxMutants = 3, maxCandidates = 16, probeTimeoutMs = 15_000, callTimeoutMs = 250 }: FindMutantsOptions = {},
+  options: FindMutantsOptions = {},
+  /** The verdicts of the shared probe (`planProbe`'s program), when the caller already ran it. */
+  probed?: ProbeVerdict[],
 ): Promise<TaskMutants> {
+  const { maxMutants, maxCandidates, probeTimeoutMs, callTimeoutMs } = { ...MUTANT_DEFAULTS, ...options };
   const all = generateMutantCandidates(task.canonical_solution);
   const tried = interleaveByOperator(all).slice(0, maxCandidates);
   const base = { taskId: task.task_id, generated: all.length, tried: tried.length };
@@ -179,7 +204,7 @@ export async function findEffectiveMutants(
     return { ...base, invalid: 0, equivalent: 0, effective: [], reason: "no mutation site in the reference solution" };
   }
 
-  let verdicts = await probe(task, tried, sandbox, probeTimeoutMs, callTimeoutMs);
+  let verdicts = probed ?? (await probe(task, tried, sandbox, probeTimeoutMs, callTimeoutMs));
   if (verdicts === null) {
     // One runaway mutant (memory, an uninterruptible loop) sank the shared probe: try each alone,
     // so the others still count. A lone probe that dies that way is itself a behaviour change.

@@ -1,6 +1,6 @@
 import type { AgentState, RunStatusValue, Strategy } from "../index.js";
+import type { JudgeVerdict } from "./judge.js";
 import type { FeedbackMode } from "./task-input.js";
-import type { JudgeVerdict } from "./verify.js";
 
 // What the benchmark records of each task and the report it sums them into: the shapes `--json`
 // writes, and the reading of one finished run into them.

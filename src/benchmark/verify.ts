@@ -1,87 +1,14 @@
-import {
-  assembleProgram,
-  findExitCalls,
-  judgeAttempt,
-  type RunStatus,
-  type Sandbox,
-  settleCompletion,
-  TESTS_NOT_FINISHED,
-} from "../index.js";
+import { DEFAULT_LIMITS, type RunStatus, type Sandbox } from "../index.js";
+import { type BatchOptions, runBatches } from "./batch.js";
+import { parseProbeOutput } from "./behaviour-probe.js";
 import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
-import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants } from "./mutants.js";
+import { type JudgeVerdict, judgeBatched } from "./judge.js";
+import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants, planProbe } from "./mutants.js";
 import { MUTATION_OPERATORS, type MutationOperator } from "./mutators.js";
 import { mapWithConcurrency } from "./pool.js";
 import { buildVisibleTests } from "./visible-tests.js";
 
-/** What the judge said about one program: the hidden tests pass only on a clean `ok` with the tests run to their end. */
-export interface JudgeVerdict {
-  passed: boolean;
-  status: RunStatus;
-  durationMs: number;
-  /** `Type: message` of the failure, when the sandbox parsed one. */
-  error?: string;
-  /** The failure's class for counting: the exception type, or the run status (`timeout`) when none was raised. */
-  errorClass?: string;
-}
-
-/**
- * The benchmark's judge, HumanEval's rule: prompt + completion, then the tests and the check call,
- * run without error, to their end. A timeout or a resource kill is a fail, never a pass, and so is
- * any `SystemExit` (HumanEval's harness counts one as a failure): `sys.exit(0)` before the tests,
- * or `os._exit(0)`, leaves no completion mark. The verdict is the agent's own (`judgeAttempt`).
- */
-export async function judgeCompletion(
-  sandbox: Sandbox,
-  task: BenchmarkTask,
-  completion: string,
-  timeoutMs: number,
-): Promise<JudgeVerdict> {
-  return judgeProgram(sandbox, `${task.prompt}${completion}`, buildHiddenTests(task), timeoutMs);
-}
-
-/** Judges a whole program (as a run hands it over) against tests appended after it. */
-export async function judgeProgram(
-  sandbox: Sandbox,
-  program: string,
-  tests: string,
-  timeoutMs: number,
-): Promise<JudgeVerdict> {
-  const assembled = assembleProgram(program, tests, "python");
-  const result = settleCompletion(
-    await sandbox.run({ language: "python", code: assembled.source, timeoutMs }),
-    assembled,
-  );
-  const { critique, failure } = judgeAttempt({
-    run: { ...result, failedInTests: false, exitCalls: findExitCalls(program, "python") },
-    hasTests: true,
-  });
-  const passed = critique.passed;
-  const error = result.error
-    ? `${result.error.type}: ${result.error.message}`
-    : passed
-      ? undefined
-      : failure?.type === TESTS_NOT_FINISHED
-        ? `${failure.type}: ${failure.message}`
-        : lastLine(result.stderr);
-  const errorClass = passed
-    ? undefined
-    : failure?.type === TESTS_NOT_FINISHED
-      ? failure.type
-      : (result.error?.type ?? result.status);
-  return {
-    passed,
-    status: result.status,
-    durationMs: result.durationMs,
-    ...(error ? { error } : {}),
-    ...(errorClass ? { errorClass } : {}),
-  };
-}
-
-/** Python prints the exception last, so the last line of stderr names the failure. */
-function lastLine(text: string): string | undefined {
-  const line = text.trim().split("\n").at(-1)?.trim();
-  return line === "" ? undefined : line;
-}
+export { type JudgeVerdict, judgeCompletion, judgeProgram } from "./judge.js";
 
 /**
  * Limits for the benchmark's sandbox. HumanEval+ and MBPP+ hidden tests can be heavy: on a busy
@@ -144,18 +71,28 @@ export interface VerifyReport {
 export interface VerifyOptions extends FindMutantsOptions {
   tasks: readonly BenchmarkTask[];
   sandbox: Sandbox;
-  /** Tasks in flight at once. */
+  /** Sandbox runs in flight at once (reference runs, and as many batch runs beside them). */
   concurrency?: number;
   /** Limit for a reference solution's run; a few HumanEval+ tests take several seconds. */
   canonicalTimeoutMs?: number;
   /** Limit for a mutant's judge run: short, because a hanging mutant fails either way. */
   mutantTimeoutMs?: number;
+  /** The sandbox's per-stream output cap, which a batched program must hit where a run alone would. */
+  maxOutputBytes?: number;
+  /** Judge and probe in batch runs (batch.ts); false runs every program alone, as before batching. */
+  batching?: boolean;
   onProgress?: (event: { done: number; total: number; task: TaskVerification }) => void;
 }
 
 /**
  * Judges the judge. Every reference solution must pass its hidden tests; every mutant that
  * provably changes behaviour on those tests must fail them. Anything else is reported by name.
+ *
+ * Where the time goes: a sandbox run costs far more than most programs here. So each reference
+ * runs alone, by the benchmark's own judge (the "references pass" figure is that judge's word),
+ * while the visible-example checks, the behaviour probes and the mutants' judge runs go through
+ * batch runs (batch.ts), one forked process per program; a batched verdict the report would rest
+ * a finding on (a reference failing its examples, a mutant passing) is confirmed alone.
  */
 export async function verifyDataset({
   tasks,
@@ -163,56 +100,108 @@ export async function verifyDataset({
   concurrency = 2,
   canonicalTimeoutMs = HIDDEN_JUDGE_TIMEOUT_MS,
   mutantTimeoutMs = 3_000,
+  maxOutputBytes = DEFAULT_LIMITS.maxOutputBytes,
+  batching = true,
   onProgress,
   ...mutantOptions
 }: VerifyOptions): Promise<VerifyReport> {
   const started = performance.now();
+  const limits = { canonicalTimeoutMs, mutantTimeoutMs, mutantOptions };
+  const batch = { sandbox, lanes: 1, maxOutputBytes, batching };
+  // Groups of tasks, each its own pipeline (references and probes, then mutants), `concurrency`
+  // groups in flight: no lane waits for a slow batch of another group.
+  const groups: BenchmarkTask[][] = [];
+  for (let start = 0; start < tasks.length; start += TASKS_PER_GROUP) {
+    groups.push(tasks.slice(start, start + TASKS_PER_GROUP));
+  }
   let done = 0;
-  const perTask = await mapWithConcurrency(tasks, concurrency, async (task) => {
-    const result = await verifyTask(task, sandbox, canonicalTimeoutMs, mutantTimeoutMs, mutantOptions);
-    done += 1;
-    onProgress?.({ done, total: tasks.length, task: result });
-    return result;
+  const perGroup = await mapWithConcurrency(groups, concurrency, async (group) => {
+    const verified = await verifyGroup(group, batch, limits);
+    for (const task of verified) {
+      done += 1;
+      onProgress?.({ done, total: tasks.length, task });
+    }
+    return verified;
   });
-  return summarize(perTask, sandbox.kind, concurrency, performance.now() - started);
+  return summarize(perGroup.flat(), sandbox.kind, concurrency, performance.now() - started);
 }
 
-async function verifyTask(
-  task: BenchmarkTask,
-  sandbox: Sandbox,
-  canonicalTimeoutMs: number,
-  mutantTimeoutMs: number,
-  mutantOptions: FindMutantsOptions,
-): Promise<TaskVerification> {
-  const canonical = await judgeCompletion(sandbox, task, task.canonical_solution, canonicalTimeoutMs);
-  const visibleTests = buildVisibleTests(task);
-  const visible =
-    visibleTests === null
-      ? undefined
-      : await judgeProgram(sandbox, task.prompt + task.canonical_solution, visibleTests, canonicalTimeoutMs);
-  const found = await findEffectiveMutants(task, sandbox, mutantOptions);
-  const mutants: MutantVerification[] = [];
-  for (const mutant of found.effective) {
-    mutants.push({
-      id: mutant.id,
-      operator: mutant.operator,
-      description: mutant.description,
-      difference: mutant.difference,
-      detail: mutant.detail,
-      verdict: await judgeCompletion(sandbox, task, mutant.solution, mutantTimeoutMs),
-    });
-  }
-  return {
-    taskId: task.task_id,
-    canonical,
-    ...(visible !== undefined ? { visible } : {}),
-    mutants,
-    generated: found.generated,
-    tried: found.tried,
-    invalid: found.invalid,
-    equivalent: found.equivalent,
-    ...(found.reason !== undefined ? { noMutantReason: found.reason } : {}),
-  };
+/** Tasks judged together: about `MAX_BATCH` (batch.ts) mutants, at three a task. */
+const TASKS_PER_GROUP = 16;
+
+async function verifyGroup(
+  tasks: readonly BenchmarkTask[],
+  batch: BatchOptions & { sandbox: Sandbox; lanes: number },
+  {
+    canonicalTimeoutMs,
+    mutantTimeoutMs,
+    mutantOptions,
+  }: { canonicalTimeoutMs: number; mutantTimeoutMs: number; mutantOptions: FindMutantsOptions },
+): Promise<TaskVerification[]> {
+  const { sandbox } = batch;
+  const reference = (task: BenchmarkTask) => task.prompt + task.canonical_solution;
+  const canonicalItems = tasks.map((task) => ({
+    program: reference(task),
+    tests: buildHiddenTests(task),
+    timeoutMs: canonicalTimeoutMs,
+  }));
+  const visibleItems = tasks.flatMap((task, index) => {
+    const tests = buildVisibleTests(task);
+    return tests === null ? [] : [{ index, program: reference(task), tests, timeoutMs: canonicalTimeoutMs }];
+  });
+  const probes = tasks.flatMap((task, index) => {
+    const probe = planProbe(task, mutantOptions);
+    return probe === null ? [] : [{ index, ...probe }];
+  });
+  const [referenceVerdicts, probeRuns] = await Promise.all([
+    judgeBatched([...canonicalItems, ...visibleItems], "passes", batch),
+    runBatches(sandbox, probes, batch),
+  ]);
+  const probed = new Map(
+    probes.map(({ index }, at) => {
+      const run = probeRuns[at];
+      const plain = run && run.exitCode === 0 && !run.timedOut && !run.truncated;
+      return [index, plain ? (parseProbeOutput(run.stdout) ?? undefined) : undefined];
+    }),
+  );
+  // A probe the batch could not settle runs again alone, with findEffectiveMutants' own fallbacks.
+  const found = await mapWithConcurrency(tasks, 1, (task, index) =>
+    findEffectiveMutants(task, sandbox, mutantOptions, probed.get(index)),
+  );
+
+  const mutantItems = tasks.flatMap((task, index) =>
+    found[index]!.effective.map((mutant) => ({
+      index,
+      program: `${task.prompt}${mutant.solution}`,
+      tests: buildHiddenTests(task),
+      timeoutMs: mutantTimeoutMs,
+    })),
+  );
+  const mutantVerdicts = await judgeBatched(mutantItems, "fails", batch);
+
+  return tasks.map((task, index): TaskVerification => {
+    const { effective, generated, tried, invalid, equivalent, reason } = found[index]!;
+    const firstMutant = mutantItems.findIndex((item) => item.index === index);
+    const visibleAt = visibleItems.findIndex((item) => item.index === index);
+    return {
+      taskId: task.task_id,
+      canonical: referenceVerdicts[index]!,
+      ...(visibleAt !== -1 ? { visible: referenceVerdicts[tasks.length + visibleAt]! } : {}),
+      mutants: effective.map((mutant, at) => ({
+        id: mutant.id,
+        operator: mutant.operator,
+        description: mutant.description,
+        difference: mutant.difference,
+        detail: mutant.detail,
+        verdict: mutantVerdicts[firstMutant + at]!,
+      })),
+      generated,
+      tried,
+      invalid,
+      equivalent,
+      ...(reason !== undefined ? { noMutantReason: reason } : {}),
+    };
+  });
 }
 
 function summarize(

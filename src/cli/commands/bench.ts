@@ -18,6 +18,7 @@ import {
   renderHtmlReport,
   resolveDatasetPath,
   runBenchmark,
+  SandboxPool,
   SIMULATED_MODEL_LABEL,
   SIMULATED_MODEL_NAME,
   SimulatedBenchmarkModel,
@@ -266,13 +267,19 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
   // With --queue the workers call the model, not this process; a replay answers from its folder.
   if (!flags.verifyDataset && !flags.simulated && !flags.queue && !flags.replay) checkModelConfig();
 
-  const sandbox = createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
+  const makeSandbox = () =>
+    createSandbox({ kind: settings.sandbox, prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
+  const sandbox = makeSandbox();
+  // The verify has up to two batch runs in flight per lane: a warm interpreter ready for each.
+  const spares = flags.verifyDataset ? Array.from({ length: 2 * flags.concurrency - 1 }, makeSandbox) : [];
   try {
-    if (flags.verifyDataset) return await verifyCommand(flags, tasks, sandbox, datasetName);
+    if (flags.verifyDataset) {
+      return await verifyCommand(flags, tasks, new SandboxPool([sandbox, ...spares]), datasetName);
+    }
     await benchCommand(flags, tasks, sandbox, settings, datasetName);
     return 0;
   } finally {
-    await closeSandboxes([sandbox]);
+    await closeSandboxes([sandbox, ...spares]);
   }
 }
 

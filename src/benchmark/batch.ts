@@ -1,0 +1,327 @@
+import type { Sandbox } from "../index.js";
+import { PYTHON_BOOTSTRAP } from "../sandbox/host/bootstrap.js";
+import { mapWithConcurrency } from "./pool.js";
+
+/**
+ * Several Python programs in one sandbox run, each in a process of its own: the batch's interpreter
+ * starts once, then forks a copy of itself per program, so a program costs a fork (~10-30 ms here)
+ * instead of a sandbox run (namespaces, cgroup, seccomp, work dir and a new interpreter: ~100 ms of
+ * CPU, 130-400 ms of wall time on a busy 2-core host). Only for programs we wrote ourselves (the
+ * benchmark's references, probes and mutants), never for code a model wrote.
+ *
+ * The isolation rule, which is what makes a program's outcome in a batch the one it has alone:
+ * - Start: each program runs in a fork of an interpreter that has run nothing but this harness,
+ *   through the sandbox bootstrap's own lines that run main.py (a fresh `__main__`, argv, exit
+ *   status, traceback), in a directory holding only its main.py, under the same rlimits, with the
+ *   same recursion headroom. Only the hash seed is shared by the forks (per run it is random: a
+ *   verdict that hangs on set order is a coin toss either way).
+ * - Memory: a fork's changes (modules, builtins, globals, the random state, which Python reseeds in
+ *   every fork) die with it; the next program forks from the untouched harness.
+ * - Processes: the harness is a child subreaper, so a process a program leaves behind (even one
+ *   that left its process group) becomes the harness's child; after each program the harness
+ *   checks that it has none, and stops the batch if it has.
+ * - Files and IPC: what separate runs do not share (the work dir, $HOME, $TMPDIR, and, outside the
+ *   process backend, /tmp, /dev/shm and the IPC namespace's objects) is fingerprinted (name, type,
+ *   size, inode, mtime, ctime; IPC keys, ids, modes and sizes) before the first program and after
+ *   each; a change stops the batch.
+ * Neither a program that stopped the batch nor one after it has an answer here: the caller runs
+ * those alone. Every program with an answer started from the state a run alone starts from, and
+ * nothing another program did could reach it. What the batch cannot share is a run's limits for
+ * the whole run (its wall clock, CPU budget and memory cgroup hold for the batch together): a
+ * program they stop has no plain exit, and judge.ts takes only plain exits from a batch.
+ */
+
+/** How one batched program ended, as the harness saw it. */
+export interface BatchedRun {
+  /** The exit status, or null when a signal ended it. */
+  exitCode: number | null;
+  signal: number | null;
+  /** Killed at its own wall-clock limit. */
+  timedOut: boolean;
+  /** A stream passed the sandbox's `maxOutputBytes`; what was kept is the start. */
+  truncated: boolean;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+}
+
+export interface BatchProgram {
+  code: string;
+  timeoutMs: number;
+}
+
+const REPORT_MARKER = "\x1eselfheal-batch";
+
+/** The harness: main.py of the batch run. It reads batch/plan.txt and batch/<i>/main.py. */
+const HARNESS = String.raw`
+import binascii, os, select, signal, sys, time, types
+
+MARK = "\x1eselfheal-batch"
+plan = open("batch/plan.txt").read().split("\n")
+max_bytes = int(plan[0])
+private_ipc = plan[2] == "1"
+timeouts = [int(line) for line in plan[3:] if line]
+top = os.getcwd()
+roots = [top] + [root for root in plan[1].split("\t") if root]
+roots += [os.environ.get(name) for name in ("HOME", "TMPDIR") if os.environ.get(name)]
+
+
+def report(*fields):
+    sys.stdout.write(" ".join([MARK] + [str(field) for field in fields]) + "\n")
+    sys.stdout.flush()
+
+
+def fingerprint():
+    seen = []
+    for root in sorted(set(os.path.realpath(root) for root in roots)):
+        stack = [root]
+        while stack:
+            path = stack.pop()
+            try:
+                entries = list(os.scandir(path))
+            except (NotADirectoryError, FileNotFoundError, PermissionError):
+                continue
+            for entry in entries:
+                info = entry.stat(follow_symlinks=False)
+                seen.append((entry.path, info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns))
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+            if len(seen) > 20000:
+                return None
+    for name in ("shm", "msg", "sem") if private_ipc else ():
+        try:
+            with open("/proc/sysvipc/" + name) as table:
+                seen.append((name, [line.split()[:4] for line in table.read().splitlines()]))
+        except OSError:
+            pass
+    return sorted(seen, key=repr)
+
+
+def become_subreaper():
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def enter_child(index, out_w, err_w):
+    os.setpgid(0, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    for fd in os.listdir("/proc/self/fd"):
+        if int(fd) > 2:
+            try:
+                os.close(int(fd))
+            except OSError:
+                pass
+    os.chdir(os.path.join(top, "batch", str(index)))
+
+
+def collect(index, timeout_ms, pid, started, out_r, out_w, err_r, err_w):
+    os.close(out_w)
+    os.close(err_w)
+    kept = {out_r: bytearray(), err_r: bytearray()}
+    truncated = False
+    for fd in kept:
+        os.set_blocking(fd, False)
+    deadline = started + timeout_ms / 1000
+    exited = os.pidfd_open(pid)
+    open_fds = [out_r, err_r, exited]
+    status = None
+    timed_out = False
+
+    def drain(fd):
+        nonlocal truncated
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            room = max_bytes - len(kept[fd])
+            if len(chunk) > room:
+                truncated = True
+            kept[fd] += chunk[:room]
+
+    # The pidfd turns readable when the child exits; the pipes may stay open after that (a process
+    # it left behind), so the exit, not their end, ends the wait.
+    while status is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        for fd in select.select(open_fds, [], [], remaining)[0]:
+            if fd == exited:
+                status = os.waitpid(pid, 0)[1]
+            elif not drain(fd):
+                open_fds.remove(fd)
+    os.close(exited)
+    if status is None:
+        os.killpg(pid, signal.SIGKILL)
+        status = os.waitpid(pid, 0)[1]
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    for fd in kept:
+        drain(fd)
+        os.close(fd)
+    duration = (time.monotonic() - started) * 1000
+    exit_code = os.waitstatus_to_exitcode(status)
+    report(
+        "done", index,
+        exit_code if exit_code >= 0 else "-", -exit_code if exit_code < 0 else "-",
+        int(timed_out), int(truncated), "%.3f" % duration,
+        binascii.b2a_base64(bytes(kept[out_r]), newline=False).decode() or "-",
+        binascii.b2a_base64(bytes(kept[err_r]), newline=False).decode() or "-",
+    )
+
+
+def left_behind():
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True
+
+
+if not become_subreaper():
+    report("unavailable", "cannot become a child subreaper")
+    sys.exit(0)
+before = fingerprint()
+if before is None:
+    report("unavailable", "too many files to fingerprint")
+    sys.exit(0)
+for index, timeout_ms in enumerate(timeouts):
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            enter_child(index, out_w, err_w)
+            # Two levels deeper than the bootstrap's own top level (this module's frame and the exec
+            # that entered it): the same recursion headroom as a run alone (a test pins it).
+            sys.setrecursionlimit(sys.getrecursionlimit() + 2)
+        except BaseException:
+            os._exit(1)
+        # The sandbox bootstrap's own lines that run main.py and exit, at the top level as there.
+__RUN_MAIN__
+        os._exit(1)
+    collect(index, timeout_ms, pid, started, out_r, out_w, err_r, err_w)
+    if left_behind():
+        report("stopped", index, "a process outlived its program")
+        break
+    if fingerprint() != before:
+        report("stopped", index, "the file system or IPC changed")
+        break
+`;
+
+/**
+ * The part of the sandbox's Python bootstrap that runs main.py (a fresh \`__main__\`, argv, SystemExit,
+ * the traceback without its own frame, \`finish\`): each batched program runs through that same text,
+ * so it starts and ends as a run alone does.
+ */
+function runMainPart(): string {
+  const start = PYTHON_BOOTSTRAP.indexOf("\ndef finish(status):");
+  if (start === -1) throw new Error("the sandbox's Python bootstrap no longer defines finish(status)");
+  // Indented into the harness's child branch; the text has no multi-line string for this to break.
+  return PYTHON_BOOTSTRAP.slice(start + 1)
+    .split("\n")
+    .map((line) => (line === "" ? "" : `        ${line}`))
+    .join("\n");
+}
+
+/** What the batch harness reports as one line. */
+function parseDone(fields: string[]): { index: number; run: BatchedRun } | null {
+  const [, index, exitCode, signal, timedOut, truncated, duration, stdout, stderr] = fields;
+  if (index === undefined || stderr === undefined) return null;
+  const decode = (text: string) => (text === "-" ? "" : Buffer.from(text, "base64").toString("utf8"));
+  return {
+    index: Number(index),
+    run: {
+      exitCode: exitCode === "-" ? null : Number(exitCode),
+      signal: signal === "-" ? null : Number(signal),
+      timedOut: timedOut === "1",
+      truncated: truncated === "1",
+      stdout: decode(stdout ?? "-"),
+      stderr: decode(stderr),
+      durationMs: Number(duration),
+    },
+  };
+}
+
+export interface BatchOptions {
+  /** The sandbox's per-stream cap (`maxOutputBytes`), so a batched program hits it where a run would. */
+  maxOutputBytes: number;
+  /** Wall-clock time the batch run gets beyond the sum of its programs' limits. */
+  slackMs?: number;
+  /** False: run nothing, answer null for every program (the callers then run each alone). */
+  batching?: boolean;
+}
+
+/**
+ * Runs `programs` in one sandbox run under the isolation rule above. The answer has one entry per
+ * program, in order: how it ended, or null where the batch did not run it (stopped before it, or
+ * the batch run itself died): the caller runs those alone.
+ */
+export async function runBatch(
+  sandbox: Sandbox,
+  programs: readonly BatchProgram[],
+  { maxOutputBytes, slackMs = 5_000, batching = true }: BatchOptions,
+): Promise<Array<BatchedRun | null>> {
+  const results: Array<BatchedRun | null> = programs.map(() => null);
+  if (programs.length === 0 || !batching) return results;
+  // What separate runs do not share beyond the work dir: outside the process backend, whose runs
+  // share the host's /tmp and IPC objects anyway, /tmp, /dev/shm and the IPC namespace are the run's own.
+  const shared = sandbox.kind === "process";
+  const plan = [maxOutputBytes, shared ? "" : "/tmp\t/dev/shm", shared ? "0" : "1"];
+  const files: Record<string, string> = {
+    "batch/plan.txt": [...plan, ...programs.map((program) => program.timeoutMs)].join("\n"),
+  };
+  programs.forEach((program, index) => {
+    files[`batch/${index}/main.py`] = program.code;
+  });
+  const perProgram = 2 * Math.ceil((maxOutputBytes * 4) / 3) + 256;
+  const result = await sandbox.run({
+    language: "python",
+    code: HARNESS.replace("__RUN_MAIN__", runMainPart()),
+    files,
+    timeoutMs: programs.reduce((sum, program) => sum + program.timeoutMs, slackMs),
+    limits: { maxOutputBytes: Math.min(64 * 1024 * 1024, 4096 + programs.length * perProgram) },
+  });
+  for (const line of result.stdout.split("\n")) {
+    const fields = line.startsWith(`${REPORT_MARKER} `) ? line.slice(REPORT_MARKER.length + 1).split(" ") : [];
+    if (fields[0] === "done") {
+      const done = parseDone(fields);
+      if (done !== null && done.index >= 0 && done.index < programs.length) results[done.index] = done.run;
+    } else if (fields[0] === "stopped") {
+      // The program that left something behind: alone, the run would have waited for what it left.
+      results[Number(fields[1])] = null;
+    }
+  }
+  return results;
+}
+
+/** The most programs one batch run takes: past it, a run that dies (a whole-run limit) costs too many reruns. */
+const MAX_BATCH = 48;
+
+/**
+ * `runBatch` over many programs: split into at least `lanes` batches of at most `MAX_BATCH`, with
+ * `lanes` batch runs in flight; the answer is in the programs' order.
+ */
+export async function runBatches(
+  sandbox: Sandbox,
+  programs: readonly BatchProgram[],
+  options: BatchOptions & { lanes: number },
+): Promise<Array<BatchedRun | null>> {
+  const size = Math.min(MAX_BATCH, Math.max(1, Math.ceil(programs.length / options.lanes)));
+  const chunks: BatchProgram[][] = [];
+  for (let start = 0; start < programs.length; start += size) chunks.push(programs.slice(start, start + size));
+  const answers = await mapWithConcurrency(chunks, options.lanes, (chunk) => runBatch(sandbox, chunk, options));
+  return answers.flat();
+}

@@ -1,0 +1,149 @@
+import {
+  type AssembledProgram,
+  assembleProgram,
+  findExitCalls,
+  judgeAttempt,
+  parseError,
+  type RunResult,
+  type RunStatus,
+  type Sandbox,
+  settleCompletion,
+  TESTS_NOT_FINISHED,
+} from "../index.js";
+import { type BatchedRun, type BatchOptions, runBatches } from "./batch.js";
+import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
+import { mapWithConcurrency } from "./pool.js";
+
+/** What the judge said about one program: the hidden tests pass only on a clean `ok` with the tests run to their end. */
+export interface JudgeVerdict {
+  passed: boolean;
+  status: RunStatus;
+  durationMs: number;
+  /** `Type: message` of the failure, when the sandbox parsed one. */
+  error?: string;
+  /** The failure's class for counting: the exception type, or the run status (`timeout`) when none was raised. */
+  errorClass?: string;
+}
+
+/**
+ * The benchmark's judge, HumanEval's rule: prompt + completion, then the tests and the check call,
+ * run without error, to their end. A timeout or a resource kill is a fail, never a pass, and so is
+ * any `SystemExit` (HumanEval's harness counts one as a failure): `sys.exit(0)` before the tests,
+ * or `os._exit(0)`, leaves no completion mark. The verdict is the agent's own (`judgeAttempt`).
+ */
+export async function judgeCompletion(
+  sandbox: Sandbox,
+  task: BenchmarkTask,
+  completion: string,
+  timeoutMs: number,
+): Promise<JudgeVerdict> {
+  return judgeProgram(sandbox, `${task.prompt}${completion}`, buildHiddenTests(task), timeoutMs);
+}
+
+/** Judges a whole program (as a run hands it over) against tests appended after it. */
+export async function judgeProgram(
+  sandbox: Sandbox,
+  program: string,
+  tests: string,
+  timeoutMs: number,
+): Promise<JudgeVerdict> {
+  const assembled = assembleProgram(program, tests, "python");
+  return verdictOn(program, assembled, await sandbox.run({ language: "python", code: assembled.source, timeoutMs }));
+}
+
+/** The verdict on one run of an assembled program: the agent's own rule, wherever the run happened. */
+function verdictOn(program: string, assembled: AssembledProgram, run: RunResult): JudgeVerdict {
+  const result = settleCompletion(run, assembled);
+  const { critique, failure } = judgeAttempt({
+    run: { ...result, failedInTests: false, exitCalls: findExitCalls(program, "python") },
+    hasTests: true,
+  });
+  const passed = critique.passed;
+  const error = result.error
+    ? `${result.error.type}: ${result.error.message}`
+    : passed
+      ? undefined
+      : failure?.type === TESTS_NOT_FINISHED
+        ? `${failure.type}: ${failure.message}`
+        : lastLine(result.stderr);
+  const errorClass = passed
+    ? undefined
+    : failure?.type === TESTS_NOT_FINISHED
+      ? failure.type
+      : (result.error?.type ?? result.status);
+  return {
+    passed,
+    status: result.status,
+    durationMs: result.durationMs,
+    ...(error ? { error } : {}),
+    ...(errorClass ? { errorClass } : {}),
+  };
+}
+
+/** One program to judge against its tests, within its own wall-clock limit. */
+export interface JudgeItem {
+  program: string;
+  tests: string;
+  timeoutMs: number;
+}
+
+/**
+ * Judges many programs in batch runs (batch.ts: one process each, and the rule that keeps them
+ * apart), by the same verdict rule as `judgeProgram`. A batched verdict is final only where it is
+ * the kind `final` names and the run ended plainly (an exit, no signal, no limit near); every other
+ * program is judged again alone, by `judgeProgram`. Mutants keep their batched fails (a pass would
+ * be a false pass, which the real judge must confirm), references their batched passes (a false
+ * fail is confirmed the same way).
+ */
+export async function judgeBatched(
+  items: readonly JudgeItem[],
+  final: "passes" | "fails",
+  options: BatchOptions & { sandbox: Sandbox; lanes: number },
+): Promise<JudgeVerdict[]> {
+  const assembled = items.map((item) => assembleProgram(item.program, item.tests, "python"));
+  const runs = await runBatches(
+    options.sandbox,
+    assembled.map(({ source }, index) => ({ code: source, timeoutMs: items[index]!.timeoutMs })),
+    options,
+  );
+  const batched = items.map((item, index) => {
+    const run = runs[index];
+    const result = run ? asRunResult(run, item.timeoutMs) : null;
+    const verdict = result ? verdictOn(item.program, assembled[index]!, result) : null;
+    return verdict !== null && verdict.passed === (final === "passes") ? verdict : null;
+  });
+  return mapWithConcurrency(
+    items,
+    options.lanes,
+    async (item, index) => batched[index] ?? judgeProgram(options.sandbox, item.program, item.tests, item.timeoutMs),
+  );
+}
+
+/**
+ * A batched run as the sandbox reports one that ended the same way (`ok` or `error`); null when it
+ * hit a limit, ended by a signal, or passed in over half its time (a run alone also starts its
+ * interpreter on that clock).
+ */
+function asRunResult(run: BatchedRun, timeoutMs: number): RunResult | null {
+  if (run.exitCode === null || run.timedOut || run.truncated) return null;
+  if (run.exitCode === 0 && run.durationMs > timeoutMs / 2) return null;
+  // Out of memory is the sandbox's memory_limit status, told from more than the exit: leave it to a run alone.
+  if (run.exitCode !== 0 && /memory/i.test(run.stderr)) return null;
+  const error = run.exitCode === 0 ? null : parseError("python", run.stderr);
+  return {
+    status: run.exitCode === 0 ? "ok" : "error",
+    exitCode: run.exitCode,
+    signal: null,
+    stdout: run.stdout,
+    stderr: run.stderr,
+    truncated: false,
+    durationMs: run.durationMs,
+    ...(error ? { error } : {}),
+  };
+}
+
+/** Python prints the exception last, so the last line of stderr names the failure. */
+function lastLine(text: string): string | undefined {
+  const line = text.trim().split("\n").at(-1)?.trim();
+  return line === "" ? undefined : line;
+}
