@@ -187,9 +187,12 @@ export class TaskQueue {
       });
       if (!id) throw new Error(`the queue refused the job for thread ${data.threadId}`);
       ids.push(id);
+      // Idle workers fetch now rather than at their next poll (a lost announcement costs only that
+      // poll): once the first job is in, so that it does not wait for the rest to be sent, and
+      // again after the last, for the workers that found nothing in between.
+      if (ids.length === 1 || ids.length === jobs.length)
+        await announceJobs(this.pool, this.schema).catch(() => undefined);
     }
-    // Idle workers fetch now rather than at their next poll; a lost announcement costs only that poll.
-    await announceJobs(this.pool, this.schema).catch(() => undefined);
     return ids;
   }
 
