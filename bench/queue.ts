@@ -9,16 +9,34 @@
  *
  * `--baseline-bin ../other-checkout/bin/selfheal.js` adds rows for workers started from another
  * checkout, run in turn with this one's: a change to the queue, before and after, in one run.
+ * `--rounds N` repeats every row N times, interleaved, and prints medians: on a shared machine one
+ * round swings by more than the queue costs. Before the rows it times the queue's own parts with no
+ * run at all: empty jobs through one slot (fetch, heartbeat, completion) and the heartbeat alone.
  */
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
-import { createDemoModel, DEMO_MODEL_NAME, DEMO_TASK } from "../src/cli/demo-model.js";
-import { createAgent, createSandbox, parseSettings, SANDBOX_KINDS, type SandboxKind } from "../src/index.js";
-import { DEFAULT_DELIVERY, TaskQueue } from "../src/queue/index.js";
+import {
+  createDemoModel,
+  DEMO_FIRST_PROGRAM,
+  DEMO_FIXED_PROGRAM,
+  DEMO_MODEL_NAME,
+  DEMO_TASK,
+} from "../src/cli/demo-model.js";
+import {
+  createAgent,
+  createSandbox,
+  extractCode,
+  parseSettings,
+  SANDBOX_KINDS,
+  type SandboxKind,
+} from "../src/index.js";
+import { startHeartbeat } from "../src/queue/heartbeat.js";
+import { checkSchemaName, DEFAULT_DELIVERY, RUN_QUEUE, TaskQueue } from "../src/queue/index.js";
 import { openRunStore, type RunStore } from "../src/store/index.js";
 
 const { values } = parseArgs({
@@ -27,8 +45,10 @@ const { values } = parseArgs({
     workers: { type: "string", default: "1,2,4" },
     sandbox: { type: "string", default: "process" },
     "baseline-bin": { type: "string" },
+    rounds: { type: "string", default: "1" },
   },
 });
+const ROUNDS = Number(values.rounds);
 const TASKS = Number(values.tasks);
 const WORKER_COUNTS = values.workers.split(",").map(Number);
 const SANDBOX = values.sandbox as SandboxKind;
@@ -53,31 +73,39 @@ interface Row {
   slotMsPerTask: number;
   /** Queue rows: a job's time from fetch to complete (pg-boss's started_on to completed_on), per task. */
   activeMsPerTask?: number;
+  /** Queue rows: from the first timed job's send to its fetch by an idle worker (pg-boss's polling, or the announcement). */
+  firstFetchMs?: number;
 }
 
-function row(way: string, workers: number, wallMs: number, activeMsPerTask?: number): Row {
+function row(way: string, workers: number, wallMs: number, jobs?: JobTimes): Row {
   return {
     way,
     workers,
     wallMs,
     tasksPerSecond: TASKS / (wallMs / 1000),
     slotMsPerTask: (wallMs * workers) / TASKS,
-    ...(activeMsPerTask === undefined ? {} : { activeMsPerTask }),
+    ...jobs,
   };
 }
 
-/** Mean fetch-to-complete time of the timed jobs, from the timestamps pg-boss keeps on each job. */
-async function activeMsPerTask(round: string): Promise<number> {
+interface JobTimes {
+  activeMsPerTask: number;
+  firstFetchMs: number;
+}
+
+/** Mean fetch-to-complete time of the timed jobs, and the first one's wait to be fetched, from pg-boss's timestamps. */
+async function jobTimes(round: string): Promise<JobTimes> {
   const client = new pg.Client({ connectionString: DB_URL });
   await client.connect();
   try {
-    const { rows } = await client.query<{ active_ms: number; jobs: string }>(
-      `SELECT avg(extract(epoch FROM completed_on - started_on) * 1000)::float AS active_ms, count(*) AS jobs
+    const { rows } = await client.query<{ active_ms: number; first_fetch_ms: number; jobs: string }>(
+      `SELECT avg(extract(epoch FROM completed_on - started_on) * 1000)::float AS active_ms,
+         (extract(epoch FROM min(started_on) - min(created_on)) * 1000)::float AS first_fetch_ms, count(*) AS jobs
        FROM ${SCHEMA}.job WHERE state = 'completed' AND data->>'threadId' LIKE $1`,
       [`${PREFIX}queue-${round}-timed-%`],
     );
     if (Number(rows[0]?.jobs) !== TASKS) throw new Error(`found ${rows[0]?.jobs} completed timed jobs, not ${TASKS}`);
-    return rows[0]?.active_ms ?? Number.NaN;
+    return { activeMsPerTask: rows[0]?.active_ms ?? Number.NaN, firstFetchMs: rows[0]?.first_fetch_ms ?? Number.NaN };
   } finally {
     await client.end();
   }
@@ -164,10 +192,75 @@ async function queued(
     const clock = performance.now();
     await runAll("timed", TASKS);
     const wallMs = performance.now() - clock;
-    return row(way, workers, wallMs, await activeMsPerTask(round));
+    return row(way, workers, wallMs, await jobTimes(round));
   } finally {
     await Promise.all(started.map((worker) => worker.stop()));
   }
+}
+
+/** The demo's two programs run back to back per task, with no agent and no queue: what the sandbox alone allows. */
+async function sandboxOnly(concurrency: number): Promise<Row> {
+  const sandbox = createSandbox({ kind: SANDBOX });
+  const programs = [DEMO_FIRST_PROGRAM, DEMO_FIXED_PROGRAM].map((reply) => extractCode(reply, "python").code ?? "");
+  const runTask = async () => {
+    for (const code of programs) await sandbox.run({ language: "python", code });
+  };
+  await runTask();
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < TASKS) await runTask();
+    }),
+  );
+  const wallMs = performance.now() - started;
+  await sandbox.close();
+  return row("sandbox only, no agent", concurrency, wallMs);
+}
+
+const median = (list: number[]) => [...list].sort((a, b) => a - b)[list.length >> 1] ?? Number.NaN;
+
+/**
+ * The queue's own cost with no run in it, in this process: empty jobs through one slot (pg-boss's
+ * fetch and completion, the announcement, the heartbeat's two beats), and the heartbeat alone.
+ */
+async function queueParts(queue: TaskQueue): Promise<{ emptyJobMs: number; heartbeatMs: number }> {
+  const count = 100;
+  const jobs = Array.from({ length: count }, (_, index) => ({
+    threadId: `${PREFIX}empty-${index}`,
+    input: { task: DEMO_TASK },
+  }));
+  let done = 0;
+  let allDone: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => {
+    allDone = resolve;
+  });
+  const taking = await queue.work({ concurrency: 1, pollingIntervalSeconds: 0.5, heartbeatSeconds: 5 }, async () => {
+    if (++done === count) allDone();
+    return {};
+  });
+  const clock = performance.now();
+  await queue.submit(jobs, DEFAULT_DELIVERY);
+  await finished;
+  const emptyJobMs = (performance.now() - clock) / count;
+  await taking.stop();
+
+  const pool = new pg.Pool({ connectionString: DB_URL, max: 2 });
+  const beats: number[] = [];
+  for (let index = 0; index < count; index++) {
+    const started = performance.now();
+    const heartbeat = startHeartbeat(pool, checkSchemaName(SCHEMA), {
+      jobId: randomUUID(),
+      threadId: `${PREFIX}beat`,
+      worker: "bench",
+      everySeconds: 60,
+      queue: RUN_QUEUE,
+    });
+    await heartbeat.stop();
+    beats.push(performance.now() - started);
+  }
+  await pool.end();
+  return { emptyJobMs, heartbeatMs: median(beats) };
 }
 
 async function cleanUp(): Promise<void> {
@@ -181,16 +274,22 @@ async function cleanUp(): Promise<void> {
 
 const store = await openRunStore({ kind: "postgres", url: DB_URL });
 const queue = await TaskQueue.open({ url: DB_URL, schema: SCHEMA }, { supervise: false });
-const rows: Row[] = [];
+const rows: Row[][] = [];
+let parts: Awaited<ReturnType<typeof queueParts>>;
 try {
-  for (const [round, workers] of WORKER_COUNTS.entries()) {
-    // Direct runs before and after the queued ones, averaged: the load from others drifts within a round.
-    const before = await direct(store, workers, `${round}a`);
-    const queuedRows = [await queued(store, queue, workers, String(round))];
-    if (BASELINE_BIN)
-      queuedRows.push(await queued(store, queue, workers, `${round}b`, BASELINE_BIN, "queue, baseline workers"));
-    const after = await direct(store, workers, `${round}z`);
-    rows.push(row("direct, one process", workers, (before.wallMs + after.wallMs) / 2), ...queuedRows);
+  parts = await queueParts(queue);
+  for (let repeat = 0; repeat < ROUNDS; repeat++) {
+    for (const [index, workers] of WORKER_COUNTS.entries()) {
+      const round = `${repeat}-${index}`;
+      // Direct runs before and after the queued ones, averaged: the load from others drifts within a round.
+      const before = await direct(store, workers, `${round}a`);
+      const queuedRows = [await queued(store, queue, workers, round)];
+      if (BASELINE_BIN)
+        queuedRows.push(await queued(store, queue, workers, `${round}b`, BASELINE_BIN, "queue, baseline workers"));
+      const after = await direct(store, workers, `${round}z`);
+      const sandboxRow = await sandboxOnly(workers);
+      rows.push([row("direct, one process", workers, (before.wallMs + after.wallMs) / 2), ...queuedRows, sandboxRow]);
+    }
   }
 } finally {
   await queue.close();
@@ -200,31 +299,42 @@ try {
 
 const fmt = (value: number, digits = 0) => value.toFixed(digits);
 console.log(
-  `${TASKS} two-attempt tasks each, ${SANDBOX} sandbox, ${cpus().length} CPUs, load ${loadavg()[0]?.toFixed(2)}\n`,
+  `${TASKS} two-attempt tasks each, ${SANDBOX} sandbox, ${cpus().length} CPUs, load ${loadavg()[0]?.toFixed(2)}, ` +
+    `median of ${ROUNDS} interleaved round(s)\n`,
 );
 console.log(
-  "workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task  = in job + between jobs",
+  "workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task  = in job + between jobs  first fetch ms",
 );
 for (const workers of WORKER_COUNTS) {
-  const d = rows.find((r) => r.workers === workers && r.way.startsWith("direct"));
-  for (const r of rows.filter((r) => r.workers === workers)) {
-    const queuedRow = r.activeMsPerTask !== undefined;
-    const overhead = queuedRow && d ? fmt(r.slotMsPerTask - d.slotMsPerTask) : "";
+  const rounds = rows.filter((group) => group[0]?.workers === workers);
+  for (const way of rounds[0]?.map((r) => r.way) ?? []) {
+    // Each round's queue row against that round's direct runs, then the median over rounds.
+    const pairs = rounds.map((group) => ({ r: group.find((r) => r.way === way)!, d: group[0]! }));
+    const pick = (value: (r: Row, d: Row) => number) => median(pairs.map(({ r, d }) => value(r, d)));
+    const wallMs = pick((r) => r.wallMs);
+    const queuedRow = pairs[0]?.r.activeMsPerTask !== undefined;
     // In job: fetch to complete beyond a direct run (lookups, lease, heartbeat rows, completion).
-    // Between jobs: a slot holding no job (waiting for pg-boss's next poll, fetching, submit lag).
-    const split =
-      d && r.activeMsPerTask !== undefined
-        ? `${fmt(r.activeMsPerTask - d.slotMsPerTask).padStart(8)} + ${fmt(r.slotMsPerTask - r.activeMsPerTask).padStart(12)}`
-        : "";
+    // Between jobs: a slot holding no job (fetching, the wait for the first fetch, submit lag).
+    const overhead = queuedRow ? fmt(pick((r, d) => r.slotMsPerTask - d.slotMsPerTask)) : "";
+    const split = queuedRow
+      ? `${fmt(pick((r, d) => (r.activeMsPerTask ?? 0) - d.slotMsPerTask)).padStart(8)} + ${fmt(pick((r) => r.slotMsPerTask - (r.activeMsPerTask ?? 0))).padStart(12)}`
+      : "";
+    const firstFetch = queuedRow ? fmt(pick((r) => r.firstFetchMs ?? 0)) : "";
     console.log(
-      `${String(workers).padStart(7)}  ${r.way.padEnd(25)}  ${fmt(r.wallMs).padStart(7)}  ${fmt(r.tasksPerSecond, 2).padStart(7)}  ${fmt(r.slotMsPerTask).padStart(12)}  ${overhead.padStart(22)}  ${split}`,
+      `${String(workers).padStart(7)}  ${way.padEnd(25)}  ${fmt(wallMs).padStart(7)}  ${fmt(TASKS / (wallMs / 1000), 2).padStart(7)}  ${fmt((wallMs * workers) / TASKS).padStart(12)}  ${overhead.padStart(22)}  ${split.padEnd(23)}  ${firstFetch.padStart(14)}`,
     );
   }
 }
 console.log(`
+The queue's own parts, with no run (this process, this checkout): an empty job through one slot
+costs ${fmt(parts.emptyJobMs, 1)} ms (pg-boss's fetch and completion, the heartbeat's two beats); the heartbeat
+alone ${fmt(parts.heartbeatMs, 1)} ms a job (one beat as the job starts, beside the run; one as it ends, beside
+pg-boss's completion), and one more every 5 s of a longer run. pg-boss's polling shows only in the
+first fetch: an idle worker waits up to its interval (0.5 s here) for a job unless it is announced.
+
 On more machines: each worker adds its slots, and the queue itself costs a few queries per task
 (send, fetch with SKIP LOCKED, a heartbeat every few seconds, complete), far below what the runs
 write as checkpoints. Throughput grows with machines until the shared PostgreSQL (checkpoint
 writes, connections: a worker opens up to 12, so put PgBouncer in front of hundreds) or the model
 provider (--model-calls-per-minute) is the limit. On this machine the CPUs are shared, so more
-workers than CPUs add waiting, not throughput.`);
+workers than CPUs add waiting, not throughput: "sandbox only" is the ceiling the programs allow.`);

@@ -72,6 +72,65 @@ describe.skipIf(POSTGRES_MISSING !== null)(
       expect(steps.filter((node) => node === "executor")).toHaveLength(2);
     }, 60_000);
 
+    it("completes the job of a run that pauses for approval as awaiting approval, with no attempt run", async () => {
+      const store = await openRunStore({ kind: "postgres", url });
+      const queue = await TaskQueue.open({ url, schema }, { maintenanceIntervalSeconds: 1 });
+      const threadId = `${prefix}-approval`;
+      const settings = parseSettings({ sandbox: "process", approval: true });
+      try {
+        await store.saveRun({ threadId, task: scriptedTask(4), settings, createdAt: new Date().toISOString() });
+        await queue.submit([{ threadId, input: { task: scriptedTask(4) } }], FAST);
+        const worker = await startWorker(queue, { store, model: scriptedModel(fence("print(4 / 4)")), ...POLL });
+        try {
+          await waitUntil(async () => (await queue.list(threadId))[0]?.state === "finished", "the job to finish");
+        } finally {
+          await worker.stop();
+        }
+        expect((await queue.list(threadId))[0]?.output).toMatchObject({
+          threadId,
+          status: "awaiting_approval",
+          attempts: 0,
+        });
+        expect((await finalState(store, threadId)).code.trim()).toBe("print(4 / 4)");
+      } finally {
+        await queue.close(1000);
+        await store.close();
+      }
+    }, 60_000);
+
+    it("an idle worker takes a job when it is submitted, not at its next poll", async () => {
+      const store = await openRunStore({ kind: "postgres", url });
+      const queue = await TaskQueue.open({ url, schema }, { maintenanceIntervalSeconds: 1 });
+      const threadId = `${prefix}-announced`;
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      // A poll every 10 minutes: only the announcement can bring the job to the worker within the deadline below.
+      const worker = await startWorker(queue, {
+        store,
+        model: scriptedModel(fence("print(5 / 5)")),
+        pollingIntervalSeconds: 600,
+        heartbeatSeconds: 1,
+      });
+      try {
+        // Listening, and past its first (empty) fetch: from here on it waits out its polling interval.
+        await waitUntil(async () => {
+          const { rows } = await client.query(
+            "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query = 'LISTEN selfheal_jobs' AND state = 'idle'",
+            [`selfheal queue listener ${process.pid}`],
+          );
+          return rows.length === 1;
+        }, "the worker to listen");
+        await submit(store, queue, threadId, 5);
+        await waitUntil(async () => (await queue.list(threadId))[0]?.state === "finished", "the job to finish");
+        expect((await queue.list(threadId))[0]?.output).toMatchObject({ threadId, status: "passed", attempts: 1 });
+      } finally {
+        await worker.stop();
+        await client.end();
+        await queue.close(1000);
+        await store.close();
+      }
+    }, 60_000);
+
     it("holds the runs' model calls at the shared rate bucket when given a model-call rate", async () => {
       const store = await openRunStore({ kind: "postgres", url });
       const queue = await TaskQueue.open({ url, schema }, { maintenanceIntervalSeconds: 1 });

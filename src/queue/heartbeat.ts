@@ -35,20 +35,26 @@ export function startHeartbeat(
     threadId: string;
     worker: string;
     everySeconds: number;
-    isCancelled: () => Promise<boolean>;
+    /** The pg-boss queue the job is in, where a beat reads whether it was cancelled. */
+    queue: string;
   },
 ): Heartbeats {
   const controller = new AbortController();
   let step: string | undefined;
   const beat = async (checkCancelled = true) => {
     try {
-      await pool.query(
-        `INSERT INTO ${schema}.selfheal_heartbeats (job_id, thread_id, worker, step) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (job_id) DO UPDATE SET worker = $3, step = $4, heartbeat_at = now(),
-           started_at = CASE WHEN ${schema}.selfheal_heartbeats.worker = $3 THEN ${schema}.selfheal_heartbeats.started_at ELSE now() END`,
-        [job.jobId, job.threadId, job.worker, step ?? null],
+      // One round trip: the row written and the job's state read (pg-boss keeps it in its job table).
+      const { rows } = await pool.query<{ state: string }>(
+        `WITH beat AS (
+           INSERT INTO ${schema}.selfheal_heartbeats (job_id, thread_id, worker, step) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (job_id) DO UPDATE SET worker = $3, step = $4, heartbeat_at = now(),
+             started_at = CASE WHEN ${schema}.selfheal_heartbeats.worker = $3 THEN ${schema}.selfheal_heartbeats.started_at ELSE now() END
+         )
+         SELECT state::text AS state FROM ${schema}.job WHERE name = $5 AND id = $1`,
+        [job.jobId, job.threadId, job.worker, step ?? null, job.queue],
       );
-      if (checkCancelled && (await job.isCancelled())) controller.abort(new Error(`job ${job.jobId} was cancelled`));
+      if (checkCancelled && rows[0]?.state === "cancelled")
+        controller.abort(new Error(`job ${job.jobId} was cancelled`));
     } catch {
       // Next beat.
     }

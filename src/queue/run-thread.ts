@@ -3,6 +3,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import type { Command } from "@langchain/langgraph";
 // The queue runs the agent as a user's code would, through the public entry: nothing below it.
 import {
+  type Agent,
   type AgentState,
   checkSandbox,
   createAgent,
@@ -64,6 +65,26 @@ function outcomeOf(state: AgentState, threadId: string, awaitingApproval: boolea
   };
 }
 
+/** Stands for a model or sandbox left out, as a key of `agents`. */
+const NONE = {};
+/** Compiled agents by checkpointer, then model, then sandbox. */
+const agents = new WeakMap<object, WeakMap<object, WeakMap<object, Agent>>>();
+
+/**
+ * The agent for these parts, compiled once and shared by the jobs that use them (a compiled graph
+ * holds no run's state): compiling it again for each job cost a millisecond or two of the worker's
+ * CPU. Weakly held, so a store, model or sandbox let go of takes its agents with it.
+ */
+function agentFor(checkpointer: RunStore["checkpointer"], model?: BaseChatModel, sandbox?: Sandbox): Agent {
+  const byModel = agents.get(checkpointer) ?? new WeakMap<object, WeakMap<object, Agent>>();
+  const bySandbox = byModel.get(model ?? NONE) ?? new WeakMap<object, Agent>();
+  const agent = bySandbox.get(sandbox ?? NONE) ?? createAgent({ model, checkpointer, sandbox });
+  bySandbox.set(sandbox ?? NONE, agent);
+  byModel.set(model ?? NONE, bySandbox);
+  agents.set(checkpointer, byModel);
+  return agent;
+}
+
 /**
  * Runs one delivered job: the job's thread from its input, or on from its last checkpoint when an
  * earlier delivery got part of the way (its finished steps and model calls are not made again).
@@ -79,11 +100,11 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
   // second off the thread (it throws, and pg-boss tries again later).
   const lease = await store.lease(threadId);
   try {
-    const agent = createAgent({
-      model: deps.model ?? deps.modelFor?.(settings),
-      checkpointer: store.checkpointer,
-      sandbox: deps.sandboxFor?.(settings.sandbox),
-    });
+    const agent = agentFor(
+      store.checkpointer,
+      deps.model ?? deps.modelFor?.(settings),
+      deps.sandboxFor?.(settings.sandbox),
+    );
     const config = { configurable: { thread_id: threadId } };
     const head = await agent.getState(config);
     let start: RunInput | Command | null = input;
@@ -95,16 +116,28 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
     const stream = await agent.stream(start, {
       ...config,
       context: settings,
-      streamMode: "updates",
+      // The last state comes with the stream: reading it back from the checkpoints after the run
+      // cost a query and a deserialization on every job's path.
+      streamMode: ["updates", "values"],
       // Each checkpoint is written before the next step starts: a killed worker loses one step at most.
       durability: "sync",
       signal: delivery.signal,
       callbacks: deps.callbacks,
     });
+    let last: AgentState | undefined;
+    let paused = false;
     try {
-      for await (const chunk of stream) {
+      for await (const [mode, chunk] of stream) {
+        // A pause (approval) comes in both modes as an `__interrupt__` chunk instead of a step or a state.
+        if ("__interrupt__" in chunk) {
+          paused = true;
+          continue;
+        }
+        if (mode === "values") {
+          last = chunk as AgentState;
+          continue;
+        }
         for (const node of Object.keys(chunk)) {
-          if (node === "__interrupt__") continue;
           delivery.setStep(node);
           deps.onStep?.(node);
         }
@@ -115,10 +148,9 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
       }
       throw error;
     }
-    const final = await agent.getState(config);
-    const state: AgentState = final.values;
+    const state: AgentState = last ?? (await agent.getState(config)).values;
     if (state.status === "model_error") throw new EnvironmentFailure(state.reason ?? "the model call failed");
-    return outcomeOf(state, threadId, final.next.length > 0);
+    return outcomeOf(state, threadId, paused);
   } finally {
     await lease.release();
   }

@@ -7,6 +7,7 @@ import type { RunInput } from "../core/state.js";
 import { describeLocation } from "../store/location.js";
 import { HEARTBEAT_TABLE_SQL, type Heartbeats, startHeartbeat } from "./heartbeat.js";
 import { withSchemaSetupLock } from "./setup.js";
+import { announceJobs, type JobListener, listenForJobs } from "./wake.js";
 
 /** The pg-boss queue that holds one job per thread, and the one its jobs go to when retries run out. */
 export const RUN_QUEUE = "selfheal-runs";
@@ -124,6 +125,10 @@ interface JobRow {
 export class TaskQueue {
   /** Where the queue lives; a frozen copy, so a caller that changes its own object changes nothing here. */
   readonly location: Readonly<QueueLocation>;
+  /** The announcement listeners of `work()` calls not yet stopped, closed with the queue. */
+  private readonly listeners = new Set<JobListener>();
+  /** Final heartbeats of finished jobs still being written, awaited before the queue closes. */
+  private readonly lastBeats = new Set<Promise<void>>();
 
   private constructor(
     location: QueueLocation,
@@ -182,6 +187,11 @@ export class TaskQueue {
       });
       if (!id) throw new Error(`the queue refused the job for thread ${data.threadId}`);
       ids.push(id);
+      // Idle workers fetch now rather than at their next poll (a lost announcement costs only that
+      // poll): once the first job is in, so that it does not wait for the rest to be sent, and
+      // again after the last, for the workers that found nothing in between.
+      if (ids.length === 1 || ids.length === jobs.length)
+        await announceJobs(this.pool, this.schema).catch(() => undefined);
     }
     return ids;
   }
@@ -198,6 +208,10 @@ export class TaskQueue {
   ): Promise<{ stop(): Promise<void> }> {
     const worker = workerName();
     const ids: string[] = [];
+    const listener = listenForJobs(this.location.url, this.schema, () => {
+      for (const id of ids) this.boss.notifyWorker(id);
+    });
+    this.listeners.add(listener);
     for (let slot = 0; slot < options.concurrency; slot++) {
       let id: string | undefined;
       id = await this.boss.work<RunJobData>(
@@ -210,21 +224,28 @@ export class TaskQueue {
             threadId: job.data.threadId,
             worker,
             everySeconds: options.heartbeatSeconds,
-            isCancelled: () => this.isCancelled(job.id),
+            queue: RUN_QUEUE,
           });
           // pg-boss gives up on a handler at the expiry and fails the job; stopping the run then
           // (as on Ctrl-C, checkpoints kept) frees its thread for the next delivery.
           const expired = AbortSignal.timeout(Math.max(1, job.expireInSeconds - 1) * 1000);
           try {
-            return await handle({
+            const outcome = await handle({
               jobId: job.id,
               data: job.data,
               signal: AbortSignal.any([heartbeat.cancelled, expired]),
               setStep: heartbeat.setStep,
               wasCancelled: () => heartbeat.cancelled.aborted,
             });
-          } finally {
+            // A finished job has no next delivery whose row this beat could overwrite: it goes on
+            // beside pg-boss's completion and the next fetch instead of before them.
+            const lastBeat: Promise<void> = heartbeat.stop().finally(() => this.lastBeats.delete(lastBeat));
+            this.lastBeats.add(lastBeat);
+            return outcome;
+          } catch (error) {
             await heartbeat.stop();
+            throw error;
+          } finally {
             // pg-boss waits out the rest of its polling interval after a short job before it fetches
             // again: the next job sat idle up to that long. Woken here, it fetches at once, and
             // waits a full interval only when the queue is empty.
@@ -236,14 +257,11 @@ export class TaskQueue {
     }
     return {
       stop: async () => {
+        this.listeners.delete(listener);
+        await listener.close();
         for (const id of ids) await this.boss.offWork({ id });
       },
     };
-  }
-
-  private async isCancelled(jobId: string): Promise<boolean> {
-    const job = await this.boss.getJobById(RUN_QUEUE, jobId);
-    return job?.state === "cancelled";
   }
 
   /** Cancels the jobs of these threads that have not finished; a running one is stopped by its next heartbeat. */
@@ -276,7 +294,10 @@ export class TaskQueue {
 
   /** Stops taking jobs; waits up to `graceMs` for running ones to end (they are aborted first by the caller). */
   async close(graceMs = 10_000): Promise<void> {
+    await Promise.all([...this.listeners].map((listener) => listener.close()));
+    this.listeners.clear();
     await this.boss.stop({ graceful: true, wait: true, timeout: graceMs });
+    await Promise.all(this.lastBeats);
     await this.pool.end();
   }
 }
