@@ -139,6 +139,7 @@ export {
   createSandbox,
   DEFAULT_LIMITS,
   parseError,
+  pythonRunMainSource,
   RUN_CANCELLED_NOTE,
   resolveLimits,
   SharedSandboxes,

@@ -184,6 +184,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "runtimeValues",
       "traceCalls",
       "sandbox",
+      "sandboxPoolSize",
       "packages",
       "packageInstall",
     ]);
@@ -198,6 +199,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       maxProcesses: { type: "integer", default: 64, minimum: 4, maximum: 4_096 },
       maxFileMb: { type: "integer", default: 16, minimum: 1, maximum: 65_536 },
       maxDiskMb: { type: "integer", default: 64, minimum: 1, maximum: 65_536 },
+      sandboxPoolSize: { type: "integer", default: 1, minimum: 1, maximum: 16 },
       maxOutputBytes: { type: "integer", default: 65_536, minimum: 1_024, maximum: 67_108_864 },
       modelTimeoutMs: { default: 120_000, minimum: 100, maximum: 3_600_000 },
       // The server's environment names the model.

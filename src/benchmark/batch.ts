@@ -1,5 +1,4 @@
-import type { Sandbox } from "../index.js";
-import { PYTHON_BOOTSTRAP } from "../sandbox/host/bootstrap.js";
+import { pythonRunMainSource, type Sandbox } from "../index.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /**
@@ -227,10 +226,8 @@ __RUN_MAIN__
  * so it starts and ends as a run alone does.
  */
 function runMainPart(): string {
-  const start = PYTHON_BOOTSTRAP.indexOf("\ndef finish(status):");
-  if (start === -1) throw new Error("the sandbox's Python bootstrap no longer defines finish(status)");
   // Indented into the harness's child branch; the text has no multi-line string for this to break.
-  return PYTHON_BOOTSTRAP.slice(start + 1)
+  return pythonRunMainSource()
     .split("\n")
     .map((line) => (line === "" ? "" : `        ${line}`))
     .join("\n");

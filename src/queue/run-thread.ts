@@ -10,9 +10,8 @@ import {
   parseSettings,
   planResume,
   type RunInput,
-  type Sandbox,
-  type SandboxKind,
   type Settings,
+  type SharedSandboxes,
 } from "../index.js";
 import type { RunStore } from "../store/index.js";
 import type { Delivery } from "./task-queue.js";
@@ -48,10 +47,10 @@ export interface QueuedRunDeps {
   /** Passed to the run, so they see every model call (the shared rate limit). */
   callbacks?: BaseCallbackHandler[];
   /**
-   * The worker's sandboxes, one per kind, shared by its jobs: a sandbox keeps interpreters warm
-   * after first use, which a sandbox made per job would throw away.
+   * The worker's sandboxes, by kind and pool size, shared by its jobs: a sandbox keeps interpreters
+   * warm after first use, which a sandbox made per job would throw away.
    */
-  sandboxFor?: (kind: SandboxKind) => Sandbox;
+  sandboxes?: SharedSandboxes;
   /** Called after each step, with the node that ran. */
   onStep?: (node: string) => void;
 }
@@ -65,9 +64,9 @@ function outcomeOf(state: AgentState, threadId: string, awaitingApproval: boolea
   };
 }
 
-/** Stands for a model or sandbox left out, as a key of `agents`. */
+/** Stands for a model or sandboxes left out, as a key of `agents`. */
 const NONE = {};
-/** Compiled agents by checkpointer, then model, then sandbox. */
+/** Compiled agents by checkpointer, then model, then sandboxes. */
 const agents = new WeakMap<object, WeakMap<object, WeakMap<object, Agent>>>();
 
 /**
@@ -75,11 +74,11 @@ const agents = new WeakMap<object, WeakMap<object, WeakMap<object, Agent>>>();
  * holds no run's state): compiling it again for each job cost a millisecond or two of the worker's
  * CPU. Weakly held, so a store, model or sandbox let go of takes its agents with it.
  */
-function agentFor(checkpointer: RunStore["checkpointer"], model?: BaseChatModel, sandbox?: Sandbox): Agent {
+function agentFor(checkpointer: RunStore["checkpointer"], model?: BaseChatModel, sandboxes?: SharedSandboxes): Agent {
   const byModel = agents.get(checkpointer) ?? new WeakMap<object, WeakMap<object, Agent>>();
   const bySandbox = byModel.get(model ?? NONE) ?? new WeakMap<object, Agent>();
-  const agent = bySandbox.get(sandbox ?? NONE) ?? createAgent({ model, checkpointer, sandbox });
-  bySandbox.set(sandbox ?? NONE, agent);
+  const agent = bySandbox.get(sandboxes ?? NONE) ?? createAgent({ model, checkpointer, sandboxes });
+  bySandbox.set(sandboxes ?? NONE, agent);
   byModel.set(model ?? NONE, bySandbox);
   agents.set(checkpointer, byModel);
   return agent;
@@ -100,11 +99,7 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
   // second off the thread (it throws, and pg-boss tries again later).
   const lease = await store.lease(threadId);
   try {
-    const agent = agentFor(
-      store.checkpointer,
-      deps.model ?? deps.modelFor?.(settings),
-      deps.sandboxFor?.(settings.sandbox),
-    );
+    const agent = agentFor(store.checkpointer, deps.model ?? deps.modelFor?.(settings), deps.sandboxes);
     const config = { configurable: { thread_id: threadId } };
     const head = await agent.getState(config);
     let start: RunInput | Command | null = input;

@@ -1,4 +1,4 @@
-import { createSandbox, type Sandbox, type SandboxKind } from "../index.js";
+import { SharedSandboxes } from "../index.js";
 import { ModelCallGate, type ModelCallRate, SharedTokenBucket } from "./rate-limit.js";
 import { type QueuedRunDeps, type QueuedRunOutcome, runQueuedThread } from "./run-thread.js";
 import type { Delivery, TaskQueue, WorkOptions } from "./task-queue.js";
@@ -10,13 +10,13 @@ export type WorkerEvent =
   | { event: "retrying"; threadId: string; jobId: string; error: string }
   | { event: "cancelled"; threadId: string; jobId: string };
 
-export interface WorkerOptions extends Omit<QueuedRunDeps, "onStep" | "sandboxFor">, Partial<WorkOptions> {
+export interface WorkerOptions extends Omit<QueuedRunDeps, "onStep" | "sandboxes">, Partial<WorkOptions> {
   /**
-   * The sandbox for a run's `sandbox` setting. By default the worker makes one per kind on first
-   * use and shares it between its jobs (a sandbox keeps interpreters warm after first use, which
-   * a sandbox made per job would throw away), and closes them when it stops.
+   * The sandboxes for a run's `sandbox` and `sandboxPoolSize` settings. By default the worker makes
+   * its own, shared by its jobs (a sandbox keeps interpreters warm after first use, which a sandbox
+   * made per job would throw away), and closes them when it stops; given ones are the caller's to close.
    */
-  sandboxFor?: (kind: SandboxKind) => Sandbox;
+  sandboxes?: SharedSandboxes;
   /** At most this many model calls a minute across every worker on the queue's database that gives the same rate. */
   modelCallRate?: ModelCallRate;
   onEvent?: (event: WorkerEvent) => void;
@@ -31,30 +31,6 @@ export interface RunningWorker {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** One sandbox per kind for the worker's life. */
-function sandboxesByKind() {
-  const made = new Map<SandboxKind, ReturnType<typeof createSandbox>>();
-  return {
-    sandboxFor(kind: SandboxKind): Sandbox {
-      let sandbox = made.get(kind);
-      if (!sandbox) {
-        sandbox = createSandbox({ kind });
-        made.set(kind, sandbox);
-      }
-      return sandbox;
-    },
-    async close(): Promise<void> {
-      // Closing waits on child processes that do not hold the event loop open: hold it until they are gone.
-      const keepAlive = setInterval(() => undefined, 1_000);
-      try {
-        await Promise.all([...made.values()].map((sandbox) => sandbox.close()));
-      } finally {
-        clearInterval(keepAlive);
-      }
-    },
-  };
-}
-
 /**
  * Takes jobs from `queue` and runs each as a checkpointed thread (see `runQueuedThread`): what a
  * run ends with completes the job; a failure outside the run (model server, sandbox, database,
@@ -67,17 +43,17 @@ export async function startWorker(queue: TaskQueue, options: WorkerOptions): Pro
     concurrency = 1,
     pollingIntervalSeconds = 2,
     heartbeatSeconds = 5,
-    sandboxFor,
+    sandboxes,
     callbacks,
     ...runDeps
   } = options;
   const bucket = modelCallRate
     ? await SharedTokenBucket.open(queue.location.url, queue.location.schema, "model-calls", modelCallRate)
     : undefined;
-  const owned = sandboxFor ? undefined : sandboxesByKind();
+  const owned = sandboxes ? undefined : new SharedSandboxes();
   const deps: Omit<QueuedRunDeps, "onStep"> = {
     ...runDeps,
-    sandboxFor: sandboxFor ?? owned?.sandboxFor,
+    sandboxes: sandboxes ?? owned,
     callbacks: bucket ? [...(callbacks ?? []), new ModelCallGate(bucket)] : callbacks,
   };
   // Aborted on stop: running threads end between steps, and their jobs are delivered again.

@@ -15,6 +15,7 @@ import type { Language, ManagedSandbox, SandboxKind, SandboxLimits } from "./typ
 
 export { buildContainerCommand, type ContainerOptions, DEFAULT_CONTAINER_IMAGES } from "./container/command.js";
 export { buildGvisorSpec, probeGvisor } from "./gvisor/backend.js";
+export { pythonRunMainSource } from "./host/bootstrap.js";
 export { probeBwrap } from "./host/bwrap-probe.js";
 export { prepareHost } from "./host/prepare.js";
 export { safeRelativePath } from "./host/work-dir.js";
@@ -161,6 +162,12 @@ export class SharedSandboxes {
   async close(): Promise<void> {
     const sandboxes = [...this.made.values()];
     this.made.clear();
-    await Promise.all(sandboxes.map((sandbox) => sandbox.close()));
+    // Closing waits on child processes that do not hold the event loop open: hold it until they are gone.
+    const keepAlive = setInterval(() => undefined, 1_000);
+    try {
+      await Promise.all(sandboxes.map((sandbox) => sandbox.close()));
+    } finally {
+      clearInterval(keepAlive);
+    }
   }
 }

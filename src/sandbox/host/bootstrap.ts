@@ -256,3 +256,14 @@ export function getSupportDir(): string {
   supportDir = directory;
   return directory;
 }
+
+/**
+ * The Python bootstrap's lines that run main.py and report its end (a fresh `__main__`, argv,
+ * SystemExit, the traceback without its own frame, `finish`): the benchmark's batch harness runs
+ * each of its programs through them, so each starts and ends as a run alone does.
+ */
+export function pythonRunMainSource(): string {
+  const start = PYTHON_BOOTSTRAP.indexOf("\ndef finish(status):");
+  if (start === -1) throw new Error("the Python bootstrap no longer defines finish(status)");
+  return PYTHON_BOOTSTRAP.slice(start + 1);
+}
