@@ -71,6 +71,13 @@ function uniqueFileLimit(): { maxFileMb: number; marker: string } {
 }
 
 const pidOf = (stdout: string): number => Number(stdout.trim());
+/** The kernel's clock ticks per second (USER_HZ), in which /proc/PID/stat gives a start time. */
+const CLOCK_TICKS = 100;
+/** When `pid` started, in clock ticks since boot. */
+function startTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+}
 
 describe("the warm pool of the process sandbox", () => {
   const opened: ManagedSandbox[] = [];
@@ -82,30 +89,45 @@ describe("the warm pool of the process sandbox", () => {
     return { sandbox, waiting: () => bootstrapped([marker]) };
   };
 
-  it("starts the replacement of a taken interpreter while the run that took it executes", async () => {
+  it("starts the replacement of a taken interpreter while the run executes, when runs come back to back", async () => {
     const { sandbox, waiting } = open(1);
     await sandbox.prewarm(["python"]);
-    const [first, ...others] = waiting();
-    expect(others).toEqual([]);
     const flags = mkdtempSync(join(tmpdir(), "selfheal-pool-test-"));
     const flag = join(flags, "go");
     try {
+      // A run, and the held one the moment it returns: sooner than an interpreter loads.
+      await sandbox.run({ language: "python", code: PRINT_PID });
       // The run holds its interpreter until the flag exists, which the test writes only once the
       // replacement is there: refilled after the run instead, it would give up and fail.
       const code = `import os, time\nfor _ in range(3000):\n    if os.path.exists(${JSON.stringify(flag)}):\n        break\n    time.sleep(0.01)\nprint(os.getpid(), os.path.exists(${JSON.stringify(flag)}))\n`;
       const running = sandbox.run({ language: "python", code, timeoutMs: 60_000 });
-      const [replacement] = await eventually(() => {
-        const fresh = waiting().filter((pid) => pid !== first);
-        return fresh.length > 0 ? fresh : null;
-      }, "a replacement interpreter");
+      const both = await eventually(() => (waiting().length >= 2 ? waiting() : null), "a replacement interpreter");
       writeFileSync(flag, "");
-      expect((await running).stdout).toBe(`${first} True\n`);
+      const [held, seen] = (await running).stdout.trim().split(" ");
+      expect(seen).toBe("True");
+      const replacement = both.find((pid) => pid !== Number(held));
       // The next run, requested after the replacement was seen waiting, runs in it.
       const next = await sandbox.run({ language: "python", code: PRINT_PID });
       expect(pidOf(next.stdout)).toBe(replacement);
     } finally {
       rmSync(flags, { recursive: true, force: true });
     }
+  });
+
+  it("starts the replacement once the run ended, when runs come further apart than an interpreter loads", async () => {
+    const { sandbox, waiting } = open(1);
+    await sandbox.prewarm(["python"]);
+    // The program's last act, a second into the run, is to read the kernel's clock; the
+    // replacement's start, read from the kernel too, comes after it. Started during the run (once
+    // the program had its code), it would come before.
+    const code = "import time\ntime.sleep(1)\nprint(open('/proc/uptime').read().split()[0])\n";
+    const result = await sandbox.run({ language: "python", code });
+    const endedAtTicks = Math.floor(Number(result.stdout.trim()) * CLOCK_TICKS);
+    const [replacement] = await eventually(
+      () => (waiting().length > 0 ? waiting() : null),
+      "a replacement interpreter",
+    );
+    expect(startTicks(replacement!)).toBeGreaterThanOrEqual(endedAtTicks);
   });
 
   it("runs two programs started back to back in interpreters started before either was asked for", async () => {

@@ -45,6 +45,12 @@ interface WarmProgram {
   ready: Promise<void>;
 }
 
+/** How one language's runs have come lately: when the last one ended, and how long an interpreter took to load. */
+interface Pace {
+  lastEndedAt: number;
+  loadMs: number;
+}
+
 /** One place in a language's pool: an interpreter being started, or started and waiting. */
 interface PoolEntry {
   /** The interpreter once spawned; null when it could not start (or the sandbox closed first). */
@@ -54,8 +60,9 @@ interface PoolEntry {
 /**
  * A `Sandbox` on top of a local launcher. Each run gets a fresh work dir and interpreter that is
  * thrown away afterwards, so nothing leaks between runs. With pre-warming, each language keeps a
- * pool of `poolSize` interpreters started ahead of need: a run takes one, and the replacement of
- * the last one starts while that run executes (of any other, when it ends), so the next run, even
+ * pool of `poolSize` interpreters started ahead of need: a run takes one, and its replacement
+ * starts when the run ends, or, where runs come back to back (sooner after each other than an
+ * interpreter takes to load) and the run took the last one, while it executes: the next run, even
  * one that comes the moment this one returns, finds an interpreter already started and pays only
  * for its files, its code and whatever of the loading is left.
  */
@@ -64,6 +71,7 @@ export class LocalSandbox implements Sandbox {
   readonly mountsPackages = true;
   private readonly pools = new Map<Language, PoolEntry[]>();
   private readonly pendingReleases = new Set<Promise<unknown>>();
+  private readonly pace = new Map<Language, Pace>();
   private closed = false;
 
   constructor(
@@ -108,14 +116,16 @@ export class LocalSandbox implements Sandbox {
       program = warm.program;
       setReferenced(program.child, true);
       warm.control.ref();
+      const backToBack = this.comesBackToBack(request.language, startedAt);
       release = () => {
         warm.control.end("g");
-        // Where this run took the last one, the replacement starts now, while the run executes:
-        // the next run may come the moment this one returns (an instant model, a batch loop) and
-        // must not go cold. Spawning blocks the event loop (fork and exec: ~10 ms on two busy
-        // cores), so where another interpreter still waits, the refill waits for the run's end.
+        // Where this run took the last one and runs come back to back (an instant model, a batch
+        // loop), the replacement starts now, while the run executes, so the next run does not go
+        // cold. Spawning blocks the event loop (fork and exec: ~10 ms here), which this run then
+        // pays: where runs come further apart, or another interpreter still waits, the refill
+        // waits for the run's end.
         const left = this.pools.get(request.language)?.length ?? 0;
-        if (this.prewarmMode !== "off" && left === 0) this.fill(request.language);
+        if (this.prewarmMode !== "off" && left === 0 && backToBack) this.fill(request.language);
       };
     } else {
       try {
@@ -134,6 +144,10 @@ export class LocalSandbox implements Sandbox {
       });
       return await withArtifacts(result, reservation.workDir, request);
     } finally {
+      this.pace.set(request.language, {
+        lastEndedAt: performance.now(),
+        loadMs: this.pace.get(request.language)?.loadMs ?? 0,
+      });
       if (warm) warm.control.destroy();
       // After a cold run (the language's first, or one the pool did not fit), the pool fills up.
       if (this.prewarmMode !== "off") this.fill(request.language);
@@ -201,6 +215,12 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
+  /** Whether a run starting at `startedAt` came sooner after the last one ended than an interpreter takes to load. */
+  private comesBackToBack(language: Language, startedAt: number): boolean {
+    const pace = this.pace.get(language);
+    return pace !== undefined && startedAt - pace.lastEndedAt < pace.loadMs;
+  }
+
   /** The oldest interpreter of the pool that is still alive (it may still be loading), or null. */
   private async takeWarm(language: Language): Promise<WarmProgram | null> {
     const pool = this.pools.get(language) ?? [];
@@ -251,6 +271,7 @@ export class LocalSandbox implements Sandbox {
   }
 
   private async spawnWarm(language: Language, entry: PoolEntry): Promise<WarmProgram | null> {
+    const spawnedAt = performance.now();
     const reservation = await this.launcher.reserve();
     let program: LaunchedProgram;
     try {
@@ -269,7 +290,11 @@ export class LocalSandbox implements Sandbox {
     setReferenced(program.child, false);
     control.unref();
     const ready = new Promise<void>((resolve) => {
-      control.once("data", () => resolve());
+      control.once("data", () => {
+        const pace = this.pace.get(language);
+        this.pace.set(language, { lastEndedAt: pace?.lastEndedAt ?? 0, loadMs: performance.now() - spawnedAt });
+        resolve();
+      });
       control.once("close", () => resolve());
       program.child.once("exit", () => resolve());
     });
