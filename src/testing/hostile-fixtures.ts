@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 
@@ -33,29 +33,6 @@ export async function withFakeApiKey<T>(body: () => Promise<T>): Promise<T> {
 function restoreEnv(name: string, value: string | undefined): void {
   if (value === undefined) delete process.env[name];
   else process.env[name] = value;
-}
-
-const CLOSE_ON_EXEC = 0o2000000;
-
-/**
- * The descriptors beyond stdio that this process holds without close-on-exec: what a sandbox that
- * closes nothing hands to every program. Node opens its own with close-on-exec and, at start, marks
- * the inherited ones up to the first gap after fd 15 too; what is left came from the shell or the
- * supervisor that started it above that gap (`npm test` holds fd 250 open for this).
- */
-export function inheritableDescriptors(): number[] {
-  const held: number[] = [];
-  for (const name of readdirSync("/proc/self/fd")) {
-    const fd = Number(name);
-    if (fd <= 2) continue;
-    try {
-      const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${name}`, "utf8"))?.[1];
-      if (flags !== undefined && (Number.parseInt(flags, 8) & CLOSE_ON_EXEC) === 0) held.push(fd);
-    } catch {
-      // Closed between the listing and the read: the listing's own descriptor, say.
-    }
-  }
-  return held.sort((a, b) => a - b);
 }
 
 /** Runs `body` with a listener on 127.0.0.1 that counts the connections it accepts. */

@@ -8,6 +8,7 @@ import { join } from "node:path";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
+import { inheritableFds } from "../sandbox/host/bootstrap.js";
 import { resolveLimits } from "../sandbox/limits.js";
 import type { Language, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../sandbox/types.js";
 import {
@@ -16,7 +17,6 @@ import {
   expectGone,
   expectWritten,
   FAKE_API_KEY,
-  inheritableDescriptors,
   SHARED_PLACES,
   waitUntilGone,
   withFakeApiKey,
@@ -472,10 +472,12 @@ export function describeHostileSuite(
     });
 
     // nsjail and firejail close every descriptor but stdio before the program starts; whatever this
-    // test process holds without close-on-exec (what a supervisor or a shell left it) must not show up
-    // inside. Without one held the case could not tell a sandbox that closes them from one that does not.
+    // test process holds without close-on-exec must not show up inside. Node opens its own with
+    // close-on-exec and, at start, marks the inherited ones up to the first gap after fd 15 too: what
+    // is left came from the shell or supervisor that started it (`npm test` holds fd 250 open for
+    // this). Without one held the case could not tell a sandbox that closes them from one that does not.
     hostileIt("descriptors beyond stdio", async (expected) => {
-      const held = inheritableDescriptors();
+      const held = inheritableFds();
       expect(
         held,
         "this test process holds no descriptor without close-on-exec, so the case cannot tell; start it with one open above fd 15 (npm test does: `exec 250</dev/null; exec vitest run`)",

@@ -67,11 +67,7 @@ function untilStopped(queue: TaskQueue, flags: WorkerFlags): Promise<void> {
 async function work(store: RunStore, queue: TaskQueue, flags: WorkerFlags): Promise<number> {
   // The demo's scripted model answers from the messages alone, so one serves every job, and with it
   // the worker's one compiled agent: a model per job meant an agent compiled per job.
-  let demoModel: ReturnType<typeof createDemoModel> | undefined;
-  const sharedDemoModel = () => {
-    demoModel ??= createDemoModel();
-    return demoModel;
-  };
+  const demoModel = createDemoModel();
   const worker = await startWorker(queue, {
     store,
     concurrency: flags.concurrency,
@@ -81,7 +77,7 @@ async function work(store: RunStore, queue: TaskQueue, flags: WorkerFlags): Prom
       ? { modelCallRate: { perMinute: flags.modelCallsPerMinute, burst: flags.burst ?? 1 } }
       : {}),
     // A run the demo recorded gets the demo's scripted model back; any other builds its own from the environment.
-    modelFor: (settings) => (settings.model === DEMO_MODEL_NAME ? sharedDemoModel() : undefined),
+    modelFor: (settings) => (settings.model === DEMO_MODEL_NAME ? demoModel : undefined),
     onEvent: reporter(flags.json),
   });
   process.stderr.write(

@@ -144,10 +144,7 @@ export class LocalSandbox implements Sandbox {
       });
       return await withArtifacts(result, reservation.workDir, request);
     } finally {
-      this.pace.set(request.language, {
-        lastEndedAt: performance.now(),
-        loadMs: this.pace.get(request.language)?.loadMs ?? 0,
-      });
+      this.paceOf(request.language).lastEndedAt = performance.now();
       if (warm) warm.control.destroy();
       // After a cold run (the language's first, or one the pool did not fit), the pool fills up.
       if (this.prewarmMode !== "off") this.fill(request.language);
@@ -221,6 +218,16 @@ export class LocalSandbox implements Sandbox {
     return pace !== undefined && startedAt - pace.lastEndedAt < pace.loadMs;
   }
 
+  /** The language's pace record, made on first use (no run ended yet, no load measured). */
+  private paceOf(language: Language): Pace {
+    let pace = this.pace.get(language);
+    if (!pace) {
+      pace = { lastEndedAt: 0, loadMs: 0 };
+      this.pace.set(language, pace);
+    }
+    return pace;
+  }
+
   /** The oldest interpreter of the pool that is still alive (it may still be loading), or null. */
   private async takeWarm(language: Language): Promise<WarmProgram | null> {
     const pool = this.pools.get(language) ?? [];
@@ -291,8 +298,7 @@ export class LocalSandbox implements Sandbox {
     control.unref();
     const ready = new Promise<void>((resolve) => {
       control.once("data", () => {
-        const pace = this.pace.get(language);
-        this.pace.set(language, { lastEndedAt: pace?.lastEndedAt ?? 0, loadMs: performance.now() - spawnedAt });
+        this.paceOf(language).loadMs = performance.now() - spawnedAt;
         resolve();
       });
       control.once("close", () => resolve());
