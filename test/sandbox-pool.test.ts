@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -35,9 +35,17 @@ function parentOf(pid: number): number | null {
 }
 
 /**
+ * Whether the interpreter still holds its control pipe, fd 3: a warm one waiting for its code does;
+ * one that has had its go (and may still be alive a moment after its run returned) has closed it.
+ */
+function waitsForCode(pid: number): boolean {
+  return existsSync(`/proc/${pid}/fd/3`);
+}
+
+/**
  * The Python interpreters on this host running selfheal's bootstrap whose arguments include every
- * one of `markers` (a run's limits, as the bootstrap takes them), sorted. A pooled interpreter that
- * waits for its code and one that runs it look alike; the tests tell them apart by pid.
+ * one of `markers` (a run's limits, as the bootstrap takes them) and that still wait for their code,
+ * sorted. Their arguments alone do not tell a waiting interpreter from one that runs a program.
  */
 function bootstrapped(markers: readonly string[], parent?: number): number[] {
   const pids: number[] = [];
@@ -49,6 +57,8 @@ function bootstrapped(markers: readonly string[], parent?: number): number[] {
     if (!argv || !/python/.test(argv[0] ?? "") || argv[4] !== PYTHON_BOOTSTRAP) continue;
     if (!markers.every((marker) => argv.includes(marker))) continue;
     if (parent !== undefined && parentOf(pid) !== parent) continue;
+    // A run returns on its end report while its interpreter is still alive: only waiting ones count.
+    if (!waitsForCode(pid)) continue;
     pids.push(pid);
   }
   return pids.sort((a, b) => a - b);

@@ -39,11 +39,28 @@ export async function startOwner(owner: OwnerCommand, request: object): Promise<
 }
 
 /** The pids `find` returns once none is left but zombies, or what is left at the deadline. */
-export async function goneWithin(ms: number, find: () => number[]): Promise<number[]> {
+export function goneWithin(ms: number, find: () => number[]): Promise<number[]> {
+  return livingOnceWithin(ms, find, (left) => left.length === 0);
+}
+
+/**
+ * The living pids `find` returns once there is one: a process that escaped a run may still be
+ * starting (forked, not yet exec'd) when the run ends. An empty list at the deadline.
+ */
+export function appearedWithin(ms: number, find: () => number[]): Promise<number[]> {
+  return livingOnceWithin(ms, find, (found) => found.length > 0);
+}
+
+/** What `find` returns, zombies left out, once `settled` says so, or at the deadline. */
+async function livingOnceWithin(
+  ms: number,
+  find: () => number[],
+  settled: (pids: number[]) => boolean,
+): Promise<number[]> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const left = find().filter((pid) => !isZombie(pid));
-    if (left.length === 0 || Date.now() > deadline) return left;
+    const living = find().filter((pid) => !isZombie(pid));
+    if (settled(living) || Date.now() > deadline) return living;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

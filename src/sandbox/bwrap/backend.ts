@@ -13,6 +13,7 @@ import { packageMount, SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-vi
 import { hostUids } from "../host/uids.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { MAX_DISK_FILES, MIB, sameStartLimits } from "../limits.js";
+import { endMarkFor } from "../run/end-report.js";
 import type { Launcher, Reservation } from "../run/local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "../run/run-child.js";
 import type { Containment, Language, SandboxIsolation, SandboxLimits } from "../types.js";
@@ -230,7 +231,8 @@ export class BwrapLauncher implements Launcher {
       // The child has its own copy; bwrap reads it and closes it before the program starts.
       if (filterFd !== null) closeSync(filterFd);
     }
-    if (!warm) sendGo(child);
+    const endMark = endMarkFor(language);
+    if (!warm) sendGo({ child, ...endMark });
     const killAll = (): void => {
       killProcessGroup(child);
       group?.killAll();
@@ -238,6 +240,7 @@ export class BwrapLauncher implements Launcher {
     return {
       child,
       killAll,
+      ...endMark,
       exitCodeEncodesSignal: true,
       ...(group ? { runLimits: runWideLimits(group, limits) } : {}),
     };

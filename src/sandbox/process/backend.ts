@@ -7,6 +7,7 @@ import { interpreterCommand } from "../host/command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
 import { trackRun } from "../host/run-reaper.js";
 import { WorkDir } from "../host/work-dir.js";
+import { endMarkFor } from "../run/end-report.js";
 import type { Launcher, Reservation } from "../run/local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram } from "../run/run-child.js";
 import type { Language, SandboxIsolation, SandboxLimits } from "../types.js";
@@ -119,8 +120,9 @@ export class ProcessLauncher implements Launcher {
       detached: true,
       stdio: ["pipe", "pipe", "pipe", control ? "pipe" : "ignore"],
     });
-    if (!warm) sendGo(child);
+    const endMark = endMarkFor(language);
+    if (!warm) sendGo({ child, ...endMark });
     const killAll = (): void => killProcessGroup(child);
-    return { child, killAll };
+    return { child, killAll, ...endMark };
   }
 }

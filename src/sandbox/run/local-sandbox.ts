@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
+import { sendGo } from "../host/bootstrap.js";
 import { InterpreterMissingError } from "../host/interpreters.js";
 import type { WorkDir } from "../host/work-dir.js";
 import { limitsForRun, SANDBOX_POOL_SIZE, sameStartLimits } from "../limits.js";
@@ -118,7 +119,7 @@ export class LocalSandbox implements Sandbox {
       warm.control.ref();
       const backToBack = this.comesBackToBack(request.language, startedAt);
       release = () => {
-        warm.control.end("g");
+        sendGo(warm.program);
         // Where this run took the last one and runs come back to back (an instant model, a batch
         // loop), the replacement starts now, while the run executes, so the next run does not go
         // cold. Spawning blocks the event loop (fork and exec: ~10 ms here), which this run then
@@ -142,6 +143,8 @@ export class LocalSandbox implements Sandbox {
         ...collectOptionsFor(request, limits, startedAt, hooks),
         ...(release ? { release } : {}),
       });
+      // A run that reported its end may still be dying: what it left is taken once it is dead.
+      if (request.collectArtifacts) await waitForExit(program.child);
       return await withArtifacts(result, reservation.workDir, request);
     } finally {
       this.paceOf(request.language).lastEndedAt = performance.now();
@@ -149,7 +152,7 @@ export class LocalSandbox implements Sandbox {
       // After a cold run (the language's first, or one the pool did not fit), the pool fills up.
       if (this.prewarmMode !== "off") this.fill(request.language);
       // Removing the work dir takes a few milliseconds the caller need not wait for; close() does.
-      this.releaseLater(reservation);
+      this.releaseLater(reservation, program.child);
     }
   }
 
@@ -178,10 +181,12 @@ export class LocalSandbox implements Sandbox {
     );
   }
 
-  private releaseLater(reservation: Reservation): void {
+  private releaseLater(reservation: Reservation, child?: ChildProcess): void {
     // On the next turn of the loop: an unmount spawns umount(8), which blocks for a few ms, and the
-    // caller should have its result first.
+    // caller should have its result first. A run that ended on its report is dead only once its
+    // child has exited: its uid, cgroup and work dir are given back after that.
     const pending = new Promise((resolve) => setImmediate(resolve))
+      .then(() => (child ? waitForExit(child) : undefined))
       .then(() => reservation.release())
       .catch(() => undefined);
     this.pendingReleases.add(pending);

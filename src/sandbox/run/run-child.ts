@@ -3,6 +3,7 @@ import { constants as osConstants } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseError } from "../parse-error.js";
 import type { Language, ParsedError, RunHooks, RunRequest, RunResult, RunStatus, SandboxLimits } from "../types.js";
+import { type EndMarkScanner, endReportScanners } from "./end-report.js";
 import { CappedOutput } from "./output.js";
 
 /** How long to wait for buffered output after the program exited before giving up on the pipes. */
@@ -32,6 +33,8 @@ export interface LaunchedProgram {
   exitCodeEncodesSignal?: boolean;
   /** Limits the backend holds for the whole process tree (a cgroup); absent where only rlimits hold. */
   runLimits?: RunWideLimits;
+  /** The mark the Python bootstrap ends its output with (end-report.ts), sent to it with "g". */
+  endMark?: string;
 }
 
 /** What a backend that caps the whole run (not each process) can tell about it. */
@@ -57,7 +60,7 @@ export interface CollectOptions {
   hooks?: RunHooks;
   /** `performance.now()` when `run()` was called, so the duration covers the whole run. */
   startedAt: number;
-  /** Called once stdin is written and the output is being watched; a pre-warmed run starts here. */
+  /** Lets a pre-warmed program start; called first, as the watch is set up in the same turn of the loop. */
   release?: () => void;
 }
 
@@ -87,7 +90,9 @@ type KillReason = "timeout" | "output_limit" | "cpu_budget" | "cancelled";
  * Watches a launched program to the end: feeds stdin, caps output, enforces the wall clock, and
  * turns what happened into a `RunResult`. It resolves on the child's 'exit' rather than on the
  * pipes closing, because a grandchild may keep the pipes open forever; after 'exit' the whole run
- * is killed and whatever output was already buffered is taken.
+ * is killed and whatever output was already buffered is taken. A program with an end mark may end
+ * sooner, on its bootstrap's end report (end-report.ts): all its output is in hand then, and the
+ * whole run is killed the same way; the caller waits for the exit before reusing what it held.
  */
 export function collectRun(program: LaunchedProgram, options: CollectOptions): Promise<RunResult> {
   const { child } = program;
@@ -101,6 +106,9 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
   };
 
   return new Promise<RunResult>((resolve) => {
+    // The program starts while the rest is set up: it cannot be missed, as Node keeps what the
+    // pipes bring until the listeners below are on, and tells of an exit only on a later turn.
+    options.release?.();
     let settled = false;
     const timer = setTimeout(() => killFor("timeout"), options.timeoutMs);
     const cancel = (): void => killFor("cancelled");
@@ -108,27 +116,43 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
     if (cancelSignal?.aborted) cancel();
     else cancelSignal?.addEventListener("abort", cancel, { once: true });
     const { runLimits } = program;
-    // One read of the accounting on the run's path: the baseline, which also tells whether there is one.
-    const accounted = runLimits?.startCpuBudget() ?? false;
-    // RLIMIT_CPU holds per process; this holds for the sum, so N processes cannot take N budgets.
-    // It waits a little past the budget: the sum also counts the sandbox's own start-up, and a lone
-    // busy process should be stopped by its rlimit (SIGXCPU) every time, not by whichever fires first.
-    const cpuWatch =
-      runLimits && accounted
-        ? setInterval(() => {
-            const used = runLimits.cpuSecondsUsed() ?? 0;
-            if (used > runLimits.cpuSeconds + WHOLE_RUN_CPU_GRACE_SECONDS) killFor("cpu_budget");
-          }, CPU_POLL_MS)
-        : undefined;
+    let cpuWatch: NodeJS.Timeout | undefined;
+    const watchCpu = (): void => {
+      // One read of the accounting: the baseline, which also tells whether there is one. It is read
+      // once the program is on its way, off the run's path; what the program may use before it is
+      // far inside the grace below.
+      if (!runLimits?.startCpuBudget()) return;
+      // RLIMIT_CPU holds per process; this holds for the sum, so N processes cannot take N budgets.
+      // It waits a little past the budget: the sum also counts the sandbox's own start-up, and a lone
+      // busy process should be stopped by its rlimit (SIGXCPU) every time, not by whichever fires first.
+      cpuWatch = setInterval(() => {
+        const used = runLimits.cpuSecondsUsed() ?? 0;
+        if (used > runLimits.cpuSeconds + WHOLE_RUN_CPU_GRACE_SECONDS) killFor("cpu_budget");
+      }, CPU_POLL_MS);
+    };
 
-    const finish = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: Error): void => {
+    const report = program.endMark ? endReportScanners(program.endMark) : null;
+    const finish = (
+      exitCode: number | null,
+      signal: NodeJS.Signals | null,
+      spawnError?: Error,
+      reported = false,
+    ): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       clearInterval(cpuWatch);
       cancelSignal?.removeEventListener("abort", cancel);
-      program.killAll();
-      void waitForPipes(child).then(() => {
+      // After an exit, what the pipes still hold is read once the rest of the run is killed. After
+      // the report there is nothing left to read: the result goes first, the kill on the next turn.
+      if (reported) setImmediate(() => program.killAll());
+      else program.killAll();
+      const drained = reported ? closePipes(child) : waitForPipes(child);
+      void drained.then(() => {
+        if (report) {
+          pushOutput(stdout, report.stdout.flush());
+          pushOutput(stderr, report.stderr.flush());
+        }
         const stderrText = spawnError ? `${spawnError.message}\n` : stderr.finish();
         const stdoutText = stdout.finish();
         let effectiveSignal: string | null = signal;
@@ -167,21 +191,33 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
       });
     };
 
+    const pushOutput = (output: CappedOutput, data: Buffer): void => {
+      if (data.length > 0 && !output.push(data)) killFor("output_limit");
+    };
+    const watch = (output: CappedOutput, scanner: EndMarkScanner | undefined) => (chunk: Buffer) => {
+      pushOutput(output, scanner ? scanner.push(chunk) : chunk);
+      const status = report?.stderr.found;
+      if (status != null && report?.stdout.found != null && killedFor === null)
+        finish(Number(status), null, undefined, true);
+    };
     child.once("exit", (code, signal) => finish(code, signal));
     child.once("error", (error) => finish(null, null, error));
-    child.stdout?.on("data", (chunk: Buffer) => {
-      if (!stdout.push(chunk)) killFor("output_limit");
-    });
-    child.stderr?.on("data", (chunk: Buffer) => {
-      if (!stderr.push(chunk)) killFor("output_limit");
-    });
+    child.stdout?.on("data", watch(stdout, report?.stdout));
+    child.stderr?.on("data", watch(stderr, report?.stderr));
 
     // A program may exit without reading its input; the broken pipe is expected, not a failure.
     child.stdin?.on("error", () => undefined);
     if (options.stdin !== undefined && options.stdin.length > 0) child.stdin?.write(options.stdin);
     child.stdin?.end();
-    options.release?.();
+    if (!settled) watchCpu();
   });
+}
+
+/** Stops reading stdout and stderr: the run has reported its end and been killed. */
+function closePipes(child: ChildProcess): Promise<void> {
+  child.stdout?.destroy();
+  child.stderr?.destroy();
+  return Promise.resolve();
 }
 
 /** Waits for stdout and stderr to close, but never longer than the grace period. */
