@@ -62,6 +62,27 @@ describe("batch runs", () => {
     expect(runs).toEqual([null, null]);
   });
 
+  it("gives each program a directory holding only its main.py, gone with it, and no other program's code", async () => {
+    const look = "import os\nprint(sorted(os.listdir('.')), sorted(os.listdir('..')))\n";
+    const runs = await runBatch(
+      sandbox,
+      [program(`${look}open('mine.txt', 'w').write('x')\nos.mkdir('sub')\n`), program(look)],
+      options,
+    );
+    // The work dir holds the harness (main.py), the plan and this program's directory; no code of another.
+    const seen = "['main.py'] ['batch', 'main.py', 'program']\n";
+    expect(runs.map((run) => run && { exitCode: run.exitCode, stdout: run.stdout })).toEqual([
+      { exitCode: 0, stdout: seen },
+      { exitCode: 0, stdout: seen },
+    ]);
+  });
+
+  it("stops at a program that leaves in its directory what cannot be removed, and does not run the rest", async () => {
+    const keep = "import os\nos.mkdir('kept')\nopen('kept/file', 'w').write('x')\nos.chmod('kept', 0o500)\n";
+    const runs = await runBatch(sandbox, [program(keep), program("print('next')\n")], options);
+    expect(runs).toEqual([null, null]);
+  });
+
   it("ends a program at its own time limit and goes on with the next", async () => {
     const runs = await runBatch(
       sandbox,

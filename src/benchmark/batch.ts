@@ -11,8 +11,9 @@ import { mapWithConcurrency } from "./pool.js";
  * The isolation rule, which is what makes a program's outcome in a batch the one it has alone:
  * - Start: each program runs in a fork of an interpreter that has run nothing but this harness,
  *   through the sandbox bootstrap's own lines that run main.py (a fresh `__main__`, argv, exit
- *   status, traceback), in a directory holding only its main.py, under the same rlimits, with the
- *   same recursion headroom. Only the hash seed is shared by the forks (per run it is random: a
+ *   status, traceback), in a directory of its own holding only its main.py (made for it, removed
+ *   after it; the other programs' code is in the harness's memory, not on disk), under the same
+ *   rlimits, with the same recursion headroom. Only the hash seed is shared by the forks (per run it is random: a
  *   verdict that hangs on set order is a coin toss either way).
  * - Memory: a fork's changes (modules, builtins, globals, the random state, which Python reseeds in
  *   every fork) die with it; the next program forks from the untouched harness.
@@ -22,7 +23,8 @@ import { mapWithConcurrency } from "./pool.js";
  * - Files and IPC: what separate runs do not share (the work dir, $HOME, $TMPDIR, and, outside the
  *   process backend, /tmp, /dev/shm and the IPC namespace's objects) is fingerprinted (name, type,
  *   size, inode, mtime, ctime; IPC keys, ids, modes and sizes) before the first program and after
- *   each; a change stops the batch.
+ *   each, once the program's own directory is removed; a change, or a directory that cannot be
+ *   removed, stops the batch.
  * Neither a program that stopped the batch nor one after it has an answer here: the caller runs
  * those alone. Every program with an answer started from the state a run alone starts from, and
  * nothing another program did could reach it. What the batch cannot share is a run's limits for
@@ -53,7 +55,7 @@ const REPORT_MARKER = "\x1eselfheal-batch";
 
 /** The harness: main.py of the batch run. It reads batch/plan.txt and batch/<i>/main.py. */
 const HARNESS = String.raw`
-import binascii, os, select, signal, sys, time, types
+import binascii, os, select, shutil, signal, sys, time, types
 
 MARK = "\x1eselfheal-batch"
 plan = open("batch/plan.txt").read().split("\n")
@@ -63,6 +65,16 @@ timeouts = [int(line) for line in plan[3:] if line]
 # The bootstrap's end report is for the host; the harness sees each program's end by its exit.
 end_report = None
 top = os.getcwd()
+# Every program's code, read now and taken off the disk: each program gets a directory of its own
+# holding only its main.py, made just before it starts and removed once it has ended.
+sources = []
+for index in range(len(timeouts)):
+    folder = os.path.join("batch", str(index))
+    with open(os.path.join(folder, "main.py"), "rb") as source:
+        sources.append(source.read())
+    os.remove(os.path.join(folder, "main.py"))
+    os.rmdir(folder)
+own_dir = os.path.join(top, "program")
 roots = [top] + [root for root in plan[1].split("\t") if root]
 roots += [os.environ.get(name) for name in ("HOME", "TMPDIR") if os.environ.get(name)]
 
@@ -106,7 +118,7 @@ def become_subreaper():
         return False
 
 
-def enter_child(index, out_w, err_w):
+def enter_child(out_w, err_w):
     os.setpgid(0, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
@@ -116,7 +128,7 @@ def enter_child(index, out_w, err_w):
                 os.close(int(fd))
             except OSError:
                 pass
-    os.chdir(os.path.join(top, "batch", str(index)))
+    os.chdir(own_dir)
 
 
 def collect(index, timeout_ms, pid, started, out_r, out_w, err_r, err_w):
@@ -196,6 +208,9 @@ if before is None:
     report("unavailable", "too many files to fingerprint")
     sys.exit(0)
 for index, timeout_ms in enumerate(timeouts):
+    os.mkdir(own_dir)
+    with open(os.path.join(own_dir, "main.py"), "wb") as code:
+        code.write(sources[index])
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     sys.stdout.flush()
@@ -204,7 +219,7 @@ for index, timeout_ms in enumerate(timeouts):
     pid = os.fork()
     if pid == 0:
         try:
-            enter_child(index, out_w, err_w)
+            enter_child(out_w, err_w)
             # Two levels deeper than the bootstrap's own top level (this module's frame and the exec
             # that entered it): the same recursion headroom as a run alone (a test pins it).
             sys.setrecursionlimit(sys.getrecursionlimit() + 2)
@@ -216,6 +231,11 @@ __RUN_MAIN__
     collect(index, timeout_ms, pid, started, out_r, out_w, err_r, err_w)
     if left_behind():
         report("stopped", index, "a process outlived its program")
+        break
+    try:
+        shutil.rmtree(own_dir)
+    except OSError:
+        report("stopped", index, "what the program left in its directory could not be removed")
         break
     if fingerprint() != before:
         report("stopped", index, "the file system or IPC changed")
