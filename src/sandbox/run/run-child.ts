@@ -213,7 +213,7 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
   });
 }
 
-/** Stops reading stdout and stderr: the run has reported its end and been killed. */
+/** Stops reading stdout and stderr: the run has reported its end, and its kill is on the way. */
 function closePipes(child: ChildProcess): Promise<void> {
   child.stdout?.destroy();
   child.stderr?.destroy();
