@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { limitsFromSettings, type Settings } from "../core/settings.js";
 import {
@@ -12,6 +11,7 @@ import {
   type OutputLine,
   objectionsFor,
 } from "../core/state.js";
+import { tempDirPrefix } from "../sandbox/host/temp-dirs.js";
 import type { ArtifactRequest } from "../sandbox/types.js";
 import {
   assembleProgram,
@@ -74,7 +74,7 @@ async function artifactFolder(
 ): Promise<{ request: ArtifactRequest; keep: boolean }> {
   const limits = { maxFiles: settings.maxArtifacts, maxBytes: settings.maxArtifactBytes };
   if (!settings.artifactsDir) {
-    return { request: { into: await mkdtemp(join(tmpdir(), "selfheal-artifacts-")), ...limits }, keep: false };
+    return { request: { into: await mkdtemp(tempDirPrefix("artifacts")), ...limits }, keep: false };
   }
   const thread = runtime.configurable?.thread_id;
   const threadFolder = typeof thread === "string" && thread !== "" ? threadFolderName(thread) : `run-${randomUUID()}`;

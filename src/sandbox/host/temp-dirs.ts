@@ -6,16 +6,18 @@ import { processIsAlive } from "../../core/process.js";
 import { reapRecordedRuns, recordOwnerIsReplaced } from "./run-records.js";
 
 /**
- * Every temporary dir the sandbox makes is named `selfheal-<kind>-<pid>-XXXXXX`. Dirs are removed
- * when a run ends and on exit, but a process that is killed (a test worker torn down, a CI job
- * cancelled) never gets to; the pid in the name lets the next process sweep those up.
+ * Every temporary dir selfheal makes is named `selfheal-<kind>-<pid>-XXXXXX` (a run's work dir, the
+ * support files, the run records, an attempt's artifacts on their way to the state). Dirs are
+ * removed when a run ends and on exit, but a process that is killed (a test worker torn down, a CI
+ * job cancelled, a worker killed mid-run) never gets to; the pid in the name lets the next process
+ * sweep those up.
  */
-export function tempDirPrefix(kind: "run" | "support" | "runs"): string {
+export function tempDirPrefix(kind: "run" | "support" | "runs" | "artifacts"): string {
   sweepOnce();
   return join(tmpdir(), `selfheal-${kind}-${process.pid}-`);
 }
 
-const OUR_TEMP_DIR = /^selfheal-(run|support|runs)-(\d+)-/;
+const OUR_TEMP_DIR = /^selfheal-(run|support|runs|artifacts)-(\d+)-/;
 let sweeping: Promise<void> | undefined;
 
 /**
