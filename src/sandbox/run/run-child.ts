@@ -107,8 +107,9 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
 
   return new Promise<RunResult>((resolve) => {
     // The program starts while the rest is set up: it cannot be missed, as Node keeps what the
-    // pipes bring until the listeners below are on, and tells of an exit only on a later turn.
-    options.release?.();
+    // pipes bring until the listeners below are on, and tells of an exit only on a later turn. A
+    // run cancelled before it began never starts.
+    if (!options.hooks?.signal?.aborted) options.release?.();
     let settled = false;
     const timer = setTimeout(() => killFor("timeout"), options.timeoutMs);
     const cancel = (): void => killFor("cancelled");
