@@ -50,6 +50,20 @@ describe("batch runs", () => {
     expect(runs.slice(1)).toEqual([null, null]);
   });
 
+  it("stops at a program that kills the process it was forked from, keeping the answers before it", async () => {
+    const runs = await runBatch(
+      sandbox,
+      [
+        program("print('first')\n"),
+        program("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('after')\n"),
+        program("print('next')\n"),
+      ],
+      options,
+    );
+    expect(runs[0]).toMatchObject({ exitCode: 0, stdout: "first\n" });
+    expect(runs.slice(1)).toEqual([null, null]);
+  });
+
   it("stops at a program that changes the files a run has to itself and does not run the rest", async () => {
     const runs = await runBatch(
       sandbox,

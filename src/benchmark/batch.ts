@@ -3,23 +3,25 @@ import { mapWithConcurrency } from "./pool.js";
 
 /**
  * Several Python programs in one sandbox run, each in a process of its own: the batch's interpreter
- * starts once, then forks a copy of itself per program, so a program costs a fork (~10-30 ms here)
+ * starts once, then a copy of it, the forker, forks a copy per program, so a program costs a fork (~10-20 ms here)
  * instead of a sandbox run (namespaces, cgroup, seccomp, work dir and a new interpreter: ~100 ms of
  * CPU, 130-400 ms of wall time on a busy 2-core host). Only for programs we wrote ourselves (the
  * benchmark's references, probes and mutants), never for code a model wrote.
  *
  * The isolation rule, which is what makes a program's outcome in a batch the one it has alone:
- * - Start: each program runs in a fork of an interpreter that has run nothing but this harness,
+ * - Start: each program runs in a fork of an interpreter that has run nothing but this harness's
+ *   set-up (the forker, a copy of the harness made before the first program),
  *   through the sandbox bootstrap's own lines that run main.py (a fresh `__main__`, argv, exit
  *   status, traceback), in a directory of its own holding only its main.py (made for it, removed
  *   after it; the other programs' code is in the harness's memory, not on disk), under the same
  *   rlimits, with the same recursion headroom. Only the hash seed is shared by the forks (per run it is random: a
  *   verdict that hangs on set order is a coin toss either way).
  * - Memory: a fork's changes (modules, builtins, globals, the random state, which Python reseeds in
- *   every fork) die with it; the next program forks from the untouched harness.
- * - Processes: the harness is a child subreaper, so a process a program leaves behind (even one
- *   that left its process group) becomes the harness's child; after each program the harness
- *   checks that it has none, and stops the batch if it has.
+ *   every fork) die with it; the next program forks from the untouched forker.
+ * - Processes: the forker is a child subreaper, so a process a program leaves behind (even one
+ *   that left its process group) becomes the forker's child; after each program the forker
+ *   checks that it has none, and the harness stops the batch if it has. A program that kills the
+ *   forker stops the batch too.
  * - Files and IPC: what separate runs do not share (the work dir, $HOME, $TMPDIR, and, outside the
  *   process backend, /tmp, /dev/shm and the IPC namespace's objects) is fingerprinted (name, type,
  *   size, inode, mtime, ctime; IPC keys, ids, modes and sizes) before the first program and after
@@ -55,7 +57,7 @@ const REPORT_MARKER = "\x1eselfheal-batch";
 
 /** The harness: main.py of the batch run. It reads batch/plan.txt and batch/<i>/main.py. */
 const HARNESS = String.raw`
-import binascii, os, select, shutil, signal, sys, time, types
+import binascii, os, select, shutil, signal, socket, sys, time, types
 
 MARK = "\x1eselfheal-batch"
 plan = open("batch/plan.txt").read().split("\n")
@@ -131,17 +133,27 @@ def enter_child(out_w, err_w):
     os.chdir(own_dir)
 
 
-def collect(index, timeout_ms, pid, started, out_r, out_w, err_r, err_w):
-    os.close(out_w)
-    os.close(err_w)
+class ForkerGone(Exception):
+    pass
+
+
+def from_forker():
+    message = forker.recv(64)
+    if not message:
+        # A program killed it (its parent): what is still to run runs alone.
+        raise ForkerGone()
+    return [int(field) for field in message.split()]
+
+
+def collect(index, timeout_ms, started, out_r, err_r):
     kept = {out_r: bytearray(), err_r: bytearray()}
     truncated = False
     for fd in kept:
         os.set_blocking(fd, False)
     deadline = started + timeout_ms / 1000
-    exited = os.pidfd_open(pid)
-    open_fds = [out_r, err_r, exited]
-    status = None
+    open_fds = [out_r, err_r, forker]
+    pid = None
+    ended = None
     timed_out = False
 
     def drain(fd):
@@ -158,22 +170,28 @@ def collect(index, timeout_ms, pid, started, out_r, out_w, err_r, err_w):
                 truncated = True
             kept[fd] += chunk[:room]
 
-    # The pidfd turns readable when the child exits; the pipes may stay open after that (a process
-    # it left behind), so the exit, not their end, ends the wait.
-    while status is None:
+    # The forker says the program's pid, then, once it has reaped it, its wait status and whether
+    # it left a process behind. The pipes may stay open after the exit (a process it left behind),
+    # so that word, not their end, ends the wait.
+    while ended is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             timed_out = True
             break
         for fd in select.select(open_fds, [], [], remaining)[0]:
-            if fd == exited:
-                status = os.waitpid(pid, 0)[1]
-            elif not drain(fd):
-                open_fds.remove(fd)
-    os.close(exited)
-    if status is None:
+            if fd != forker:
+                if not drain(fd):
+                    open_fds.remove(fd)
+            elif pid is None:
+                (pid,) = from_forker()
+            else:
+                ended = from_forker()
+    if ended is None:
+        if pid is None:
+            (pid,) = from_forker()
         os.killpg(pid, signal.SIGKILL)
-        status = os.waitpid(pid, 0)[1]
+        ended = from_forker()
+    status, left = ended
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
@@ -190,14 +208,15 @@ def collect(index, timeout_ms, pid, started, out_r, out_w, err_r, err_w):
         binascii.b2a_base64(bytes(kept[out_r]), newline=False).decode() or "-",
         binascii.b2a_base64(bytes(kept[err_r]), newline=False).decode() or "-",
     )
+    return left == 1
 
 
 def left_behind():
     try:
         os.waitpid(-1, os.WNOHANG)
     except ChildProcessError:
-        return False
-    return True
+        return 0
+    return 1
 
 
 if not become_subreaper():
@@ -207,29 +226,58 @@ before = fingerprint()
 if before is None:
     report("unavailable", "too many files to fingerprint")
     sys.exit(0)
+# The forker: a copy of the harness, made before any program ran, that forks each program and
+# reaps it, and does nothing else. Every page a process writes after it forked is a copy-on-write
+# fault (~45 µs on a VM); the harness's own work between programs (output, reports, fingerprints)
+# wrote ~250 pages a program when it forked them itself, the forker a few dozen.
+forker, forker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+sys.stdout.flush()
+sys.stderr.flush()
+forker_pid = os.fork()
+if forker_pid == 0:
+    forker.close()
+    # A child subreaper (which a fork does not inherit), so a process a program leaves behind (even
+    # one that left its process group) becomes the forker's child, which it then finds.
+    become_subreaper()
+    while True:
+        message, fds, _, _ = socket.recv_fds(forker_end, 16, 2)
+        if not message:
+            os._exit(0)
+        out_w, err_w = fds
+        pid = os.fork()
+        if pid == 0:
+            try:
+                enter_child(out_w, err_w)
+                # Two levels deeper than the bootstrap's own top level (this module's frame and the
+                # exec that entered it): the same recursion headroom as a run alone (a test pins it).
+                sys.setrecursionlimit(sys.getrecursionlimit() + 2)
+            except BaseException:
+                os._exit(1)
+            # The sandbox bootstrap's own lines that run main.py and exit, at the top level as there.
+__RUN_MAIN__
+            os._exit(1)
+        os.close(out_w)
+        os.close(err_w)
+        forker_end.send(b"%d" % pid)
+        status = os.waitpid(pid, 0)[1]
+        forker_end.send(b"%d %d" % (status, left_behind()))
+forker_end.close()
 for index, timeout_ms in enumerate(timeouts):
     os.mkdir(own_dir)
     with open(os.path.join(own_dir, "main.py"), "wb") as code:
         code.write(sources[index])
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            enter_child(out_w, err_w)
-            # Two levels deeper than the bootstrap's own top level (this module's frame and the exec
-            # that entered it): the same recursion headroom as a run alone (a test pins it).
-            sys.setrecursionlimit(sys.getrecursionlimit() + 2)
-        except BaseException:
-            os._exit(1)
-        # The sandbox bootstrap's own lines that run main.py and exit, at the top level as there.
-__RUN_MAIN__
-        os._exit(1)
-    collect(index, timeout_ms, pid, started, out_r, out_w, err_r, err_w)
-    if left_behind():
+    socket.send_fds(forker, [b"go"], [out_w, err_w])
+    os.close(out_w)
+    os.close(err_w)
+    try:
+        left = collect(index, timeout_ms, started, out_r, err_r)
+    except ForkerGone:
+        report("stopped", index, "the process that forks the programs is gone")
+        break
+    if left:
         report("stopped", index, "a process outlived its program")
         break
     try:
@@ -240,6 +288,8 @@ __RUN_MAIN__
     if fingerprint() != before:
         report("stopped", index, "the file system or IPC changed")
         break
+forker.close()
+os.waitpid(forker_pid, 0)
 `;
 
 /**
@@ -251,7 +301,7 @@ function runMainPart(): string {
   // Indented into the harness's child branch; the text has no multi-line string for this to break.
   return pythonRunMainSource()
     .split("\n")
-    .map((line) => (line === "" ? "" : `        ${line}`))
+    .map((line) => (line === "" ? "" : `            ${line}`))
     .join("\n");
 }
 
