@@ -18,6 +18,17 @@ function scan(scanner: EndMarkScanner, pieces: string[]): { output: string; foun
   return { output: output + scanner.flush().toString("latin1"), found: scanner.found };
 }
 
+/** What collectRun needs besides the child, for the cases that drive it directly. */
+function collectOptions() {
+  return {
+    language: "python" as const,
+    stdin: undefined,
+    timeoutMs: 60_000,
+    maxOutputBytes: 1_000_000,
+    startedAt: performance.now(),
+  };
+}
+
 describe("the end report's scanner", () => {
   it("takes the report out of the output wherever the chunks split it", () => {
     const text = `line one\nline two\n${STDERR_REPORT}`;
@@ -56,16 +67,7 @@ describe("a run that reports its end", () => {
       ],
       { detached: true, stdio: ["pipe", "pipe", "pipe"] },
     );
-    const result = await collectRun(
-      { child, killAll: () => killProcessGroup(child), endMark: MARK },
-      {
-        language: "python",
-        stdin: undefined,
-        timeoutMs: 60_000,
-        maxOutputBytes: 1_000_000,
-        startedAt: performance.now(),
-      },
-    );
+    const result = await collectRun({ child, killAll: () => killProcessGroup(child), endMark: MARK }, collectOptions());
     // Resolved before Node saw the exit: the report, not the exit, ended it (the kill is on its way).
     expect(child.exitCode).toBeNull();
     expect(child.signalCode).toBeNull();
@@ -83,16 +85,7 @@ describe("a run that reports its end", () => {
         stdio: ["pipe", "pipe", "pipe"],
       },
     );
-    const result = await collectRun(
-      { child, killAll: () => killProcessGroup(child) },
-      {
-        language: "python",
-        stdin: undefined,
-        timeoutMs: 60_000,
-        maxOutputBytes: 1_000_000,
-        startedAt: performance.now(),
-      },
-    );
+    const result = await collectRun({ child, killAll: () => killProcessGroup(child) }, collectOptions());
     expect(result).toMatchObject({ status: "error", exitCode: 4, stdout: STDOUT_REPORT });
   });
 });
