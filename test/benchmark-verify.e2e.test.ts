@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { type BenchmarkTask, formatVerifyReport, loadDataset, verifyDataset } from "../src/benchmark/index.js";
-import { findEffectiveMutants } from "../src/benchmark/mutants.js";
+import { findEffectiveMutants, selectMutants } from "../src/benchmark/mutants.js";
 import { createSandbox } from "../src/sandbox/index.js";
 
 // The real sandbox, pre-warmed, as `selfheal bench --verify-dataset` uses it.
@@ -33,6 +33,40 @@ describe("dataset verify on small tasks", () => {
     expect(found.effective.map((mutant) => mutant.description)).not.toContain('line 1: ">" -> ">="');
     expect(found.equivalent).toBeGreaterThan(0);
   });
+
+  it("stops running a candidate once the candidates before it hold the mutants kept", async () => {
+    // candidate(10) tells `>` from `>=` at once; `10 -> 11` still agrees there and differs only at
+    // candidate(11), by when the one mutant kept (a value difference) is already known.
+    const test =
+      "def check(candidate):\n    assert candidate(10) is False\n    assert candidate(11) is True\n    assert candidate(3) is False\n";
+    const keepOne = await findEffectiveMutants(tinyTask({ test }), sandbox, { maxMutants: 1 });
+    expect(keepOne).toMatchObject({ tried: 2, invalid: 0, equivalent: 0, unneeded: 1 });
+    expect(keepOne.effective.map((mutant) => mutant.description)).toEqual(['line 1: ">" -> ">="']);
+    const keepThree = await findEffectiveMutants(tinyTask({ test }), sandbox, { maxMutants: 3 });
+    expect(keepThree).toMatchObject({ tried: 2, invalid: 0, equivalent: 0, unneeded: 0 });
+    expect(keepThree.effective.map((mutant) => mutant.description)).toEqual([
+      'line 1: ">" -> ">="',
+      "line 1: 10 -> 11",
+    ]);
+  });
+
+  it("keeps the mutants a probe run to the last call keeps, on a sample of HumanEval", async () => {
+    const tasks = await loadDataset({
+      taskIds: ["HumanEval/0", "HumanEval/12", "HumanEval/26", "HumanEval/59", "HumanEval/129"],
+    });
+    let unneeded = 0;
+    for (const task of tasks) {
+      const kept = await findEffectiveMutants(task, sandbox);
+      // Keeping as many as there are candidates, the probe never stops a candidate early.
+      const full = await findEffectiveMutants(task, sandbox, { maxMutants: 16 });
+      expect(full.unneeded).toBe(0);
+      expect(kept.effective.map((mutant) => mutant.id)).toEqual(selectMutants(full.effective, 3).map((m) => m.id));
+      expect(kept.effective).toHaveLength(3);
+      unneeded += kept.unneeded;
+    }
+    // Measured: 4, 5, 1, 11 and 9 candidates not run to the end.
+    expect(unneeded).toBe(30);
+  }, 120_000);
 
   it("reports a false pass when the tests accept a program that behaves differently", async () => {
     // The tests call the function but assert nothing about its answer: a judge that cannot fail.

@@ -18,6 +18,11 @@ const ProbeVerdictSchema = z.object({
   /** How it first differed from the reference, or null if it never did. */
   difference: z.enum(["value", "exception", "timeout"]).nullable(),
   detail: z.string(),
+  /**
+   * False when the probe stopped running it before the last call: the candidates before it already
+   * held the mutants `selectMutants` keeps, whatever it would have done.
+   */
+  needed: z.boolean(),
 });
 export type ProbeVerdict = z.infer<typeof ProbeVerdictSchema>;
 
@@ -125,7 +130,8 @@ def _selfheal_accepts(args, got, expected):
 
 _selfheal_mutants = []
 for _selfheal_spec in _selfheal_payload["mutants"]:
-    _selfheal_entry = {"id": _selfheal_spec["id"], "valid": True, "difference": None, "detail": "", "fn": None}
+    _selfheal_entry = {"id": _selfheal_spec["id"], "operator": _selfheal_spec["operator"], "valid": True,
+                       "difference": None, "detail": "", "fn": None, "needed": True}
     try:
         _selfheal_ns = {"__name__": "__selfheal_mutant__"}
         exec(compile(_selfheal_payload["prompt"] + _selfheal_spec["solution"], "<mutant>", "exec"), _selfheal_ns)
@@ -136,6 +142,14 @@ for _selfheal_spec in _selfheal_payload["mutants"]:
     _selfheal_mutants.append(_selfheal_entry)
 
 _selfheal_calls = 0
+
+
+def _selfheal_still_needed(index):
+    """Whether the candidate at index can still be among the mutants kept. selectMutants takes
+    value differences first, in order, one per operator: once the candidates before this one hold
+    as many value differences of distinct operators as it keeps, it never reaches this one."""
+    operators = set(m["operator"] for m in _selfheal_mutants[:index] if m["difference"] == "value")
+    return len(operators) < _selfheal_payload["keep"]
 
 
 def _selfheal_call_bounded(fn, args, kwargs, seconds):
@@ -174,8 +188,11 @@ def _selfheal_recorder(*args, **kwargs):
     # Generous against a slow reference, yet bounded so a hanging mutant costs little.
     limit = min(max(_selfheal_payload["call_timeout_s"], elapsed * 20), 2.0)
     shown_args = _selfheal_short(saved[0])
-    for mutant in _selfheal_mutants:
-        if mutant["fn"] is None or mutant["difference"] is not None:
+    for index, mutant in enumerate(_selfheal_mutants):
+        if mutant["fn"] is None or mutant["difference"] is not None or not mutant["needed"]:
+            continue
+        if not _selfheal_still_needed(index):
+            mutant["needed"] = False
             continue
         try:
             call_args, call_kwargs = _selfheal_copy.deepcopy(saved)
@@ -217,7 +234,7 @@ finally:
     _selfheal_report = {
         "calls": _selfheal_calls,
         "checkError": _selfheal_check_error,
-        "verdicts": [{k: m[k] for k in ("id", "valid", "difference", "detail")} for m in _selfheal_mutants],
+        "verdicts": [{k: m[k] for k in ("id", "valid", "difference", "detail", "needed")} for m in _selfheal_mutants],
     }
     _selfheal_sys.__stdout__.write("\n__MARKER__" + _selfheal_json.dumps(_selfheal_report) + "\n")
     _selfheal_sys.__stdout__.flush()
@@ -225,15 +242,18 @@ finally:
 
 export function buildProbeProgram(
   task: BenchmarkTask,
-  mutants: ReadonlyArray<{ id: string; solution: string }>,
+  mutants: ReadonlyArray<{ id: string; solution: string; operator: string }>,
   callTimeoutSeconds: number,
+  /** The mutants the caller keeps (`selectMutants`' count): a candidate past the point where they are known is not run further. */
+  keep: number,
 ): string {
   const payload = {
     prompt: task.prompt,
     entry_point: task.entry_point,
     call_timeout_s: callTimeoutSeconds,
     accepts: acceptanceRule(task),
-    mutants: mutants.map(({ id, solution }) => ({ id, solution })),
+    keep,
+    mutants: mutants.map(({ id, solution, operator }) => ({ id, solution, operator })),
   };
   // Base64 keeps arbitrary source text out of Python's string-literal rules.
   const encoded = Buffer.from(JSON.stringify(payload), "utf8").toString("base64");

@@ -131,6 +131,11 @@ export interface TaskMutants {
   invalid: number;
   /** Compiled, and agreed with the reference on every call the hidden tests make. */
   equivalent: number;
+  /**
+   * Compiled, agreed with the reference on the calls it ran, and was not run on the rest: the
+   * candidates before it already held the mutants kept (the probe's `needed`).
+   */
+  unneeded: number;
   effective: EffectiveMutant[];
   /** Why none could be made, when `effective` is empty. */
   reason?: string;
@@ -176,10 +181,10 @@ export function planProbe(
   task: BenchmarkTask,
   options: FindMutantsOptions = {},
 ): { code: string; timeoutMs: number } | null {
-  const { maxCandidates, probeTimeoutMs, callTimeoutMs } = { ...MUTANT_DEFAULTS, ...options };
+  const { maxMutants, maxCandidates, probeTimeoutMs, callTimeoutMs } = { ...MUTANT_DEFAULTS, ...options };
   const tried = interleaveByOperator(generateMutantCandidates(task.canonical_solution)).slice(0, maxCandidates);
   if (tried.length === 0) return null;
-  return { code: buildProbeProgram(task, tried, callTimeoutMs / 1000), timeoutMs: probeTimeoutMs };
+  return { code: buildProbeProgram(task, tried, callTimeoutMs / 1000, maxMutants), timeoutMs: probeTimeoutMs };
 }
 
 /**
@@ -201,18 +206,26 @@ export async function findEffectiveMutants(
   const tried = interleaveByOperator(all).slice(0, maxCandidates);
   const base = { taskId: task.task_id, generated: all.length, tried: tried.length };
   if (tried.length === 0) {
-    return { ...base, invalid: 0, equivalent: 0, effective: [], reason: "no mutation site in the reference solution" };
+    const reason = "no mutation site in the reference solution";
+    return { ...base, invalid: 0, equivalent: 0, unneeded: 0, effective: [], reason };
   }
 
-  let verdicts = probed ?? (await probe(task, tried, sandbox, probeTimeoutMs, callTimeoutMs));
+  const limits = { timeoutMs: probeTimeoutMs, callTimeoutMs, keep: maxMutants };
+  let verdicts = probed ?? (await probe(task, tried, sandbox, limits));
   if (verdicts === null) {
     // One runaway mutant (memory, an uninterruptible loop) sank the shared probe: try each alone,
     // so the others still count. A lone probe that dies that way is itself a behaviour change.
     verdicts = [];
     for (const candidate of tried) {
-      const single = await probe(task, [candidate], sandbox, Math.min(probeTimeoutMs, 5_000), callTimeoutMs);
+      const single = await probe(task, [candidate], sandbox, { ...limits, timeoutMs: Math.min(probeTimeoutMs, 5_000) });
       verdicts.push(
-        single?.[0] ?? { id: candidate.id, valid: true, difference: "timeout", detail: "probe run did not finish" },
+        single?.[0] ?? {
+          id: candidate.id,
+          valid: true,
+          difference: "timeout",
+          detail: "probe run did not finish",
+          needed: true,
+        },
       );
     }
   }
@@ -221,12 +234,14 @@ export async function findEffectiveMutants(
   const effective: EffectiveMutant[] = [];
   let invalid = 0;
   let equivalent = 0;
+  let unneeded = 0;
   for (const candidate of tried) {
     const verdict = byId.get(candidate.id);
     if (verdict === undefined || !verdict.valid) {
       invalid += 1;
     } else if (verdict.difference === null) {
-      equivalent += 1;
+      if (verdict.needed) equivalent += 1;
+      else unneeded += 1;
     } else {
       effective.push({ ...candidate, difference: verdict.difference, detail: verdict.detail });
     }
@@ -236,6 +251,7 @@ export async function findEffectiveMutants(
     ...base,
     invalid,
     equivalent,
+    unneeded,
     effective: selected,
     ...(selected.length === 0
       ? { reason: `none of ${tried.length} candidates changed behaviour on the hidden tests` }
@@ -247,10 +263,9 @@ async function probe(
   task: BenchmarkTask,
   candidates: readonly MutantCandidate[],
   sandbox: Sandbox,
-  timeoutMs: number,
-  callTimeoutMs: number,
+  { timeoutMs, callTimeoutMs, keep }: { timeoutMs: number; callTimeoutMs: number; keep: number },
 ): Promise<ProbeVerdict[] | null> {
-  const code = buildProbeProgram(task, candidates, callTimeoutMs / 1000);
+  const code = buildProbeProgram(task, candidates, callTimeoutMs / 1000, keep);
   const result = await sandbox.run({ language: "python", code, timeoutMs });
   return parseProbeOutput(result.stdout);
 }

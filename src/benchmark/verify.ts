@@ -41,6 +41,8 @@ export interface TaskVerification {
   tried: number;
   invalid: number;
   equivalent: number;
+  /** Not run to the last call: the candidates before them already held the mutants kept. */
+  unneeded: number;
   /** Set when no effective mutant could be made. */
   noMutantReason?: string;
 }
@@ -63,7 +65,7 @@ export interface VerifyReport {
   /** Tasks by number of effective mutants: index 0 = none, 1 = one, ... */
   mutantsPerTaskHistogram: number[];
   byOperator: Record<MutationOperator, { judged: number; caught: number }>;
-  candidates: { generated: number; tried: number; invalid: number; equivalent: number };
+  candidates: { generated: number; tried: number; invalid: number; equivalent: number; unneeded: number };
   durationMs: number;
   perTask: TaskVerification[];
 }
@@ -180,7 +182,7 @@ async function verifyGroup(
   const mutantVerdicts = await judgeBatched(mutantItems, "fails", batch);
 
   return tasks.map((task, index): TaskVerification => {
-    const { effective, generated, tried, invalid, equivalent, reason } = found[index]!;
+    const { effective, generated, tried, invalid, equivalent, unneeded, reason } = found[index]!;
     const firstMutant = mutantItems.findIndex((item) => item.index === index);
     const visibleAt = visibleItems.findIndex((item) => item.index === index);
     return {
@@ -199,6 +201,7 @@ async function verifyGroup(
       tried,
       invalid,
       equivalent,
+      unneeded,
       ...(reason !== undefined ? { noMutantReason: reason } : {}),
     };
   });
@@ -228,7 +231,7 @@ function summarize(
     tasksWithoutMutants: [],
     mutantsPerTaskHistogram: histogram,
     byOperator,
-    candidates: { generated: 0, tried: 0, invalid: 0, equivalent: 0 },
+    candidates: { generated: 0, tried: 0, invalid: 0, equivalent: 0, unneeded: 0 },
     durationMs: Math.round(durationMs),
     perTask,
   };
@@ -275,6 +278,7 @@ function summarize(
     report.candidates.tried += task.tried;
     report.candidates.invalid += task.invalid;
     report.candidates.equivalent += task.equivalent;
+    report.candidates.unneeded += task.unneeded;
   }
   for (let index = 0; index < histogram.length; index += 1) histogram[index] ??= 0;
   return report;
@@ -291,7 +295,8 @@ export function formatVerifyReport(report: VerifyReport): string {
     `  false passes                  ${report.falsePasses.length}`,
     `  tasks with 0/1/2/3.. mutants  ${report.mutantsPerTaskHistogram.join("/")}`,
     `  candidates generated ${report.candidates.generated}, tried ${report.candidates.tried}, ` +
-      `invalid ${report.candidates.invalid}, equivalent on the tests ${report.candidates.equivalent}`,
+      `invalid ${report.candidates.invalid}, equivalent on the tests ${report.candidates.equivalent}, ` +
+      `not run to the end ${report.candidates.unneeded} (the mutants kept were already known)`,
     "  by operator (caught/judged): " +
       MUTATION_OPERATORS.filter((operator) => report.byOperator[operator].judged > 0)
         .map((operator) => `${operator} ${report.byOperator[operator].caught}/${report.byOperator[operator].judged}`)
