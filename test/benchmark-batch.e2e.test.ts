@@ -15,8 +15,13 @@ describe("batch runs", () => {
     const runs = await runBatch(
       sandbox,
       [
-        program("import builtins, math\nbuiltins.len = lambda x: 0\nmath.pi = 3\nraise ValueError('changed')\n"),
-        program("import math\nassert len([1, 2]) == 2\nassert math.pi > 3.14\nprint(__name__)\n"),
+        // json is one of the modules the harness loads for the probe: a change to it dies with the fork too.
+        program(
+          "import builtins, json, math\nbuiltins.len = lambda x: 0\nmath.pi = 3\njson.dumps = None\nraise ValueError('changed')\n",
+        ),
+        program(
+          "import json, math\nassert len([1, 2]) == 2\nassert math.pi > 3.14\nassert json.dumps([1]) == '[1]'\nprint(__name__)\n",
+        ),
       ],
       options,
     );

@@ -10,7 +10,9 @@ import { mapWithConcurrency } from "./pool.js";
  *
  * The isolation rule, which is what makes a program's outcome in a batch the one it has alone:
  * - Start: each program runs in a fork of an interpreter that has run nothing but this harness's
- *   set-up (the forker, a copy of the harness made before the first program),
+ *   set-up (the forker, a copy of the harness made before the first program; the set-up imports
+ *   a few standard-library modules, among them the probe's json, base64 and copy, which a program
+ *   that imports them finds loaded, as after its own first import),
  *   through the sandbox bootstrap's own lines that run main.py (a fresh `__main__`, argv, exit
  *   status, traceback), in a directory of its own holding only its main.py (made for it, removed
  *   after it; the other programs' code is in the harness's memory, not on disk), under the same
@@ -58,6 +60,10 @@ const REPORT_MARKER = "\x1eselfheal-batch";
 /** The harness: main.py of the batch run. It reads batch/plan.txt and batch/<i>/main.py. */
 const HARNESS = String.raw`
 import binascii, os, select, shutil, signal, socket, sys, time, types
+# The standard-library modules the behaviour probe imports (behaviour-probe.ts), loaded once here
+# instead of in each of its forks (~15 ms each on a VM): a program that imports one finds it
+# loaded, as it would after its own first import.
+import base64, copy, json
 
 MARK = "\x1eselfheal-batch"
 plan = open("batch/plan.txt").read().split("\n")
