@@ -235,7 +235,7 @@ if before is None:
 # The forker: a copy of the harness, made before any program ran, that forks each program and
 # reaps it, and does nothing else. Every page a process writes after it forked is a copy-on-write
 # fault (~45 µs on a VM); the harness's own work between programs (output, reports, fingerprints)
-# wrote ~250 pages a program when it forked them itself, the forker a few dozen.
+# wrote ~250 pages a program when it forked them itself; the forker writes ~75.
 forker, forker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 sys.stdout.flush()
 sys.stderr.flush()
