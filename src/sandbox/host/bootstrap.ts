@@ -67,10 +67,15 @@ if go[:1] != b"g":
 os.close(3)
 # The end report (see finish) goes to the pipes the host reads, identified now, before any code runs.
 end_report = None
+
+
+def stdio_pipes():
+    return [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)]
+
+
 if len(go) == 33 and all(byte in b"0123456789abcdef" for byte in go[1:]):
     try:
-        pipes = [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)]
-        end_report = (b"\\x1eselfheal-end " + go[1:], pipes, os.getpid())
+        end_report = (b"\\x1eselfheal-end " + go[1:], stdio_pipes, stdio_pipes(), os.getpid())
     except OSError:
         pass
 
@@ -96,9 +101,9 @@ def finish(status):
     # as os._exit will set it; only from this process (not a fork of it the program made), and only
     # onto the pipes the run started with, never onto a file the program put in their place.
     if end_report is not None and type(status) is int and -(2**31) <= status < 2**31:
-        mark, pipes, pid = end_report
+        mark, pipes_now, pipes, pid = end_report
         try:
-            if os.getpid() == pid and [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)] == pipes:
+            if os.getpid() == pid and pipes_now() == pipes:
                 os.write(1, mark + b"\\n")
                 os.write(2, mark + b" %03d\\n" % (status & 0xFF))
                 # The host kills the run once it has the report, so this process's exit (~3 ms of
