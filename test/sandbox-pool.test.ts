@@ -104,18 +104,32 @@ describe("the warm pool of the process sandbox", () => {
     await sandbox.prewarm(["python"]);
     const flags = mkdtempSync(join(tmpdir(), "selfheal-pool-test-"));
     const flag = join(flags, "go");
+    const pidFile = join(flags, "pid");
     try {
       // A run, and the held one the moment it returns: sooner than an interpreter loads.
       await sandbox.run({ language: "python", code: PRINT_PID });
-      // The run holds its interpreter until the flag exists, which the test writes only once the
-      // replacement is there: refilled after the run instead, it would give up and fail.
-      const code = `import os, time\nfor _ in range(3000):\n    if os.path.exists(${JSON.stringify(flag)}):\n        break\n    time.sleep(0.01)\nprint(os.getpid(), os.path.exists(${JSON.stringify(flag)}))\n`;
+      // The run tells its pid, then holds its interpreter until the flag exists, which the test
+      // writes only once another interpreter waits beside it: refilled after the run instead, the
+      // replacement would never come in time, and the run would give up and fail.
+      const code =
+        "import os, time\n" +
+        `open(${JSON.stringify(`${pidFile}.part`)}, "w").write(str(os.getpid()))\n` +
+        `os.replace(${JSON.stringify(`${pidFile}.part`)}, ${JSON.stringify(pidFile)})\n` +
+        `for _ in range(3000):\n    if os.path.exists(${JSON.stringify(flag)}):\n        break\n    time.sleep(0.01)\n` +
+        `print(os.getpid(), os.path.exists(${JSON.stringify(flag)}))\n`;
       const running = sandbox.run({ language: "python", code, timeoutMs: 60_000 });
-      const both = await eventually(() => (waiting().length >= 2 ? waiting() : null), "a replacement interpreter");
+      const held = await eventually(
+        () => (existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8")) : null),
+        "the run's pid",
+      );
+      const replacement = await eventually(
+        () => waiting().find((pid) => pid !== held) ?? null,
+        "a replacement interpreter waiting while the run executes",
+      );
       writeFileSync(flag, "");
-      const [held, seen] = (await running).stdout.trim().split(" ");
+      const [printed, seen] = (await running).stdout.trim().split(" ");
       expect(seen).toBe("True");
-      const replacement = both.find((pid) => pid !== Number(held));
+      expect(Number(printed)).toBe(held);
       // The next run, requested after the replacement was seen waiting, runs in it.
       const next = await sandbox.run({ language: "python", code: PRINT_PID });
       expect(pidOf(next.stdout)).toBe(replacement);
