@@ -5,9 +5,9 @@
  * CPU column: the batch's forks are reaped inside the sandbox, out of this process's rusage.)
  * The goal (issue 29): HumanEval in < 20 s on 2 cores. Figures only, no bound.
  *
- * Before each row the machine is left idle for `--settle` seconds (untimed): a row of ~870 sandbox
- * runs leaves their teardown (unmounts, cgroup and work dir removals) running for a while, and
- * the row after it paid for that (the batch row: 20.9 s right after, 18.4 s after 20 s idle).
+ * Before each row the machine is left idle for `--settle` seconds (untimed): the row after ~870
+ * sandbox runs paid for something they left going (the batch row: 20.9 s right after, 18.4 s
+ * after 20 s idle), most likely their teardown (unmounts, cgroup and work dir removals).
  *
  * Run: npm run bench:judge [-- --dataset humaneval --limit 164 --concurrency 2 --repeat 1 --settle 20]
  */
