@@ -12,12 +12,15 @@ import { reapRecordedRuns, recordOwnerIsReplaced } from "./run-records.js";
  * job cancelled, a worker killed mid-run) never gets to; the pid in the name lets the next process
  * sweep those up.
  */
-export function tempDirPrefix(kind: "run" | "support" | "runs" | "artifacts"): string {
+export function tempDirPrefix(kind: TempDirKind): string {
   sweepOnce();
   return join(tmpdir(), `selfheal-${kind}-${process.pid}-`);
 }
 
-const OUR_TEMP_DIR = /^selfheal-(run|support|runs|artifacts)-(\d+)-/;
+/** One list for the names made and the names swept: a kind made here is always swept up too. */
+const TEMP_DIR_KINDS = ["run", "support", "runs", "artifacts"] as const;
+type TempDirKind = (typeof TEMP_DIR_KINDS)[number];
+const OUR_TEMP_DIR = new RegExp(`^selfheal-(${TEMP_DIR_KINDS.join("|")})-(\\d+)-`);
 let sweeping: Promise<void> | undefined;
 
 /**
