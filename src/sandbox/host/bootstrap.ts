@@ -66,6 +66,8 @@ if go[:1] != b"g":
     os._exit(0)
 os.close(3)
 # The end report (see finish) goes to the pipes the host reads, identified now, before any code runs.
+# The function that identifies them travels in the report: the batch harness copies finish's text
+# without this part, and has no end report.
 end_report = None
 
 
