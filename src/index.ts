@@ -108,7 +108,7 @@ export {
   type VerifierContext,
   verifierNode,
 } from "./graph/extensions.js";
-export { describeStatus, planResume } from "./graph/resume.js";
+export { describeStatus, planResume, stepsLeft } from "./graph/resume.js";
 export {
   AFTER_CRITIC_TARGETS,
   AFTER_WRITE_TARGETS,

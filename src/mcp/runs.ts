@@ -21,6 +21,7 @@ import {
   type SettingsInput,
   SettingsSchema,
   SharedSandboxes,
+  stepsLeft,
   UsageError,
 } from "../index.js";
 import { artifactsFolder, type RunStore } from "../store/index.js";
@@ -256,7 +257,7 @@ export class McpRuns {
       usage: state.usage,
       notes: state.notes,
       code: state.status === "passed" ? state.code : (state.best?.code ?? state.code),
-      next: [...snapshot.next],
+      next: stepsLeft(snapshot),
       checkpoints,
     };
   }

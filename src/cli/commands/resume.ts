@@ -13,6 +13,7 @@ import {
   modelRetriesFromEnv,
   planResume,
   type Settings,
+  stepsLeft,
 } from "../../index.js";
 import { forkCheckpoint, type RunStore } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
@@ -187,7 +188,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   const snapshot = await agent.getState({ configurable: { thread_id: target } });
   if (decision && !awaitingApproval(snapshot) && !snapshot.next.includes("approval")) {
     throw new UsageError(
-      `thread ${target} is not waiting for approval (${snapshot.next.length > 0 ? `next: ${snapshot.next.join(", ")}` : "it has ended"})`,
+      `thread ${target} is not waiting for approval (${stepsLeft(snapshot).length > 0 ? `next: ${stepsLeft(snapshot).join(", ")}` : "it has ended"})`,
     );
   }
   const plan = planResume(snapshot, agent);
@@ -204,7 +205,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   const values: AgentState = snapshot.values;
   reporter.note(describeModel(settings, { scripted: resume.scripted }));
   reporter.note(
-    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, snapshot.next)})`,
+    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, stepsLeft(snapshot))})`,
   );
   const ctrlC = abortOnCtrlC();
   try {
