@@ -10,7 +10,8 @@
  * `--baseline-bin ../other-checkout/bin/selfheal.js` adds rows for workers started from another
  * checkout, run in turn with this one's: a change to the queue, before and after, in one run.
  * `--rounds N` repeats every row N times, interleaved, and prints medians: on a shared machine one
- * round swings by more than the queue costs. Before the rows it times the queue's own parts with no
+ * round swings by more than the queue costs. `--warm-tasks N` (default 24) untimed tasks per slot
+ * come before each row's clock, direct and queued alike. Before the rows it times the queue's own parts with no
  * run at all: empty jobs through one slot (fetch, heartbeat, completion) and the heartbeat alone.
  */
 import { spawn } from "node:child_process";
@@ -46,8 +47,17 @@ const { values } = parseArgs({
     sandbox: { type: "string", default: "process" },
     "baseline-bin": { type: "string" },
     rounds: { type: "string", default: "1" },
+    "warm-tasks": { type: "string", default: "24" },
   },
 });
+/**
+ * Untimed tasks per slot before each row's clock starts, direct and queued alike. A worker is a
+ * long-lived process: what a task costs it is what it costs once V8 has compiled the agent's hot
+ * code, which takes a few dozen runs (measured: a fresh process's tasks 2-25 took 20 ms more each
+ * than its tasks 26-49). With one warm task, a fresh worker was compared with this process, warmed
+ * by every row before it, and the queue was charged for the difference.
+ */
+const WARM_TASKS = Number(values["warm-tasks"]);
 const ROUNDS = Number(values.rounds);
 const TASKS = Number(values.tasks);
 const WORKER_COUNTS = values.workers.split(",").map(Number);
@@ -111,29 +121,45 @@ async function jobTimes(round: string): Promise<JobTimes> {
   }
 }
 
+/** When the last timed job of the round completed, by PostgreSQL's clock, in epoch milliseconds. */
+async function lastCompletionEpochMs(round: string): Promise<number> {
+  const client = new pg.Client({ connectionString: DB_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ last: number }>(
+      `SELECT (extract(epoch FROM max(completed_on)) * 1000)::float AS last FROM ${SCHEMA}.job
+       WHERE state = 'completed' AND data->>'threadId' LIKE $1`,
+      [`${PREFIX}queue-${round}-timed-%`],
+    );
+    return rows[0]?.last ?? Number.NaN;
+  } finally {
+    await client.end();
+  }
+}
+
 async function direct(store: RunStore, concurrency: number, round: string): Promise<Row> {
   const sandbox = createSandbox({ kind: SANDBOX });
   const agent = createAgent({ model: createDemoModel(), sandbox, checkpointer: store.checkpointer });
-  // One untimed run first, as each worker gets below: the interpreters warm up once per process.
-  await agent.invoke(
-    { task: DEMO_TASK },
-    { context: settings, configurable: { thread_id: `${PREFIX}direct-${round}-warm` } },
-  );
-  let next = 0;
+  const runAll = (label: string, count: number) => {
+    let next = 0;
+    return Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < count) {
+          const index = next++;
+          const thread_id = `${PREFIX}direct-${round}-${label}-${index}`;
+          const state = await agent.invoke(
+            { task: DEMO_TASK },
+            { context: settings, configurable: { thread_id }, durability: "sync" },
+          );
+          if (state.status !== "passed") throw new Error(`direct run ${index} ended ${state.status}`);
+        }
+      }),
+    );
+  };
+  // Untimed, as each worker gets below: the interpreters warm up, and V8 compiles the hot code.
+  await runAll("warm", WARM_TASKS * concurrency);
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < TASKS) {
-        const index = next++;
-        const thread_id = `${PREFIX}direct-${round}-${index}`;
-        const state = await agent.invoke(
-          { task: DEMO_TASK },
-          { context: settings, configurable: { thread_id }, durability: "sync" },
-        );
-        if (state.status !== "passed") throw new Error(`direct run ${index} ended ${state.status}`);
-      }
-    }),
-  );
+  await runAll("timed", TASKS);
   const wallMs = performance.now() - started;
   await sandbox.close();
   return row("direct, one process", concurrency, wallMs);
@@ -190,11 +216,14 @@ async function queued(
     while ((await queue.pendingCount()) > 0) await new Promise((resolve) => setTimeout(resolve, 50));
   };
   try {
-    // Untimed: about one job per worker, to warm its interpreters as the direct run warms its own.
-    await runAll("warm", workers);
-    const clock = performance.now();
+    // Untimed: as many jobs per worker as the direct runs warm up with (their spread over the
+    // workers is pg-boss's), to warm the interpreters and V8's compiled code alike.
+    await runAll("warm", WARM_TASKS * workers);
+    const clock = Date.now();
     await runAll("timed", TASKS);
-    const wallMs = performance.now() - clock;
+    // Up to the last completion as PostgreSQL stamped it (same host, same clock): the 50 ms poll
+    // above would add up to 50 ms of waiting to the row's wall time.
+    const wallMs = (await lastCompletionEpochMs(round)) - clock;
     return row(way, workers, wallMs, await jobTimes(round));
   } finally {
     await Promise.all(started.map((worker) => worker.stop()));
