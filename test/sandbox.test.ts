@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { randomInt } from "node:crypto";
+import { createHash, randomInt } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -237,6 +237,19 @@ describe.each(LOCAL_KINDS)("pre-warmed runs on the %s backend", (kind) => {
     expect(result).toMatchObject({ status: "error", exitCode: 4, stdout: "in ['main.py'] __main__\nbye\n" });
   });
 
+  it("takes a program longer than a pipe holds with the go, and puts it on disk byte for byte before it runs", async () => {
+    await warm.prewarm(["python"]);
+    // Over 64 KiB (a pipe's buffer) of two-, three- and four-byte UTF-8, then a stray main.py in
+    // `files`, which the code must replace as it does on a cold run.
+    const filler = `# ${"é€😀".repeat(8000)}\n`;
+    const code = `${filler}import hashlib\nsource = open(__file__, "rb").read()\nprint(hashlib.sha256(source).hexdigest(), len(source))\n`;
+    const bytes = Buffer.from(code);
+    expect(bytes.length).toBeGreaterThan(65_536);
+    const result = await warm.run({ language: "python", code, files: { "main.py": "print('stray')\n" } });
+    expect(result.stdout).toBe(`${createHash("sha256").update(bytes).digest("hex")} ${bytes.length}\n`);
+    expect(result.status).toBe("ok");
+  });
+
   it("keeps nothing from one run to the next", async () => {
     await warm.prewarm(["python"]);
     await warm.run({
@@ -265,11 +278,13 @@ describe.each(LOCAL_KINDS)("pre-warmed runs on the %s backend", (kind) => {
 
 describe("the Python bootstrap, against a plain `python3 -I -u main.py`", () => {
   let sandbox: ManagedSandbox;
+  let warm: ManagedSandbox;
   let python: string;
   let directory: string;
 
   beforeAll(async () => {
     sandbox = createSandbox({ kind: "process", prewarm: false });
+    warm = createSandbox({ kind: "process" });
     const interpreter = (await resolveInterpreters()).python;
     if (!interpreter) throw new Error("python3 is needed for these tests");
     python = interpreter.executable;
@@ -277,7 +292,7 @@ describe("the Python bootstrap, against a plain `python3 -I -u main.py`", () => 
   });
 
   afterAll(async () => {
-    await sandbox.close();
+    await Promise.all([sandbox.close(), warm.close()]);
     rmSync(directory, { recursive: true, force: true });
   });
 
@@ -312,10 +327,17 @@ describe("the Python bootstrap, against a plain `python3 -I -u main.py`", () => 
   };
 
   for (const [name, code] of Object.entries(programs)) {
-    it(`matches it on ${name}`, async () => {
+    it(`matches it on ${name}, cold and pre-warmed (the program sent with the go)`, async () => {
       const expected = runDirectly(code);
       const result = await sandbox.run({ language: "python", code });
       expect({ stdout: result.stdout, stderr: normalise(result.stderr), exitCode: result.exitCode }).toEqual(expected);
+      await warm.prewarm(["python"]);
+      const warmResult = await warm.run({ language: "python", code });
+      expect({
+        stdout: warmResult.stdout,
+        stderr: normalise(warmResult.stderr),
+        exitCode: warmResult.exitCode,
+      }).toEqual(expected);
     });
   }
 });

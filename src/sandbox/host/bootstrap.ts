@@ -52,11 +52,24 @@ try:
     os.write(3, b"r")
 except OSError:
     pass
-# "g", then (optionally) this run's end mark: 32 hex digits. The host closes the pipe after it.
-go = b""
-while len(go) < 33:
+# The go: "g", then (optionally) this run's end mark, 32 hex digits, then "." or, for a program sent
+# with the go (the host then writes no main.py first), "p", its length in 10 digits and the program.
+# Read to its end, not to the pipe's: the host closes the pipe after it, but maybe not at once.
+def go_complete(data):
+    if data[:1] != b"g" or len(data) < 34:
+        return data[:1] not in (b"", b"g")
+    if data[33:34] != b"p":
+        return True
     try:
-        part = os.read(3, 33 - len(go))
+        return len(data) >= 44 + int(data[34:44])
+    except ValueError:
+        return True
+
+
+go = b""
+while not go_complete(go):
+    try:
+        part = os.read(3, 65536)
     except OSError:
         break
     if not part:
@@ -67,19 +80,22 @@ if go[:1] != b"g":
 os.close(3)
 # The end report (see finish) goes to the pipes the host reads, identified now, before any code runs.
 # The function that identifies them travels in the report: the batch harness copies finish's text
-# without this part, and has no end report.
+# without this part, and has no end report. Nor has it a program sent with the go.
 end_report = None
+sent_program = None
 
 
 def stdio_pipes():
     return [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)]
 
 
-if len(go) == 33 and all(byte in b"0123456789abcdef" for byte in go[1:]):
+if len(go) >= 33 and all(byte in b"0123456789abcdef" for byte in go[1:33]):
     try:
-        end_report = (b"\\x1eselfheal-end " + go[1:], stdio_pipes, stdio_pipes(), os.getpid())
+        end_report = (b"\\x1eselfheal-end " + go[1:33], stdio_pipes, stdio_pipes(), os.getpid())
     except OSError:
         pass
+    if go[33:34] == b"p" and go_complete(go):
+        sent_program = go[44 : 44 + int(go[34:44])]
 
 
 def finish(status):
@@ -126,8 +142,15 @@ module.__cached__ = None
 module.__builtins__ = __builtins__
 sys.modules["__main__"] = module
 try:
-    with open(path, "rb") as source:
-        code = compile(source.read(), path, "exec")
+    if sent_program is None:
+        with open(path, "rb") as source:
+            program_text = source.read()
+    else:
+        # On disk as the host would have put it, for what reads it there (tracebacks, __file__).
+        with open(path, "wb") as source:
+            source.write(sent_program)
+        program_text = sent_program
+    code = compile(program_text, path, "exec")
     exec(code, module.__dict__)
 except SystemExit as exit_request:
     status = exit_request.code
@@ -271,13 +294,36 @@ export function usesBootstrap(language: Language, warm: boolean): boolean {
 
 /**
  * Tells a bootstrapped interpreter that its code is in place; it starts at once or when loaded.
- * A Python bootstrap also gets the program's end mark (`LaunchedProgram.endMark`).
+ * A Python bootstrap also gets the program's end mark (`LaunchedProgram.endMark`), and can take
+ * the program itself with it (`takesProgramWithGo`), which it writes to main.py before it runs it.
  */
-export function sendGo(program: { child: ChildProcess; endMark?: string }): void {
+export function sendGo(program: { child: ChildProcess; endMark?: string }, code?: string): void {
   const control = program.child.stdio[3];
   if (!(control instanceof Socket)) return;
   control.on("error", () => undefined);
-  control.end(`g${program.endMark ?? ""}`);
+  if (code !== undefined && !takesProgramWithGo(program))
+    throw new Error("this interpreter cannot take its program with the go");
+  if (program.endMark === undefined) {
+    control.end("g");
+    return;
+  }
+  control.write(
+    code === undefined
+      ? `g${program.endMark}.`
+      : `g${program.endMark}p${String(Buffer.byteLength(code)).padStart(10, "0")}${code}`,
+  );
+  // The Python bootstrap reads to the go's end, not the pipe's: the shutdown can wait for the next
+  // turn of the loop, after the run's own setup (ending the stream costs ~0.06 ms of the host's).
+  setImmediate(() => control.end());
+}
+
+/**
+ * Whether the program can go with the go instead of onto the disk first: only to the Python
+ * bootstrap, which alone reads past the "g" (and only after a mark). A pre-warmed run's host then
+ * writes no main.py on its way (a few tenths of a millisecond); the bootstrap writes it.
+ */
+export function takesProgramWithGo(program: { endMark?: string }): boolean {
+  return program.endMark !== undefined;
 }
 
 let supportDir: string | undefined;

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-import { sendGo } from "../host/bootstrap.js";
+import { sendGo, takesProgramWithGo } from "../host/bootstrap.js";
 import { InterpreterMissingError } from "../host/interpreters.js";
 import type { WorkDir } from "../host/work-dir.js";
 import { limitsForRun, SANDBOX_POOL_SIZE, sameStartLimits } from "../limits.js";
@@ -103,8 +103,10 @@ export class LocalSandbox implements Sandbox {
     const warm = fitsWarm ? await this.takeWarm(request.language) : null;
 
     const reservation = warm?.reservation ?? (await this.launcher.reserve(python, limits));
+    // A warm Python interpreter takes its program with the go and writes main.py itself.
+    const programWithGo = warm !== null && takesProgramWithGo(warm.program);
     try {
-      await writeProgramFiles(reservation.workDir, request);
+      await writeProgramFiles(reservation.workDir, request, { code: !programWithGo });
     } catch (error) {
       if (warm) warm.program.killAll();
       await reservation.release();
@@ -119,7 +121,7 @@ export class LocalSandbox implements Sandbox {
       warm.control.ref();
       const backToBack = this.comesBackToBack(request.language, startedAt);
       release = () => {
-        sendGo(warm.program);
+        sendGo(warm.program, programWithGo ? request.code : undefined);
         // Where this run took the last one and runs come back to back (an instant model, a batch
         // loop), the replacement starts now, while the run executes, so the next run does not go
         // cold. Spawning blocks the event loop (fork and exec: ~10 ms here), which this run then
@@ -318,15 +320,22 @@ export class LocalSandbox implements Sandbox {
   }
 }
 
-/** Writes the request's extra files, inputs and code into the work dir; every backend with a host work dir uses it. */
-export async function writeProgramFiles(workDir: WorkDir, request: RunRequest): Promise<void> {
+/**
+ * Writes the request's extra files, inputs and code into the work dir; every backend with a host
+ * work dir uses it. `code: false` leaves the code out, for an interpreter that takes it with the go.
+ */
+export async function writeProgramFiles(
+  workDir: WorkDir,
+  request: RunRequest,
+  { code = true }: { code?: boolean } = {},
+): Promise<void> {
   for (const [name, content] of Object.entries(request.files ?? {})) {
     await workDir.writeFile(name, content);
   }
   for (const input of request.inputs ?? []) await workDir.writeInput(input.name, input.content);
   if (request.collectArtifacts) await workDir.makeArtifactsFolder();
   // The code goes last so a stray `files["main.py"]` cannot replace it.
-  await workDir.writeFile(CODE_FILE_NAME[request.language], request.code);
+  if (code) await workDir.writeFile(CODE_FILE_NAME[request.language], request.code);
 }
 
 /** The run's result with what it left under `out/`, when the request asks; call it once the program is dead. */
