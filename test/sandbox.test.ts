@@ -239,13 +239,18 @@ describe.each(LOCAL_KINDS)("pre-warmed runs on the %s backend", (kind) => {
 
   it("takes a program longer than a pipe holds with the go, and puts it on disk byte for byte before it runs", async () => {
     await warm.prewarm(["python"]);
-    // Over 64 KiB (a pipe's buffer) of two-, three- and four-byte UTF-8, then a stray main.py in
-    // `files`, which the code must replace as it does on a cold run.
+    // Over 64 KiB (a pipe's buffer) of two-, three- and four-byte UTF-8, and a stray main.py in
+    // `files` and in `inputs`, which the code must replace as it does on a cold run.
     const filler = `# ${"é€😀".repeat(8000)}\n`;
     const code = `${filler}import hashlib\nsource = open(__file__, "rb").read()\nprint(hashlib.sha256(source).hexdigest(), len(source))\n`;
     const bytes = Buffer.from(code);
     expect(bytes.length).toBeGreaterThan(65_536);
-    const result = await warm.run({ language: "python", code, files: { "main.py": "print('stray')\n" } });
+    const result = await warm.run({
+      language: "python",
+      code,
+      files: { "main.py": "print('stray')\n" },
+      inputs: [{ name: "./main.py", content: Buffer.from("print('stray input')\n") }],
+    });
     expect(result.stdout).toBe(`${createHash("sha256").update(bytes).digest("hex")} ${bytes.length}\n`);
     expect(result.status).toBe("ok");
   });

@@ -72,8 +72,6 @@ private_ipc = plan[2] == "1"
 timeouts = [int(line) for line in plan[3:] if line]
 # The bootstrap's end report is for the host; the harness sees each program's end by its exit.
 end_report = None
-# Each program's main.py is on disk before it starts (below).
-sent_program = None
 top = os.getcwd()
 # Every program's code, read now and taken off the disk: each program gets a directory of its own
 # holding only its main.py, made just before it starts and removed once it has ended.

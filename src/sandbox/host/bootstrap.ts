@@ -5,11 +5,16 @@ import { join } from "node:path";
 import type { Language } from "../types.js";
 import { tempDirPrefix } from "./temp-dirs.js";
 
+/** The bootstrap's own part, between these lines, waits for the go; the batch harness leaves it out. */
+const WAIT_FOR_GO_START = "# The bootstrap alone, up to the run:";
+const WAIT_FOR_GO_END = "# The run:";
+
 /**
  * Pre-warmed runs start the interpreter before the code exists. The bootstrap below tells the host
- * it is ready by writing "r" on fd 3, blocks until the host writes "g" (the code is then on disk),
- * and runs main.py as `python3 -I main.py` would: a fresh `__main__`, `sys.argv == ["main.py"]`,
- * and a traceback without the bootstrap's own frame, so parseError sees the same text either way.
+ * it is ready by writing "r" on fd 3, blocks until the host writes "g" (with the program, which it
+ * then writes to main.py, or once main.py is on disk), and runs main.py as `python3 -I main.py`
+ * would: a fresh `__main__`, `sys.argv == ["main.py"]`, and a traceback without the bootstrap's
+ * own frame, so parseError sees the same text either way.
  * If fd 3 closes first (the host went away), it exits quietly. With "g" comes the run's end mark,
  * which the bootstrap writes after the program's last output (end-report.ts).
  */
@@ -48,56 +53,6 @@ for setting in sys.argv[1:]:
         hard = min(hard, current_hard)
     resource.setrlimit(kind, (min(soft, hard), hard))
 
-try:
-    os.write(3, b"r")
-except OSError:
-    pass
-# The go: "g", then (optionally) this run's end mark, 32 hex digits, then "." or, for a program sent
-# with the go (the host then writes no main.py first), "p", its length in 10 digits and the program.
-# Read to its end, not to the pipe's: the host closes the pipe after it, but maybe not at once.
-def go_complete(data):
-    if data[:1] != b"g" or len(data) < 34:
-        return data[:1] not in (b"", b"g")
-    if data[33:34] != b"p":
-        return True
-    try:
-        return len(data) >= 44 + int(data[34:44])
-    except ValueError:
-        return True
-
-
-go = b""
-while not go_complete(go):
-    try:
-        part = os.read(3, 65536)
-    except OSError:
-        break
-    if not part:
-        break
-    go += part
-if go[:1] != b"g":
-    os._exit(0)
-os.close(3)
-# The end report (see finish) goes to the pipes the host reads, identified now, before any code runs.
-# The function that identifies them travels in the report: the batch harness copies finish's text
-# without this part, and has no end report. Nor has it a program sent with the go.
-end_report = None
-sent_program = None
-
-
-def stdio_pipes():
-    return [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)]
-
-
-if len(go) >= 33 and all(byte in b"0123456789abcdef" for byte in go[1:33]):
-    try:
-        end_report = (b"\\x1eselfheal-end " + go[1:33], stdio_pipes, stdio_pipes(), os.getpid())
-    except OSError:
-        pass
-    if go[33:34] == b"p" and go_complete(go):
-        sent_program = go[44 : 44 + int(go[34:44])]
-
-
 def finish(status):
     # What interpreter shutdown does that a program can observe: join its threads, run atexit,
     # flush. The rest (tearing down every module) takes ~10 ms and nobody sees it, so skip it.
@@ -134,22 +89,98 @@ def finish(status):
     os._exit(status)
 
 
-path = os.path.join(os.getcwd(), "main.py")
-sys.argv[:] = ["main.py"]
-module = types.ModuleType("__main__")
-module.__file__ = path
-module.__cached__ = None
-module.__builtins__ = __builtins__
-sys.modules["__main__"] = module
+def fresh_main():
+    # main.py's module as \`python3 -I main.py\` makes it, and its argv.
+    path = os.path.join(os.getcwd(), "main.py")
+    sys.argv[:] = ["main.py"]
+    module = types.ModuleType("__main__")
+    module.__file__ = path
+    module.__cached__ = None
+    module.__builtins__ = __builtins__
+    sys.modules["__main__"] = module
+    return path, module
+
+
+${WAIT_FOR_GO_START}
+# Before the go, all that does not need the program: on this VM each step costs several times more
+# right after a long sleep than in a loop, and a pre-warmed run's clock starts at the go.
+path, module = fresh_main()
+# main.py made now, for a program sent with the go: a write to an open file costs a third of
+# creating one. The host leaves out any file or input of that name (the code replaces it anyway).
 try:
-    if sent_program is None:
+    program_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+except OSError:
+    program_fd = None
+
+
+def stdio_pipes():
+    return [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)]
+
+
+# The end report (see finish) goes to the pipes the host reads, identified now, before any code runs.
+# The function that identifies them travels in the report: the batch harness copies finish's text
+# without this part, and has no end report.
+try:
+    run_pipes = stdio_pipes()
+except OSError:
+    run_pipes = None
+run_pid = os.getpid()
+try:
+    os.write(3, b"r")
+except OSError:
+    pass
+
+
+# The go: "g", then (optionally) this run's end mark, 32 hex digits, then "." or, for a program sent
+# with the go (the host then writes no main.py), "p", its length in 10 digits and the program.
+# Read to its end, not to the pipe's: the host closes the pipe after it, but maybe not at once.
+def go_complete(data):
+    if data[:1] != b"g" or len(data) < 34:
+        return data[:1] not in (b"", b"g")
+    if data[33:34] != b"p":
+        return True
+    try:
+        return len(data) >= 44 + int(data[34:44])
+    except ValueError:
+        return True
+
+
+go = b""
+while not go_complete(go):
+    try:
+        part = os.read(3, 65536)
+    except OSError:
+        break
+    if not part:
+        break
+    go += part
+if go[:1] != b"g":
+    os._exit(0)
+os.close(3)
+end_report = None
+program_text = None
+if len(go) >= 33 and all(byte in b"0123456789abcdef" for byte in go[1:33]):
+    if run_pipes is not None:
+        end_report = (b"\\x1eselfheal-end " + go[1:33], stdio_pipes, run_pipes, run_pid)
+    if go[33:34] == b"p" and go_complete(go):
+        program_text = go[44 : 44 + int(go[34:44])]
+if program_text is not None:
+    # On disk before it runs, as the host would have put it, for what reads it there (tracebacks,
+    # __file__, a process started from it).
+    if program_fd is None:
+        with open(path, "wb") as source:
+            source.write(program_text)
+    else:
+        written = 0
+        while written < len(program_text):
+            written += os.write(program_fd, program_text[written:])
+if program_fd is not None:
+    os.close(program_fd)
+${WAIT_FOR_GO_END}
+try:
+    if program_text is None:
         with open(path, "rb") as source:
             program_text = source.read()
-    else:
-        # On disk as the host would have put it, for what reads it there (tracebacks, __file__).
-        with open(path, "wb") as source:
-            source.write(sent_program)
-        program_text = sent_program
     code = compile(program_text, path, "exec")
     exec(code, module.__dict__)
 except SystemExit as exit_request:
@@ -352,6 +383,11 @@ export function getSupportDir(): string {
  */
 export function pythonRunMainSource(): string {
   const start = PYTHON_BOOTSTRAP.indexOf("\ndef finish(status):");
-  if (start === -1) throw new Error("the Python bootstrap no longer defines finish(status)");
-  return PYTHON_BOOTSTRAP.slice(start + 1);
+  const waitStart = PYTHON_BOOTSTRAP.indexOf(`\n${WAIT_FOR_GO_START}\n`);
+  const waitEnd = PYTHON_BOOTSTRAP.indexOf(`\n${WAIT_FOR_GO_END}\n`);
+  if (start === -1 || waitStart < start || waitEnd < waitStart)
+    throw new Error("the Python bootstrap no longer defines finish(status) before its wait for the go");
+  // Each program's main.py is on disk before it starts, and it has no end report.
+  const fresh = "path, module = fresh_main()\nprogram_text = None\n";
+  return `${PYTHON_BOOTSTRAP.slice(start + 1, waitStart + 1)}${fresh}${PYTHON_BOOTSTRAP.slice(waitEnd + WAIT_FOR_GO_END.length + 2)}`;
 }

@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
+import { pathInsideWorkDir } from "../../core/data-files.js";
 import { sendGo, takesProgramWithGo } from "../host/bootstrap.js";
 import { InterpreterMissingError } from "../host/interpreters.js";
 import type { WorkDir } from "../host/work-dir.js";
@@ -323,19 +324,24 @@ export class LocalSandbox implements Sandbox {
 /**
  * Writes the request's extra files, inputs and code into the work dir; every backend with a host
  * work dir uses it. `code: false` leaves the code out, for an interpreter that takes it with the go.
+ * A file or input named like the code file is left out: the code replaces it in any case (it went
+ * last when each was written), and a pre-warmed interpreter holds that file open already.
  */
 export async function writeProgramFiles(
   workDir: WorkDir,
   request: RunRequest,
   { code = true }: { code?: boolean } = {},
 ): Promise<void> {
+  const codeFile = CODE_FILE_NAME[request.language];
+  const notTheCode = (name: string) => pathInsideWorkDir(name) !== codeFile;
   for (const [name, content] of Object.entries(request.files ?? {})) {
-    await workDir.writeFile(name, content);
+    if (notTheCode(name)) await workDir.writeFile(name, content);
   }
-  for (const input of request.inputs ?? []) await workDir.writeInput(input.name, input.content);
+  for (const input of request.inputs ?? []) {
+    if (notTheCode(input.name)) await workDir.writeInput(input.name, input.content);
+  }
   if (request.collectArtifacts) await workDir.makeArtifactsFolder();
-  // The code goes last so a stray `files["main.py"]` cannot replace it.
-  if (code) await workDir.writeFile(CODE_FILE_NAME[request.language], request.code);
+  if (code) await workDir.writeFile(codeFile, request.code);
 }
 
 /** The run's result with what it left under `out/`, when the request asks; call it once the program is dead. */
