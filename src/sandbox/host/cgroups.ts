@@ -300,12 +300,18 @@ export async function sweepDeadRunGroups(parent: string): Promise<void> {
 /** `key value` lines (memory.events, cpu.stat, v1's memory.oom_control): the value of `key`. */
 export function readCounter(file: string, key: string, missing = 0): number {
   try {
-    for (const line of readFileSync(file, "utf8").split("\n")) {
-      const [name, value] = line.trim().split(/\s+/);
-      if (name === key) return Number(value);
-    }
+    return counterIn(readFileSync(file, "utf8"), key, missing);
   } catch {
     // Already removed, or not this kernel's file.
+    return missing;
+  }
+}
+
+/** The value of `key` in a cgroup file's "name value" lines. */
+export function counterIn(text: string, key: string, missing = 0): number {
+  for (const line of text.split("\n")) {
+    const [name, value] = line.trim().split(/\s+/);
+    if (name === key) return Number(value);
   }
   return missing;
 }

@@ -10,6 +10,8 @@ import { CappedOutput } from "./output.js";
 const DRAIN_GRACE_MS = 250;
 /** How often a run's whole-tree CPU time is compared with its budget. */
 const CPU_POLL_MS = 100;
+/** How far into a run the CPU budget's baseline is read (see `watchCpu`). */
+const CPU_BASELINE_DELAY_MS = 5;
 
 /** Kills a detached child's whole process group; one already gone is fine. */
 export function killProcessGroup(child: ChildProcess): void {
@@ -120,8 +122,9 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
     let cpuWatch: NodeJS.Timeout | undefined;
     const watchCpu = (): void => {
       // One read of the accounting: the baseline, which also tells whether there is one. It is read
-      // once the program is on its way, off the run's path; what the program may use before it is
-      // far inside the grace below.
+      // a few milliseconds into the run, off its path (a run that ends sooner never reads it: a
+      // cgroup read costs ~0.1 ms right after a sleep); what the program uses before it is far
+      // inside the grace below.
       if (!runLimits?.startCpuBudget()) return;
       // RLIMIT_CPU holds per process; this holds for the sum, so N processes cannot take N budgets.
       // It waits a little past the budget: the sum also counts the sandbox's own start-up, and a lone
@@ -142,6 +145,7 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      // The interval, or the timeout that would have started it.
       clearInterval(cpuWatch);
       cancelSignal?.removeEventListener("abort", cancel);
       // After an exit, what the pipes still hold is read once the rest of the run is killed. After
@@ -210,7 +214,7 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
     child.stdin?.on("error", () => undefined);
     if (options.stdin !== undefined && options.stdin.length > 0) child.stdin?.write(options.stdin);
     child.stdin?.end();
-    if (!settled) watchCpu();
+    if (!settled) cpuWatch = setTimeout(watchCpu, CPU_BASELINE_DELAY_MS);
   });
 }
 
