@@ -1,10 +1,12 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash, randomInt } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PYTHON_BOOTSTRAP } from "../src/sandbox/host/bootstrap.js";
 import { InterpreterMissingError, resolveInterpreters } from "../src/sandbox/host/interpreters.js";
 import { WorkDir } from "../src/sandbox/host/work-dir.js";
 import { createSandbox, DEFAULT_LIMITS, type ManagedSandbox, probeBwrap } from "../src/sandbox/index.js";
@@ -330,6 +332,31 @@ describe("the Python bootstrap, against a plain `python3 -I -u main.py`", () => 
     ].join("\n"),
     "an exception raised in an atexit handler": "import atexit\natexit.register(lambda: 1 / 0)\nprint('ok')\n",
   };
+
+  it("runs nothing when the pipe closes partway through a program sent with the go", async () => {
+    const workDir = join(directory, "cut-off");
+    mkdirSync(workDir);
+    const child = spawn(python, ["-I", "-u", "-c", PYTHON_BOOTSTRAP], {
+      cwd: workDir,
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
+    });
+    const control = child.stdio[3] as Socket;
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (chunk) => (stdout += chunk));
+    child.stderr?.on("data", (chunk) => (stderr += chunk));
+    await new Promise((resolve) => control.once("data", resolve));
+    // Announced as 100 bytes; 14 come, then the pipe closes.
+    const program = "print('ran')\n";
+    control.end(`g${"0123456789abcdef".repeat(2)}p${"100".padStart(10, "0")}${program}`);
+    const exitCode = await new Promise((resolve) => child.once("exit", resolve));
+    expect({ exitCode, stdout, stderr }).toEqual({
+      exitCode: 1,
+      stdout: "",
+      stderr: "selfheal: the program did not arrive whole\n",
+    });
+    expect(readFileSync(join(workDir, "main.py"), "utf8")).toBe("");
+  });
 
   for (const [name, code] of Object.entries(programs)) {
     it(`matches it on ${name}, cold and pre-warmed (the program sent with the go)`, async () => {

@@ -186,9 +186,10 @@ export function describeResumePoint(attempts: number, next: readonly string[]): 
 async function continueThread(target: string, resume: Resumption): Promise<number> {
   const { agent, settings, flags, decision, reporter, extraSummary } = resume;
   const snapshot = await agent.getState({ configurable: { thread_id: target } });
+  const left = stepsLeft(snapshot);
   if (decision && !awaitingApproval(snapshot) && !snapshot.next.includes("approval")) {
     throw new UsageError(
-      `thread ${target} is not waiting for approval (${stepsLeft(snapshot).length > 0 ? `next: ${stepsLeft(snapshot).join(", ")}` : "it has ended"})`,
+      `thread ${target} is not waiting for approval (${left.length > 0 ? `next: ${left.join(", ")}` : "it has ended"})`,
     );
   }
   const plan = planResume(snapshot, agent);
@@ -205,7 +206,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   const values: AgentState = snapshot.values;
   reporter.note(describeModel(settings, { scripted: resume.scripted }));
   reporter.note(
-    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, stepsLeft(snapshot))})`,
+    `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, left)})`,
   );
   const ctrlC = abortOnCtrlC();
   try {

@@ -134,15 +134,21 @@ except OSError:
 # The go: "g", then (optionally) this run's end mark, 32 hex digits, then "." or, for a program sent
 # with the go (the host then writes no main.py), "p", its length in 10 digits and the program.
 # Read to its end, not to the pipe's: the host closes the pipe after it, but maybe not at once.
+def sent_length(data):
+    # The length of the program sent with the go, or None where none follows the mark.
+    if data[33:34] != b"p":
+        return None
+    try:
+        return int(data[34:44])
+    except ValueError:
+        return None
+
+
 def go_complete(data):
     if data[:1] != b"g" or len(data) < 34:
         return data[:1] not in (b"", b"g")
-    if data[33:34] != b"p":
-        return True
-    try:
-        return len(data) >= 44 + int(data[34:44])
-    except ValueError:
-        return True
+    length = sent_length(data)
+    return length is None or len(data) >= 44 + length
 
 
 go = b""
@@ -162,8 +168,14 @@ program_text = None
 if len(go) >= 33 and all(byte in b"0123456789abcdef" for byte in go[1:33]):
     if run_pipes is not None:
         end_report = (b"\\x1eselfheal-end " + go[1:33], stdio_pipes, run_pipes, run_pid)
-    if go[33:34] == b"p" and go_complete(go):
-        program_text = go[44 : 44 + int(go[34:44])]
+    length = sent_length(go)
+    if length is not None:
+        if len(go) < 44 + length:
+            # The pipe closed partway through the program: run nothing rather than a part of it,
+            # or the empty main.py made above.
+            os.write(2, b"selfheal: the program did not arrive whole\\n")
+            os._exit(1)
+        program_text = go[44 : 44 + length]
 if program_text is not None:
     # On disk before it runs, as the host would have put it, for what reads it there (tracebacks,
     # __file__, a process started from it).
