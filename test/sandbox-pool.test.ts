@@ -1,4 +1,3 @@
-import { randomInt } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,28 +10,9 @@ import { PYTHON_BOOTSTRAP } from "../src/sandbox/host/bootstrap.js";
 import { type ManagedSandbox, SANDBOX_POOL_SIZE } from "../src/sandbox/index.js";
 import { bwrapMissing } from "./capabilities.js";
 import { fence, scriptedModel } from "./helpers.js";
+import { argvOf, eventually, parentOf, uniqueFileLimit } from "./processes.js";
 
-const MIB = 1024 * 1024;
 const PRINT_PID = "import os\nprint(os.getpid())\n";
-
-/** The argument vector of a live process (a zombie's is empty), or null once it is gone. */
-function argvOf(pid: number): string[] | null {
-  try {
-    const raw = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    return raw === "" ? null : raw.split("\0").slice(0, -1);
-  } catch {
-    return null;
-  }
-}
-
-function parentOf(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return null;
-  }
-}
 
 /**
  * Whether the interpreter still holds its control pipe, fd 3: a warm one waiting for its code does;
@@ -62,22 +42,6 @@ function bootstrapped(markers: readonly string[], parent?: number): number[] {
     pids.push(pid);
   }
   return pids.sort((a, b) => a - b);
-}
-
-/** A deadline that bounds a hang, not a speed target: `probe` until it answers, then its answer. */
-async function eventually<T>(probe: () => T | null, what: string, deadlineMs = 30_000): Promise<T> {
-  for (let waited = 0; waited < deadlineMs; waited += 20) {
-    const answer = probe();
-    if (answer !== null) return answer;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
-
-/** A `maxFileMb` no other sandbox on this host uses, so its interpreters are ours to count. */
-function uniqueFileLimit(): { maxFileMb: number; marker: string } {
-  const maxFileMb = randomInt(1_000, 60_000);
-  return { maxFileMb, marker: `fsize=${maxFileMb * MIB}:${maxFileMb * MIB}` };
 }
 
 const pidOf = (stdout: string): number => Number(stdout.trim());

@@ -1,12 +1,12 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 
 import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
-import { buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
+import { BLOCK_FD, buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
 import type { BwrapHost } from "../host/bwrap-probe.js";
 import type { CgroupSupport } from "../host/cgroups.js";
 import { interpreterCommand } from "../host/command.js";
-import { InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
+import { type Interpreter, InterpreterMissingError, resolveInterpreters } from "../host/interpreters.js";
 import { RunCgroup } from "../host/run-cgroup.js";
 import { trackRun } from "../host/run-reaper.js";
 import { packageMount, SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-view.js";
@@ -17,6 +17,7 @@ import { endMarkFor } from "../run/end-report.js";
 import type { Launcher, Reservation } from "../run/local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "../run/run-child.js";
 import type { Containment, Language, SandboxIsolation, SandboxLimits } from "../types.js";
+import { ParkedSandbox } from "./parked.js";
 
 let warnedWeakerLimits = false;
 
@@ -40,9 +41,8 @@ export class BwrapLauncher implements Launcher {
   private readonly isRoot = process.getuid?.() === 0;
   private readonly cgroups: CgroupSupport;
   private readonly disk: RunDisk | null;
-  /** The next run's resources, prepared ahead of need (see `scheduleSpare`). */
+  /** The next run's resources and sandbox, prepared ahead of need (see `makeSpare`). */
   private spare: Promise<RunResources | null> | null = null;
-  private spareTimer: NodeJS.Immediate | null = null;
   private closed = false;
 
   constructor(
@@ -116,29 +116,37 @@ export class BwrapLauncher implements Launcher {
     const spare = fitsSpare ? this.spare : null;
     if (fitsSpare) this.spare = null;
     const resources = (await spare) ?? (await this.prepare(limits));
-    this.scheduleSpare();
     const { workDir, group } = resources;
     const interpreters = await resolveInterpreters(python);
     const forgetRuns: (() => void)[] = [];
     return {
       workDir,
       spawn: (language, warm, packagesDir) => {
-        const program = this.spawn(interpreters, resources, language, warm, packagesDir);
+        const { parked } = resources;
+        resources.parked = null;
+        if (parked?.fits(language, interpreters, packagesDir)) {
+          const { child, forget } = parked.start();
+          forgetRuns.push(forget);
+          return this.launched(child, resources, language, warm);
+        }
+        if (parked) void parked.discard();
+        const interpreter = interpreters[language];
+        if (!interpreter) throw new InterpreterMissingError(language);
+        const child = this.startSandbox(interpreter, resources, language, { warm, packagesDir, parked: false });
         // Kills it should this process die mid-run: bwrap's --die-with-parent cannot, as root (run-reaper.ts).
-        forgetRuns.push(trackRun({ processGroup: program.child.pid, ...group?.killTargets }));
-        return program;
+        forgetRuns.push(trackRun({ processGroup: child.pid, ...group?.killTargets }));
+        return this.launched(child, resources, language, warm);
       },
       release: async () => {
         await releaseResources(resources);
         for (const forget of forgetRuns.splice(0)) forget();
+        this.makeSpare();
       },
     };
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.spareTimer) clearImmediate(this.spareTimer);
-    this.spareTimer = null;
     const spare = await this.spare;
     this.spare = null;
     if (spare) await releaseResources(spare);
@@ -154,7 +162,7 @@ export class BwrapLauncher implements Launcher {
       const owner = hostUid === null ? null : { uid: hostUid, gid: hostUid };
       const disk = this.disk ? { ...this.disk, bytes: limits.maxDiskMb * MIB } : null;
       const workDir = await WorkDir.create(owner, disk);
-      return { hostUid, group, workDir, limits, released: false };
+      return { hostUid, group, workDir, limits, parked: null, released: false };
     } catch (error) {
       if (hostUid !== null) hostUids.release(hostUid);
       await group?.remove();
@@ -163,31 +171,40 @@ export class BwrapLauncher implements Launcher {
   }
 
   /**
-   * Prepares the next run's resources ahead of need: a memory cgroup made just before a run costs
-   * it ~9 ms and a tmpfs mount a process start, made 300 ms ahead they cost it nothing. A
-   * pre-warmed interpreter already gets its resources at pre-warm time; this is for cold runs.
+   * Prepares the next run ahead of need: a memory cgroup made just before a run costs it ~9 ms, a
+   * tmpfs mount a process start and the sandbox itself four more (`ParkedSandbox`). Made when a run
+   * is over (while the model writes the next program, in an agent), they cost the next run nothing;
+   * made while a run ran, on 2 CPUs, they slowed it. The pool's next interpreter starts in it too.
    */
-  private scheduleSpare(): void {
-    if (this.spare || this.spareTimer || this.closed || (this.cgroups.version === null && !this.disk)) return;
-    this.spareTimer = setImmediate(() => {
-      this.spareTimer = null;
-      if (this.closed || this.spare) return;
-      // A failure here is the next run's to report, when it prepares its own.
-      this.spare = this.prepare().catch(() => null);
-    });
-    // A spare must not keep a CLI alive.
-    this.spareTimer.unref?.();
+  private makeSpare(): void {
+    if (this.spare || this.closed) return;
+    // A failure here is the next run's to report, when it prepares its own.
+    this.spare = this.prepare()
+      .then((resources) => this.park(resources))
+      .catch(() => null);
   }
 
-  private spawn(
-    interpreters: Interpreters,
+  /** Makes a sandbox for the next Python run in the spare's resources; without one they serve as they are. */
+  private async park(resources: RunResources): Promise<RunResources> {
+    try {
+      const interpreter = (await resolveInterpreters()).python;
+      if (!interpreter || this.closed) return resources;
+      const child = this.startSandbox(interpreter, resources, "python", { warm: false, parked: true });
+      const forget = trackRun({ processGroup: child.pid, ...resources.group?.killTargets });
+      resources.parked = new ParkedSandbox(child, interpreter.executable, forget);
+    } catch {
+      // The run that takes these resources starts its own sandbox, and reports what fails then.
+    }
+    return resources;
+  }
+
+  /** Starts bwrap for one run; `parked`, it makes the sandbox and waits on `BLOCK_FD` to start the program. */
+  private startSandbox(
+    interpreter: Interpreter,
     { workDir, hostUid, group, limits }: RunResources,
     language: Language,
-    warm: boolean,
-    packagesDir?: string,
-  ): LaunchedProgram {
-    const interpreter = interpreters[language];
-    if (!interpreter) throw new InterpreterMissingError(language);
+    { warm, packagesDir, parked }: { warm: boolean; packagesDir?: string | undefined; parked: boolean },
+  ): ChildProcess {
     const packages = packagesDir ? packageMount(language, packagesDir) : null;
     const command = interpreterCommand({
       language,
@@ -201,7 +218,14 @@ export class BwrapLauncher implements Launcher {
       pythonPackagesDir: language === "python" ? packages?.at : null,
     });
     const control = usesBootstrap(language, warm);
-    const ours = [0, 1, 2, ...(control ? [3] : []), ...(this.host.seccomp.usable ? [SECCOMP_FD] : [])];
+    const ours = [
+      0,
+      1,
+      2,
+      ...(control ? [3] : []),
+      ...(this.host.seccomp.usable ? [SECCOMP_FD] : []),
+      ...(parked ? [BLOCK_FD] : []),
+    ];
     const argv = buildBwrapArgv({
       host: this.host,
       hostUid,
@@ -213,24 +237,42 @@ export class BwrapLauncher implements Launcher {
       tmpfsBytes: limits.maxDiskMb * MIB,
       tmpDir: workDir.tmpPath,
       seccomp: this.host.seccomp.usable,
+      parked,
       packages,
       ...(group && this.host.shell ? { cgroupJoin: group.joinCommand(this.host.shell) } : {}),
     });
     const [file = "", ...args] = argv;
     const filterFd = this.host.seccomp.usable ? openSync(this.host.seccomp.path, "r") : null;
-    let child: ReturnType<typeof spawn>;
+    let child: ChildProcess;
     try {
       child = spawn(file, args, {
         env: {},
         // bwrap, its pid-namespace init and the program share this group; killing the group kills
         // the init, and the kernel then kills everything left in the namespace, setsid'd or not.
         detached: true,
-        stdio: ["pipe", "pipe", "pipe", control ? "pipe" : "ignore", filterFd ?? "ignore"],
+        stdio: [
+          "pipe",
+          "pipe",
+          "pipe",
+          control ? "pipe" : "ignore",
+          filterFd ?? "ignore",
+          ...(parked ? ["pipe" as const] : []),
+        ],
       });
     } finally {
       // The child has its own copy; bwrap reads it and closes it before the program starts.
       if (filterFd !== null) closeSync(filterFd);
     }
+    return child;
+  }
+
+  /** The run's handle on a started sandbox; a cold one gets its go at once. */
+  private launched(
+    child: ChildProcess,
+    { group, limits }: RunResources,
+    language: Language,
+    warm: boolean,
+  ): LaunchedProgram {
     const endMark = endMarkFor(language);
     if (!warm) sendGo({ child, ...endMark });
     const killAll = (): void => {
@@ -254,6 +296,8 @@ interface RunResources {
   workDir: WorkDir;
   /** What the cgroup, the tmpfs and the program's rlimits were made for. */
   limits: SandboxLimits;
+  /** The spare's sandbox, made ahead for a Python run, until a run takes it. */
+  parked: ParkedSandbox | null;
   released: boolean;
 }
 
@@ -261,6 +305,8 @@ async function releaseResources(resources: RunResources): Promise<void> {
   if (resources.released) return;
   resources.released = true;
   try {
+    await resources.parked?.discard();
+    resources.parked = null;
     await resources.workDir.remove();
   } finally {
     if (resources.hostUid !== null) hostUids.release(resources.hostUid);

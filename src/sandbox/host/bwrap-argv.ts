@@ -15,6 +15,8 @@ import {
 
 /** The fd bwrap reads the seccomp BPF from (0-2 are the pipes, 3 the pre-warm control pipe). */
 export const SECCOMP_FD = 4;
+/** The fd a sandbox made ahead of need waits on, set up, before it starts its program. */
+export const BLOCK_FD = 5;
 
 export interface BwrapArgvInput {
   host: Pick<BwrapHost, "bwrap" | "setpriv">;
@@ -33,6 +35,11 @@ export interface BwrapArgvInput {
   tmpDir?: string | null;
   /** Read the seccomp BPF from fd 4. */
   seccomp?: boolean;
+  /**
+   * Make the whole sandbox now, then wait for a byte on fd 5 before starting the program, so a run
+   * that comes later pays only for its interpreter (see `ParkedSandbox`).
+   */
+  parked?: boolean;
   /** A command prefix that joins the run's cgroups; runs first, as the caller (root). */
   cgroupJoin?: string[];
   /** A host dir of installed packages, bound read-only at `at` (see `packageMount`). */
@@ -129,6 +136,8 @@ function isolationFlags(input: BwrapArgvInput): string[] {
     "ALL",
     // bwrap loads the filter last, just before exec'ing the program: its own mounts are not filtered.
     ...(input.seccomp ? ["--seccomp", String(SECCOMP_FD)] : []),
+    // bwrap reads it once every namespace and mount is in place, and closes it before the exec.
+    ...(input.parked ? ["--block-fd", String(BLOCK_FD)] : []),
   ];
 }
 

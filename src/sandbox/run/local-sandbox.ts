@@ -9,7 +9,7 @@ import { limitsForRun, SANDBOX_POOL_SIZE, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 import { collectArtifacts } from "./artifacts.js";
-import { collectOptionsFor, collectRun, type LaunchedProgram, unavailableResult } from "./run-child.js";
+import { collectOptionsFor, collectRun, type LaunchedProgram, setReferenced, unavailableResult } from "./run-child.js";
 
 /** What one run holds from its backend: a work dir (and, for bwrap, a uid) until released. */
 export interface Reservation {
@@ -355,17 +355,6 @@ function isAlive(child: ChildProcess): boolean {
 }
 
 /** Refs or unrefs the child and its pipes, which each hold the event loop open on their own. */
-function setReferenced(child: ChildProcess, referenced: boolean): void {
-  if (referenced) child.ref();
-  else child.unref();
-  for (const stream of [child.stdin, child.stdout, child.stderr]) {
-    if (stream instanceof Socket) {
-      if (referenced) stream.ref();
-      else stream.unref();
-    }
-  }
-}
-
 function waitForExit(child: ChildProcess): Promise<void> {
   if (!isAlive(child)) return Promise.resolve();
   return new Promise((resolve) => child.once("exit", () => resolve()));

@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { Socket } from "node:net";
 import { constants as osConstants } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseError } from "../parse-error.js";
@@ -20,6 +21,18 @@ export function killProcessGroup(child: ChildProcess): void {
     process.kill(-child.pid, "SIGKILL");
   } catch {
     // The group is already gone.
+  }
+}
+
+/** Whether a child and all its pipes keep this process alive: an idle interpreter or sandbox must not. */
+export function setReferenced(child: ChildProcess, referenced: boolean): void {
+  if (referenced) child.ref();
+  else child.unref();
+  for (const stream of child.stdio) {
+    if (stream instanceof Socket) {
+      if (referenced) stream.ref();
+      else stream.unref();
+    }
   }
 }
 

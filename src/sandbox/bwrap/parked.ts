@@ -1,0 +1,83 @@
+import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { Socket } from "node:net";
+
+import { BLOCK_FD } from "../host/bwrap-argv.js";
+import type { Interpreters } from "../host/interpreters.js";
+import { killProcessGroup, setReferenced } from "../run/run-child.js";
+import type { Language } from "../types.js";
+
+/**
+ * A bwrap sandbox made ahead of need for the next Python run: its cgroup joined, its uid dropped,
+ * its namespaces, mounts and seccomp filter in place, and bwrap blocked on `BLOCK_FD` just before
+ * it execs the interpreter. The run that takes it pays for its interpreter's start and nothing
+ * else; making the sandbox (four execs and a dozen mounts, ~20 ms here) happened while the run
+ * before it ran or its model answered.
+ */
+export class ParkedSandbox {
+  private started = false;
+
+  constructor(
+    readonly child: ChildProcess,
+    /** The interpreter it will exec: only a run of that very Python may take it. */
+    private readonly executable: string,
+    /** Forgets its record in the run reaper. */
+    private readonly forget: () => void,
+  ) {
+    // A spawn that failed reports it here; the run that would have taken it starts its own.
+    child.on("error", () => undefined);
+    blockPipe(child)?.on("error", () => undefined);
+    // Waiting, it must not keep a CLI or a test runner alive.
+    setReferenced(child, false);
+  }
+
+  /** Whether a run of `language`, with these interpreters and packages, can start in it now. */
+  fits(language: Language, interpreters: Interpreters, packagesDir: string | undefined): boolean {
+    return (
+      !this.started &&
+      language === "python" &&
+      packagesDir === undefined &&
+      interpreters.python?.executable === this.executable &&
+      this.child.pid !== undefined &&
+      this.child.exitCode === null &&
+      this.child.signalCode === null &&
+      // Node learns of a death a turn or more after it: a sandbox killed from outside is a zombie by then.
+      isRunning(this.child.pid)
+    );
+  }
+
+  /** Lets bwrap exec the interpreter. The caller owns the child and its reaper record from now on. */
+  start(): { child: ChildProcess; forget: () => void } {
+    this.started = true;
+    setReferenced(this.child, true);
+    blockPipe(this.child)?.end("g");
+    return { child: this.child, forget: this.forget };
+  }
+
+  /** Kills it unused (a run it did not fit took its place, or the launcher closed) and waits for its end. */
+  async discard(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    killProcessGroup(this.child);
+    if (this.child.pid !== undefined && this.child.exitCode === null && this.child.signalCode === null) {
+      await new Promise((resolve) => this.child.once("exit", resolve));
+    }
+    this.forget();
+  }
+}
+
+/** The pipe bwrap blocks on; Node types `stdio` as five entries, so the sixth is read as unknown. */
+function blockPipe(child: ChildProcess): Socket | null {
+  const pipe: unknown = (child.stdio as readonly unknown[])[BLOCK_FD];
+  return pipe instanceof Socket ? pipe : null;
+}
+
+/** Whether the kernel still runs `pid`: neither gone nor a zombie waiting to be reaped. */
+function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
