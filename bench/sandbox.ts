@@ -1,6 +1,7 @@
 /**
  * Sandbox latency and throughput, side by side: a bare spawn of the very interpreter the sandbox
- * runs, the process backend, bwrap cold, pre-warmed and back to back (each run starting the moment
+ * runs, the process backend, bwrap cold (its sandbox made ahead, the interpreter started by the
+ * run), cold with nothing made ahead, pre-warmed and back to back (each run starting the moment
  * the one before returned: what an agent with an instant model sees), gVisor where runsc is
  * installed, and containers cold and pre-warmed where a container engine answers (image:
  * $SELFHEAL_CONTAINER_IMAGE, else the official images), each running `print(1)`. Prints a table
@@ -76,11 +77,16 @@ function bareSpawn(executable: string): Contender {
   };
 }
 
-function sandboxContender(name: string, sandbox: ManagedSandbox, warm: boolean): Contender {
+function sandboxContender(
+  name: string,
+  sandbox: ManagedSandbox,
+  warm: boolean,
+  request: RunRequest = REQUEST,
+): Contender {
   return {
     name,
     runOnce: async () => {
-      const result = await sandbox.run(REQUEST);
+      const result = await sandbox.run(request);
       if (result.status !== "ok") throw new Error(`${name}: ${result.status} ${result.stderr}`);
     },
     ...(warm ? { between: () => sandbox.prewarm(["python"]) } : {}),
@@ -157,6 +163,12 @@ async function main(): Promise<void> {
     console.log(`bwrap isolation layers here: ${layers.text}`);
     contenders.push(
       sandboxContender("bwrap, cold", createSandbox({ kind: "bwrap", prewarm: false }), false),
+      // A run asking limits of its own gets nothing made ahead: its cgroup, tmpfs and sandbox are
+      // made on its path. This is what a cold run cost before sandboxes were made ahead of need.
+      sandboxContender("bwrap, cold, nothing made ahead", createSandbox({ kind: "bwrap", prewarm: false }), false, {
+        ...REQUEST,
+        limits: { maxFileMb: 63 },
+      }),
       sandboxContender("bwrap, pre-warmed", warmBwrap, true),
     );
   } else {

@@ -10,11 +10,12 @@ import type { Reservation } from "../src/sandbox/run/local-sandbox.js";
 import { writeProgramFiles } from "../src/sandbox/run/local-sandbox.js";
 import { collectOptionsFor, collectRun } from "../src/sandbox/run/run-child.js";
 import type { RunRequest, RunResult, SandboxLimits } from "../src/sandbox/types.js";
-import { bwrapMissing } from "./capabilities.js";
+import { bwrapMissing, seccompMissing } from "./capabilities.js";
 import { argvOf, childrenOf, eventually, uniqueFileLimit } from "./processes.js";
 
 const REPO = new URL("..", import.meta.url).pathname;
 const noBwrap = bwrapMissing();
+const noSeccomp = noBwrap === null ? seccompMissing() : null;
 const skipped = noBwrap ? ` (skipped: ${noBwrap})` : "";
 
 /** The sandboxes `owner` has made ahead and that still wait, blocked in bwrap: its children started with --block-fd. */
@@ -81,6 +82,34 @@ describe.skipIf(noBwrap !== null)(`a bwrap sandbox made ahead of the next run${s
     );
     expect(pid).toBe(waiting[0]);
     expect(result).toMatchObject({ status: "error", exitCode: 3, stdout: "FROM STDIN from a file\n" });
+  });
+
+  it("holds a run started in it to the same isolation as a sandbox made for it", async () => {
+    const { launcher, limits, parked } = await openLauncher();
+    await runIn(await launcher.reserve(), { language: "python", code: "print(1)\n" }, limits);
+    const reservation = await launcher.reserve();
+    const waiting = parked();
+    const code = [
+      "import os, socket",
+      "print(os.getuid(), socket.gethostname(), sorted(os.listdir('/sys/class/net')) if os.path.exists('/sys/class/net') else '-')",
+      "for path in ('/usr/selfheal-probe', '/etc/selfheal-probe'):",
+      "    try:",
+      "        open(path, 'w')",
+      "        print('wrote', path)",
+      "    except OSError as error:",
+      "        print('refused', path, error.errno)",
+      "print(open('/proc/self/status').read().split('Seccomp:')[1].split()[0])",
+    ].join("\n");
+    const { result, pid } = await runIn(reservation, { language: "python", code }, limits);
+    expect(pid).toBe(waiting[0]);
+    const lines = result.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^1000 sandbox /);
+    expect(lines.slice(1, 3)).toEqual([
+      expect.stringMatching(/^refused \/usr\/selfheal-probe (13|30)$/),
+      expect.stringMatching(/^refused \/etc\/selfheal-probe (13|30)$/),
+    ]);
+    // 2: a seccomp filter holds the program, where this host can build one.
+    expect(lines[3]).toBe(noSeccomp === null ? "2" : "0");
   });
 
   it("gives a JavaScript run a sandbox of its own and kills the parked one", async () => {

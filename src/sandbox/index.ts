@@ -93,7 +93,10 @@ interface WarmPool {
 /** The bwrap sandbox where the host allows it; else, for `auto`, the process one (with its warning). */
 function localSandbox(kind: "bwrap" | "auto", host: PreparedHost, limits: SandboxLimits, pool: WarmPool): LocalSandbox {
   if (host.bwrap.usable) {
-    const launcher = new BwrapLauncher(limits, host.bwrap.host, { cgroups: host.cgroups });
+    const launcher = new BwrapLauncher(limits, host.bwrap.host, {
+      cgroups: host.cgroups,
+      parkSpare: pool.mode === "off",
+    });
     return new LocalSandbox(launcher, limits, pool.mode, pool.size);
   }
   if (kind === "bwrap") throw bwrapUnavailable(host.bwrap.reason);
