@@ -32,14 +32,23 @@ if (bwrap !== null) {
     it("contains every hostile case", () => undefined);
   });
 } else {
+  const uncontained: ExpectedEscapes = {
+    ...(cgroupsMissing() === null ? {} : WITHOUT_CGROUPS),
+    ...(isRoot ? {} : WITHOUT_ROOT),
+    ...(seccompMissing() === null ? {} : WITHOUT_SECCOMP),
+  };
   describeOurHostileSuite("the bwrap backend", {
     createSandbox: () => createSandbox({ kind: "bwrap", limits }),
     kind: "bwrap",
     limits,
-    uncontained: {
-      ...(cgroupsMissing() === null ? {} : WITHOUT_CGROUPS),
-      ...(isRoot ? {} : WITHOUT_ROOT),
-      ...(seccompMissing() === null ? {} : WITHOUT_SECCOMP),
-    },
+    uncontained,
+  });
+  // Without a pool, every run after the first starts in a sandbox made ahead of it and parked
+  // (docs/security.md, "Sandboxes made ahead of a cold run"): the same cases must hold there.
+  describeOurHostileSuite("the bwrap backend without a pool, in sandboxes made ahead", {
+    createSandbox: () => createSandbox({ kind: "bwrap", limits, prewarm: false }),
+    kind: "bwrap",
+    limits,
+    uncontained,
   });
 }

@@ -185,7 +185,7 @@ export class BwrapLauncher implements Launcher {
    * Prepares the next run ahead of need: a memory cgroup made just before a run costs it ~9 ms, a
    * tmpfs mount a process start and the sandbox itself four more (`ParkedSandbox`). Made when a run
    * is over (while the model writes the next program, in an agent), they cost the next run nothing;
-   * made while a run ran, on 2 CPUs, they slowed it. The pool's next interpreter starts in it too.
+   * made while a run ran, on 2 CPUs, they slowed it. The pool's next interpreter takes it as well.
    */
   private makeSpare(): void {
     if (this.spare || this.closed) return;
