@@ -9,10 +9,10 @@ import type { Language } from "../types.js";
 
 /**
  * A bwrap sandbox made ahead of need for the next Python run: its cgroup joined, its uid dropped,
- * its namespaces, mounts and seccomp filter in place, and bwrap blocked on `BLOCK_FD` just before
- * it execs the interpreter. The run that takes it pays for its interpreter's start and nothing
- * else; making the sandbox (four execs and a dozen mounts, ~20 ms here) happened while the run
- * before it ran or its model answered.
+ * its namespaces and mounts in place, and bwrap blocked on `BLOCK_FD` just before it loads the
+ * seccomp filter and execs the interpreter. The run that takes it pays for its interpreter's start
+ * and little else; making the sandbox (four execs and a dozen mounts, ~20 ms here) happened once
+ * the run before it was over, while the model wrote the next program.
  */
 export class ParkedSandbox {
   private started = false;
