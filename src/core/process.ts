@@ -17,6 +17,21 @@ export function processIsAlive(pid: number): boolean {
  * pair of pid and start time is not, so it is how a record names a process that may be long dead.
  */
 export function processStartTime(pid: number): number | null {
+  const start = Number(statFields(pid)?.[19]);
+  return Number.isFinite(start) ? start : null;
+}
+
+/**
+ * Whether the kernel still runs this process: it exists and is no zombie waiting to be reaped
+ * (field 3 of /proc/<pid>/stat). A parent learns of a child's death a turn of its loop later.
+ */
+export function processIsRunning(pid: number): boolean {
+  const state = statFields(pid)?.[0];
+  return state !== undefined && state !== "Z";
+}
+
+/** The fields of /proc/<pid>/stat after the command name (the state first), or null where there are none. */
+function statFields(pid: number): string[] | null {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -24,9 +39,7 @@ export function processStartTime(pid: number): number | null {
     return null;
   }
   // The command name in parentheses may hold spaces and parentheses itself: count from the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const start = Number(fields[19]);
-  return Number.isFinite(start) ? start : null;
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 }
 
 /** A process as a record can name it: its pid, and its start time where /proc gives one. */

@@ -1,10 +1,9 @@
 import type { ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { Socket } from "node:net";
-
+import { processIsRunning } from "../../core/process.js";
 import { BLOCK_FD } from "../host/bwrap-argv.js";
 import type { Interpreters } from "../host/interpreters.js";
-import { killProcessGroup, setReferenced } from "../run/run-child.js";
+import { isAlive, killProcessGroup, setReferenced, waitForExit } from "../run/run-child.js";
 import type { Language } from "../types.js";
 
 /**
@@ -39,10 +38,9 @@ export class ParkedSandbox {
       packagesDir === undefined &&
       interpreters.python?.executable === this.executable &&
       this.child.pid !== undefined &&
-      this.child.exitCode === null &&
-      this.child.signalCode === null &&
+      isAlive(this.child) &&
       // Node learns of a death a turn or more after it: a sandbox killed from outside is a zombie by then.
-      isRunning(this.child.pid)
+      processIsRunning(this.child.pid)
     );
   }
 
@@ -59,9 +57,8 @@ export class ParkedSandbox {
     if (this.started) return;
     this.started = true;
     killProcessGroup(this.child);
-    if (this.child.pid !== undefined && this.child.exitCode === null && this.child.signalCode === null) {
-      await new Promise((resolve) => this.child.once("exit", resolve));
-    }
+    // A spawn that failed has no pid and may never report an exit.
+    if (this.child.pid !== undefined) await waitForExit(this.child);
     this.forget();
   }
 }
@@ -70,14 +67,4 @@ export class ParkedSandbox {
 function blockPipe(child: ChildProcess): Socket | null {
   const pipe: unknown = (child.stdio as readonly unknown[])[BLOCK_FD];
   return pipe instanceof Socket ? pipe : null;
-}
-
-/** Whether the kernel still runs `pid`: neither gone nor a zombie waiting to be reaped. */
-function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
 }

@@ -9,7 +9,15 @@ import { limitsForRun, SANDBOX_POOL_SIZE, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 import { collectArtifacts } from "./artifacts.js";
-import { collectOptionsFor, collectRun, type LaunchedProgram, setReferenced, unavailableResult } from "./run-child.js";
+import {
+  collectOptionsFor,
+  collectRun,
+  isAlive,
+  type LaunchedProgram,
+  setReferenced,
+  unavailableResult,
+  waitForExit,
+} from "./run-child.js";
 
 /** What one run holds from its backend: a work dir (and, for bwrap, a uid) until released. */
 export interface Reservation {
@@ -348,14 +356,4 @@ export async function writeProgramFiles(
 export async function withArtifacts(result: RunResult, workDir: WorkDir, request: RunRequest): Promise<RunResult> {
   if (!request.collectArtifacts) return result;
   return { ...result, artifacts: await collectArtifacts(workDir.path, request.collectArtifacts) };
-}
-
-function isAlive(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
-}
-
-/** Refs or unrefs the child and its pipes, which each hold the event loop open on their own. */
-function waitForExit(child: ChildProcess): Promise<void> {
-  if (!isAlive(child)) return Promise.resolve();
-  return new Promise((resolve) => child.once("exit", () => resolve()));
 }

@@ -36,6 +36,17 @@ export function setReferenced(child: ChildProcess, referenced: boolean): void {
   }
 }
 
+/** Whether Node has yet to see this child's exit. */
+export function isAlive(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** Resolves once Node has seen the child's exit (at once if it has). */
+export function waitForExit(child: ChildProcess): Promise<void> {
+  if (!isAlive(child)) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
+}
+
 export interface LaunchedProgram {
   child: ChildProcess;
   /** Kills the whole run (process group or namespace); must be safe to call many times. */
