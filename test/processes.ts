@@ -15,9 +15,15 @@ export function argvOf(pid: number): string[] | null {
 }
 
 export function parentOf(pid: number): number | null {
+  const parent = statFields(pid)?.[1];
+  return parent === undefined ? null : Number(parent);
+}
+
+/** The fields of /proc/<pid>/stat after the command name (the state first), or null once it is gone. */
+export function statFields(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
