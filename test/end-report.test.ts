@@ -90,6 +90,17 @@ describe("a run that reports its end", () => {
   });
 });
 
+describe("a program handed to its run after it exited", () => {
+  it("is reported with its exit status, not waited on for an exit Node has already told", async () => {
+    // A pre-warmed interpreter can die between being taken from the pool and its run's watch.
+    // (What it printed is gone: Node drains the pipes nobody reads once their child exits.)
+    const child = spawn("sh", ["-c", "exit 5"], { detached: true, stdio: "pipe" });
+    await new Promise((resolve) => child.once("exit", resolve));
+    const result = await collectRun({ child, killAll: () => killProcessGroup(child) }, collectOptions());
+    expect(result).toMatchObject({ status: "error", exitCode: 5, signal: null });
+  });
+});
+
 const backends = [
   ["process", null],
   ["bwrap", bwrapMissing()],

@@ -10,7 +10,7 @@ import { PYTHON_BOOTSTRAP } from "../src/sandbox/host/bootstrap.js";
 import { type ManagedSandbox, SANDBOX_POOL_SIZE } from "../src/sandbox/index.js";
 import { bwrapMissing } from "./capabilities.js";
 import { fence, scriptedModel } from "./helpers.js";
-import { argvOf, eventually, parentOf, uniqueFileLimit } from "./processes.js";
+import { argvOf, eventually, parentOf, statFields, uniqueFileLimit } from "./processes.js";
 
 const PRINT_PID = "import os\nprint(os.getpid())\n";
 
@@ -183,6 +183,30 @@ describe.each(kinds)("closing a %s sandbox with a pool", (kind) => {
     // bwrap's sit in a pid namespace whose last processes the kernel reaps a moment later.
     if (kind === "process") expect(bootstrapped([marker])).toEqual([]);
     else await eventually(() => (bootstrapped([marker]).length === 0 ? true : null), "no pooled interpreter", 10_000);
+  });
+});
+
+describe.each(kinds)("a %s sandbox whose warm interpreter dies once taken", (kind) => {
+  it("runs the program cold instead, and does not wait for an exit Node has already seen", async () => {
+    const { maxFileMb, marker } = uniqueFileLimit();
+    const sandbox = createSandbox({ kind, limits: { maxFileMb } });
+    try {
+      await sandbox.prewarm(["python"]);
+      const [interpreter] = bootstrapped([marker]);
+      // The pool's child: the interpreter itself, or the sandbox around it.
+      let child = interpreter!;
+      while (parentOf(child) !== process.pid) child = parentOf(child)!;
+      process.kill(-child, "SIGKILL");
+      // Dead to the kernel, unseen by Node: the loop turns no more until the run has taken it.
+      while (statFields(child)?.[0] !== "Z") {}
+      // The input's writes take a few turns of the loop, in which Node sees the exit.
+      const inputs = [{ name: "in/data.txt", content: Buffer.from("data") }];
+      const result = await sandbox.run({ language: "python", code: PRINT_PID, inputs });
+      expect(result).toMatchObject({ status: "ok", stderr: "" });
+      expect(pidOf(result.stdout)).not.toBe(interpreter);
+    } finally {
+      await sandbox.close();
+    }
   });
 });
 

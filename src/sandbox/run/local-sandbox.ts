@@ -101,15 +101,23 @@ export class LocalSandbox implements Sandbox {
   /** The launcher comes with the host already probed (see DeferredSandbox): nothing is left to do. */
   async prepare(): Promise<void> {}
 
-  async run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
-    const startedAt = performance.now();
+  run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
+    return this.runFrom(performance.now(), request, hooks, { mayTakeWarm: true });
+  }
+
+  private async runFrom(
+    startedAt: number,
+    request: RunRequest,
+    hooks: RunHooks | undefined,
+    { mayTakeWarm }: { mayTakeWarm: boolean },
+  ): Promise<RunResult> {
     const limits = limitsForRun(this.limits, request);
     // A warm interpreter was started without packages mounted, with the default Python and under
     // the sandbox's own limits, so a run that needs packages, names its own Python or asks other
     // limits (more memory, say) goes cold; the warm ones wait for the next runs they fit.
     const python = request.language === "python" ? request.python : undefined;
     const fitsWarm = !request.packagesDir && !python && sameStartLimits(this.limits, limits);
-    const warm = fitsWarm ? await this.takeWarm(request.language) : null;
+    const warm = fitsWarm && mayTakeWarm ? await this.takeWarm(request.language) : null;
 
     const reservation = warm?.reservation ?? (await this.launcher.reserve(python, limits));
     // A warm Python interpreter takes its program with the go and writes main.py itself.
@@ -120,6 +128,13 @@ export class LocalSandbox implements Sandbox {
       if (warm) warm.program.killAll();
       await reservation.release();
       throw error;
+    }
+    if (warm && !waitsForGo(warm)) {
+      // It died while the files were written (killed from outside, or its start failed): the
+      // program has not run, and runs cold instead.
+      warm.program.killAll();
+      this.releaseLater(warm.reservation, warm.program.child);
+      return this.runFrom(startedAt, request, hooks, { mayTakeWarm: false });
     }
 
     let program: LaunchedProgram;
@@ -250,7 +265,7 @@ export class LocalSandbox implements Sandbox {
     for (let entry = pool.shift(); entry; entry = pool.shift()) {
       const warm = await entry.warm;
       if (!warm) continue;
-      if (isAlive(warm.program.child) && !warm.control.destroyed) return warm;
+      if (waitsForGo(warm)) return warm;
       warm.program.killAll();
       await warm.reservation.release();
     }
@@ -327,6 +342,11 @@ export class LocalSandbox implements Sandbox {
     });
     return { reservation, program, control, ready };
   }
+}
+
+/** Whether a warm interpreter is still there to take its go, as far as Node has seen. */
+function waitsForGo(warm: WarmProgram): boolean {
+  return isAlive(warm.program.child) && !warm.control.destroyed;
 }
 
 /**

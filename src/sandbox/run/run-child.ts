@@ -233,6 +233,9 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
     child.once("error", (error) => finish(null, null, error));
     child.stdout?.on("data", watch(stdout, report?.stdout));
     child.stderr?.on("data", watch(stderr, report?.stderr));
+    // A pre-warmed interpreter reaches its run a few turns of the loop after it was taken: one that
+    // died meanwhile has had its 'exit' already, and no second one would ever come.
+    if (!isAlive(child)) finish(child.exitCode, child.signalCode);
 
     // A program may exit without reading its input; the broken pipe is expected, not a failure.
     child.stdin?.on("error", () => undefined);
