@@ -16,6 +16,7 @@ import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
 import {
   collectOptionsFor,
   collectRun,
+  isAlive,
   killProcessGroup,
   unavailableResult,
   wholeRunMemoryNote,
@@ -108,7 +109,7 @@ export class ContainerSandbox implements ManagedSandbox {
     };
     let removal: Promise<void> | undefined;
     const killAll = (): void => {
-      if (started.child.exitCode === null && started.child.signalCode === null && !removal) {
+      if (isAlive(started.child) && !removal) {
         removal = this.remove([started.name]);
       }
       killProcessGroup(started.child);
@@ -231,7 +232,7 @@ export class ContainerSandbox implements ManagedSandbox {
     const entry = this.warm.get(language);
     this.warm.delete(language);
     const container = await entry?.catch(() => undefined);
-    if (container && container.child.exitCode === null && container.child.signalCode === null) return container;
+    if (container && isAlive(container.child)) return container;
     if (container) this.discard([container]);
     return undefined;
   }

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 
 import { cgroupCpuReader } from "../host/cgroups.js";
-import type { RunWideLimits } from "../run/run-child.js";
+import { isAlive, type RunWideLimits } from "../run/run-child.js";
 import type { SandboxLimits } from "../types.js";
 import type { ContainerEngine } from "./command.js";
 import { engineIsLocal, inspectContainer } from "./engine.js";
@@ -22,7 +22,7 @@ export function containerCpuBudget(
 ): RunWideLimits | undefined {
   if (!engineIsLocal(engine)) return undefined;
   let readNs: (() => number | null) | null = null;
-  const running = (): boolean => container.child.exitCode === null && container.child.signalCode === null;
+  const running = (): boolean => isAlive(container.child);
   void (async () => {
     while (readNs === null && running()) {
       const [pid = 0, id = ""] =

@@ -21,7 +21,7 @@ import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { limitsForRun, MAX_DISK_FILES, MIB } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import { withArtifacts, writeProgramFiles } from "../run/local-sandbox.js";
-import { collectOptionsFor, collectRun, killProcessGroup, unavailableResult } from "../run/run-child.js";
+import { collectOptionsFor, collectRun, isAlive, killProcessGroup, unavailableResult } from "../run/run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 
 /** How long runsc may take to tear a sandbox down before we stop waiting for it. */
@@ -175,7 +175,7 @@ export class GvisorSandbox implements Sandbox {
       forgetRun = trackRun({ processGroup: child.pid });
       const killAll = (): void => {
         // runsc's sandbox and gofer processes leave our process group; only runsc can reach them.
-        if (child.exitCode === null && child.signalCode === null) {
+        if (isAlive(child)) {
           const killer = spawn(file, [...runsc.slice(1), "kill", "--all", name, "KILL"], {
             stdio: "ignore",
             detached: true,
