@@ -81,6 +81,16 @@ describe("the LangGraph server (what Studio talks to)", () => {
     client = new Client({ apiUrl: `http://127.0.0.1:${port}` });
   }, 120_000);
 
+  /**
+   * The assistant the server makes for a graph from langgraph.json. The server keeps its state in
+   * the checkout's .langgraph_api/, so an earlier run's assistants (one attempt, say) are there too.
+   */
+  const graphAssistant = async (graphId: string) => {
+    const [assistant] = await client.assistants.search({ graphId, metadata: { created_by: "system" } });
+    expect(assistant, `the ${graphId} graph's own assistant`).toBeDefined();
+    return assistant!;
+  };
+
   afterAll(async () => {
     // The last test stops the launcher; this is for a run that failed before it.
     if (server?.pid && server.exitCode === null && server.signalCode === null) {
@@ -102,10 +112,9 @@ describe("the LangGraph server (what Studio talks to)", () => {
   });
 
   it("serves the selfheal graph: schema, a streamed run with a real failure and fix, its state and history", async () => {
-    const assistants = await client.assistants.search({ graphId: "selfheal" });
-    const assistant = assistants[0];
+    const assistant = await graphAssistant("selfheal");
     expect(assistant?.graph_id).toBe("selfheal");
-    const schemas = await client.assistants.getSchemas(assistant!.assistant_id);
+    const schemas = await client.assistants.getSchemas(assistant.assistant_id);
     // What a person gives, not the state's bookkeeping (draft, decision, resumeFrom...).
     expect(Object.keys(schemas.input_schema?.properties ?? {})).toEqual([
       "task",
@@ -120,7 +129,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     const thread = await client.threads.create();
     const nodes: string[] = [];
     const output: string[] = [];
-    for await (const part of client.runs.stream(thread.thread_id, assistant!.assistant_id, {
+    for await (const part of client.runs.stream(thread.thread_id, assistant.assistant_id, {
       input: { task: "Print bob's score; he may be missing from the table." },
       streamMode: ["updates", "custom"],
     })) {
@@ -149,8 +158,8 @@ describe("the LangGraph server (what Studio talks to)", () => {
   }, 120_000);
 
   it("offers every run setting as the context schema, with its default and its bounds", async () => {
-    const [assistant] = await client.assistants.search({ graphId: "selfheal" });
-    const schemas = await client.assistants.getSchemas(assistant!.assistant_id);
+    const assistant = await graphAssistant("selfheal");
+    const schemas = await client.assistants.getSchemas(assistant.assistant_id);
     const settings = schemas.context_schema?.properties as Record<string, Record<string, unknown>>;
     expect(Object.keys(settings)).toEqual([
       "maxAttempts",
@@ -212,8 +221,8 @@ describe("the LangGraph server (what Studio talks to)", () => {
     expect(schemas.config_schema).toEqual(schemas.context_schema);
 
     // The example graph with an extra node is declared the same way (studioDeclaration()).
-    const [example] = await client.assistants.search({ graphId: "selfheal-static-check" });
-    const exampleSchemas = await client.assistants.getSchemas(example!.assistant_id);
+    const example = await graphAssistant("selfheal-static-check");
+    const exampleSchemas = await client.assistants.getSchemas(example.assistant_id);
     expect(exampleSchemas.context_schema).toEqual(schemas.context_schema);
     expect(exampleSchemas.input_schema).toEqual(schemas.input_schema);
   });
@@ -235,11 +244,11 @@ describe("the LangGraph server (what Studio talks to)", () => {
   });
 
   it("pauses a run for approval when the context asks for it, and resumes it with a command", async () => {
-    const [assistant] = await client.assistants.search({ graphId: "selfheal" });
+    const assistant = await graphAssistant("selfheal");
     const thread = await client.threads.create();
     const context = { approval: true };
     let paused: unknown;
-    for await (const part of client.runs.stream(thread.thread_id, assistant!.assistant_id, {
+    for await (const part of client.runs.stream(thread.thread_id, assistant.assistant_id, {
       input: { task: "Print bob's score." },
       context,
       streamMode: ["updates"],
@@ -253,7 +262,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     expect(waiting.next).toEqual(["approval"]);
 
     // An edit runs the person's program instead of the model's.
-    for await (const part of client.runs.stream(thread.thread_id, assistant!.assistant_id, {
+    for await (const part of client.runs.stream(thread.thread_id, assistant.assistant_id, {
       command: { resume: { action: "edit", code: "print('edited in studio')" } },
       context,
       streamMode: ["updates"],
@@ -265,8 +274,8 @@ describe("the LangGraph server (what Studio talks to)", () => {
   });
 
   it("draws the round of candidates, and streams three candidates written and run at once", async () => {
-    const [assistant] = await client.assistants.search({ graphId: "selfheal" });
-    const drawn = await client.assistants.getGraph(assistant!.assistant_id);
+    const assistant = await graphAssistant("selfheal");
+    const drawn = await client.assistants.getGraph(assistant.assistant_id);
     expect(drawn.nodes.map((node) => node.id)).toEqual(expect.arrayContaining(["candidate", "join"]));
     const edges = drawn.edges.map((edge) => `${edge.source}->${edge.target}`);
     expect(edges).toEqual(
@@ -284,7 +293,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     const thread = await client.threads.create();
     const nodes: string[] = [];
     const printedBy = new Set<number>();
-    for await (const part of client.runs.stream(thread.thread_id, assistant!.assistant_id, {
+    for await (const part of client.runs.stream(thread.thread_id, assistant.assistant_id, {
       input: { task: "Print bob's score; he may be missing from the table." },
       context: { candidates: 3 },
       streamMode: ["updates", "custom"],
