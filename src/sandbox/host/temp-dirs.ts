@@ -1,8 +1,8 @@
-import { execFile } from "node:child_process";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { processIsAlive } from "../../core/process.js";
+import { unmountLazily } from "./mounts.js";
 import { reapRecordedRuns, recordOwnerIsReplaced } from "./run-records.js";
 
 /**
@@ -59,7 +59,7 @@ export async function removeDeadProcessDirs(): Promise<void> {
     if (isRecord) reapRecordedRuns(path);
     // A run's tmpfs (work-dir.ts) is unmounted first: rm would empty it and then fail on the mount.
     mounted ??= await mountPoints();
-    if (mounted.has(path)) await new Promise((resolve) => execFile("umount", ["-l", path], () => resolve(null)));
+    if (mounted.has(path)) await unmountLazily("umount", path);
     // Someone else's, or already gone: not ours to worry about.
     await rm(path, { recursive: true, force: true }).catch(() => undefined);
   }

@@ -1,14 +1,12 @@
-import { execFile, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chownSync, rmSync, writeFileSync } from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { promisify } from "node:util";
 
 import { ARTIFACTS_FOLDER, pathInsideWorkDir } from "../../core/data-files.js";
 
+import { mountTmpfs, unmountLazily } from "./mounts.js";
 import { tempDirPrefix } from "./temp-dirs.js";
-
-const execFileAsync = promisify(execFile);
 
 /** A size-limited tmpfs to hold the work dir and /tmp of a run, and the tools to (un)mount it. */
 export interface RunDisk {
@@ -78,7 +76,7 @@ export class WorkDir {
       return new WorkDir(root, root, null, owner, null);
     }
     try {
-      await execFileAsync(disk.mount, ["-t", "tmpfs", "-o", mountOptions(disk), "selfheal-run", root]);
+      await mountTmpfs(disk.mount, mountOptions(disk), root);
       liveWorkDirs.set(root, disk);
     } catch (error) {
       await new WorkDir(root, root, null, null, null).remove();
@@ -164,7 +162,7 @@ export class WorkDir {
     }
     if (this.disk) {
       // Lazy: a process of the run may not have been reaped yet; the tmpfs goes with the last one.
-      await execFileAsync(this.disk.umount, ["-l", this.root]).catch(() => undefined);
+      await unmountLazily(this.disk.umount, this.root);
     }
     await rm(this.root, { recursive: true, force: true, maxRetries: 3 });
     liveWorkDirs.delete(this.root);
