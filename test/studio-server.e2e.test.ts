@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseDevArgs, serverEnv } from "../scripts/dev.js";
 import type { AgentState } from "../src/index.js";
 import { cleanEnv, freePort, REPO, waitFor } from "./cli-helpers.js";
@@ -91,6 +91,22 @@ describe("the LangGraph server (what Studio talks to)", () => {
     return assistant!;
   };
 
+  // What the tests make on the server is deleted after each: the server keeps its state in the
+  // checkout's .langgraph_api/, which is also the developer's own Studio state.
+  const made = { threads: [] as string[], assistants: [] as string[] };
+  const newThread = async () => {
+    const thread = await client.threads.create();
+    made.threads.push(thread.thread_id);
+    return thread;
+  };
+  afterEach(async () => {
+    if (!client || server.exitCode !== null || server.signalCode !== null) return;
+    await Promise.all([
+      ...made.threads.splice(0).map((id) => client.threads.delete(id)),
+      ...made.assistants.splice(0).map((id) => client.assistants.delete(id)),
+    ]);
+  });
+
   afterAll(async () => {
     // The last test stops the launcher; this is for a run that failed before it.
     if (server?.pid && server.exitCode === null && server.signalCode === null) {
@@ -126,7 +142,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     // The kept artifacts are part of the state Studio shows.
     expect(Object.keys(schemas.state_schema?.properties ?? {})).toContain("artifacts");
 
-    const thread = await client.threads.create();
+    const thread = await newThread();
     const nodes: string[] = [];
     const output: string[] = [];
     for await (const part of client.runs.stream(thread.thread_id, assistant.assistant_id, {
@@ -233,7 +249,8 @@ describe("the LangGraph server (what Studio talks to)", () => {
       name: "one attempt",
       context: { maxAttempts: 1, sandbox: "process" },
     });
-    const thread = await client.threads.create();
+    made.assistants.push(assistant.assistant_id);
+    const thread = await newThread();
     await client.runs.wait(thread.thread_id, assistant.assistant_id, {
       input: { task: "Print bob's score, stubborn edition." },
     });
@@ -245,7 +262,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
 
   it("pauses a run for approval when the context asks for it, and resumes it with a command", async () => {
     const assistant = await graphAssistant("selfheal");
-    const thread = await client.threads.create();
+    const thread = await newThread();
     const context = { approval: true };
     let paused: unknown;
     for await (const part of client.runs.stream(thread.thread_id, assistant.assistant_id, {
@@ -290,7 +307,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     );
 
     const calls = stub.requests.length;
-    const thread = await client.threads.create();
+    const thread = await newThread();
     const nodes: string[] = [];
     const printedBy = new Set<number>();
     for await (const part of client.runs.stream(thread.thread_id, assistant.assistant_id, {
