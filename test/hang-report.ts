@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { argvOf, childrenOf, statFields } from "./processes.js";
+import { statFields } from "../src/core/process.js";
+import { argvOf, childrenOf } from "./processes.js";
 
 /**
  * What a test that timed out left in flight, for the log: a hang on a busy CI machine cannot be

@@ -1,6 +1,7 @@
 /** Processes of this host, read from /proc, for the tests that count what a sandbox leaves running. */
 import { randomInt } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
+import { statFields } from "../src/core/process.js";
 
 const MIB = 1024 * 1024;
 
@@ -17,16 +18,6 @@ export function argvOf(pid: number): string[] | null {
 export function parentOf(pid: number): number | null {
   const parent = statFields(pid)?.[1];
   return parent === undefined ? null : Number(parent);
-}
-
-/** The fields of /proc/<pid>/stat after the command name (the state first), or null once it is gone. */
-export function statFields(pid: number): string[] | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  } catch {
-    return null;
-  }
 }
 
 /** The live processes whose parent is `parent`. */

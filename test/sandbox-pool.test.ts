@@ -5,12 +5,13 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import { settingsWithFlags } from "../src/cli/options.js";
 import { InvalidSettingsError } from "../src/core/errors.js";
+import { processIsRunning, processStartTime } from "../src/core/process.js";
 import { createAgent, createSandbox, parseSettings, SharedSandboxes } from "../src/index.js";
 import { PYTHON_BOOTSTRAP } from "../src/sandbox/host/bootstrap.js";
 import { type ManagedSandbox, SANDBOX_POOL_SIZE } from "../src/sandbox/index.js";
 import { bwrapMissing } from "./capabilities.js";
 import { fence, scriptedModel } from "./helpers.js";
-import { argvOf, eventually, parentOf, statFields, uniqueFileLimit } from "./processes.js";
+import { argvOf, eventually, parentOf, uniqueFileLimit } from "./processes.js";
 
 const PRINT_PID = "import os\nprint(os.getpid())\n";
 
@@ -47,11 +48,6 @@ function bootstrapped(markers: readonly string[], parent?: number): number[] {
 const pidOf = (stdout: string): number => Number(stdout.trim());
 /** The kernel's clock ticks per second (USER_HZ), in which /proc/PID/stat gives a start time. */
 const CLOCK_TICKS = 100;
-/** When `pid` started, in clock ticks since boot. */
-function startTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
-}
 
 describe("the warm pool of the process sandbox", () => {
   const opened: ManagedSandbox[] = [];
@@ -115,7 +111,7 @@ describe("the warm pool of the process sandbox", () => {
       () => (waiting().length > 0 ? waiting() : null),
       "a replacement interpreter",
     );
-    expect(startTicks(replacement!)).toBeGreaterThanOrEqual(endedAtTicks);
+    expect(processStartTime(replacement!)).toBeGreaterThanOrEqual(endedAtTicks);
   });
 
   it("runs two programs started back to back in interpreters started before either was asked for", async () => {
@@ -198,7 +194,7 @@ describe.each(kinds)("a %s sandbox whose warm interpreter dies once taken", (kin
       while (parentOf(child) !== process.pid) child = parentOf(child)!;
       process.kill(-child, "SIGKILL");
       // Dead to the kernel, unseen by Node: the loop turns no more until the run has taken it.
-      while (statFields(child)?.[0] !== "Z") {}
+      while (processIsRunning(child)) {}
       // The input's writes take a few turns of the loop, in which Node sees the exit.
       const inputs = [{ name: "in/data.txt", content: Buffer.from("data") }];
       const result = await sandbox.run({ language: "python", code: PRINT_PID, inputs });

@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseDevArgs, serverEnv } from "../scripts/dev.js";
+import { statFields } from "../src/core/process.js";
 import type { AgentState } from "../src/index.js";
 import { cleanEnv, freePort, REPO, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
@@ -28,17 +29,13 @@ function startDev(args: string[], env: Record<string, string> = {}): ChildProces
 /** The processes on this machine whose parent (field 4 of /proc/PID/stat) or process group (field 5) is `id`. */
 function processesUnder(id: number, field: "parent" | "group"): number[] {
   const index = field === "parent" ? 1 : 2;
-  return readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[index]) === id;
-      } catch {
-        return false; // Gone while we looked.
-      }
-    })
-    .map(Number);
+  return (
+    readdirSync("/proc")
+      .filter((name) => /^\d+$/.test(name))
+      // Gone while we looked: no fields, no match.
+      .filter((pid) => Number(statFields(Number(pid))?.[index]) === id)
+      .map(Number)
+  );
 }
 
 const exited = (child: ChildProcess) =>

@@ -31,7 +31,7 @@ export function processIsRunning(pid: number): boolean {
 }
 
 /** The fields of /proc/<pid>/stat after the command name (the state first), or null where there are none. */
-function statFields(pid: number): string[] | null {
+export function statFields(pid: number): string[] | null {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, "utf8");
