@@ -141,8 +141,8 @@ export class LocalSandbox implements Sandbox {
     let release: (() => void) | undefined;
     if (warm) {
       program = warm.program;
+      // The control pipe is one of the child's stdio: it is referenced with them.
       setReferenced(program.child, true);
-      warm.control.ref();
       const backToBack = this.comesBackToBack(request.language, startedAt);
       release = () => {
         sendGo(warm.program, programWithGo ? request.code : undefined);
@@ -325,8 +325,8 @@ export class LocalSandbox implements Sandbox {
       return null;
     }
     // An idle interpreter must not keep the caller's process (a CLI, a test runner) alive.
+    // The control pipe (stdio[3]) included.
     setReferenced(program.child, false);
-    control.unref();
     const ready = new Promise<void>((resolve) => {
       control.once("data", () => {
         this.paceOf(language).loadMs = performance.now() - spawnedAt;
