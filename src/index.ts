@@ -29,6 +29,9 @@ export {
   RunResultSchema,
   SANDBOX_KINDS,
   SandboxKindSchema,
+  TEST_ISOLATIONS,
+  type TestIsolation,
+  TestIsolationSchema,
 } from "./core/run-result.js";
 export {
   type ContextChannels,
@@ -155,6 +158,7 @@ export {
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
 export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.js";
+export { type PreparedProgram, type PrepareOptions, prepareProgram, type TaskHelpers } from "./tools/judge/prepare.js";
 export { describeModelEndpoint } from "./tools/model-errors.js";
 export {
   type AgentModels,

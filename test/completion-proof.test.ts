@@ -6,6 +6,7 @@ import {
   findExitCalls,
   type Language,
   settleCompletion,
+  TEST_ISOLATIONS,
   TESTS_NOT_FINISHED,
 } from "../src/index.js";
 import { BACKENDS, backendMissing } from "./backends.js";
@@ -23,6 +24,11 @@ interface EarlyExit {
   code: string;
   /** The line the finding names, when the exit is in the program's text. */
   line?: number;
+  /**
+   * With the tests in a process of their own, where the program's exit cannot come before them:
+   * the failure the tests themselves raise (the exit handlers run in the program's process only).
+   */
+  isolated?: string;
 }
 
 const PYTHON_TESTS = "assert add(2, 3) == 5\nassert add(0, 0) == 0\n";
@@ -60,18 +66,21 @@ const EARLY_EXITS: EarlyExit[] = [
     language: "python",
     code: "import atexit, os\natexit.register(lambda: os._exit(0))\ndef add(a, b):\n    return a - b\n",
     line: 2,
+    isolated: "AssertionError",
   },
   {
     name: "a sys.excepthook that exits 0",
     language: "python",
     code: "import os, sys\nsys.excepthook = lambda *error: os._exit(0)\ndef add(a, b):\n    return a - b\n",
     line: 2,
+    isolated: "AssertionError",
   },
   {
     name: "a thread that exits 0",
     language: "python",
     code: "import os, threading, time\n\ndef later():\n    time.sleep(0.2)\n    os._exit(0)\n\nthreading.Thread(target=later).start()\n\ndef add(a, b):\n    return a - b\n",
     line: 5,
+    isolated: "AssertionError",
   },
   {
     name: "exec into another program",
@@ -116,24 +125,32 @@ describe("a run with tests passes only when the tests ran to their end", () => {
   const sandbox = createSandbox({ kind: "process" });
   afterAll(() => sandbox.close?.());
 
-  for (const shape of EARLY_EXITS) {
-    it(`fails a program that ends the process early: ${shape.name}`, async () => {
-      const model = scriptedModel(fence(shape.code, shape.language));
-      const result = await createAgent({ model, sandbox }).invoke(
-        { task: "Write add(a, b).", language: shape.language, tests: testsFor(shape.language) },
-        { context: { maxAttempts: 1 } },
-      );
-      expect(result.status).toBe("failed");
-      expect(result.critique?.passed).toBe(false);
-      expect(result.history).toEqual([expect.objectContaining({ outcome: TESTS_NOT_FINISHED })]);
-      expect(result.lastRun?.testsCompleted).toBe(false);
-      expect(result.errors[0]?.message).toMatch(
-        /ended the process \(exit status 0\) before the acceptance tests finished/,
-      );
-      if (shape.line) expect(result.errors[0]?.message).toContain(`at line ${shape.line}`);
-      // The mark never shows: not in the output the fixer reads, not in the live lines.
-      expect(result.lastRun?.stderr).not.toContain("selfheal-tests-done");
-    });
+  for (const testIsolation of TEST_ISOLATIONS) {
+    for (const shape of EARLY_EXITS) {
+      // JavaScript tests run in the program's process whatever is asked (the verdict says so).
+      const expected = testIsolation === "process" && shape.language === "python" ? shape.isolated : undefined;
+      it(`fails a program that ends the process early, tests ${testIsolation}: ${shape.name}`, async () => {
+        const model = scriptedModel(fence(shape.code, shape.language));
+        const result = await createAgent({ model, sandbox }).invoke(
+          { task: "Write add(a, b).", language: shape.language, tests: testsFor(shape.language) },
+          { context: { maxAttempts: 1, testIsolation } },
+        );
+        expect(result.status).toBe("failed");
+        expect(result.critique?.passed).toBe(false);
+        // The mark never shows: not in the output the fixer reads, not in the live lines.
+        expect(result.lastRun?.stderr).not.toContain("selfheal-tests-done");
+        if (expected) {
+          expect(result.history).toEqual([expect.objectContaining({ outcome: expected })]);
+          return;
+        }
+        expect(result.history).toEqual([expect.objectContaining({ outcome: TESTS_NOT_FINISHED })]);
+        expect(result.lastRun?.testsCompleted).toBe(false);
+        expect(result.errors[0]?.message).toMatch(
+          /ended the process \(exit status 0\) before the acceptance tests finished/,
+        );
+        if (shape.line) expect(result.errors[0]?.message).toContain(`at line ${shape.line}`);
+      });
+    }
   }
 
   it("passes the same shape once the program no longer ends the process, with the mark gone from stderr", async () => {
@@ -178,16 +195,27 @@ describe("a run with tests passes only when the tests ran to their end", () => {
     expect(result.lastRun?.stdout).toBe("All tests passed\n");
   });
 
-  it("does not pass a program that prints its own source, mark included", async () => {
+  it("does not pass a program that prints its own source, mark included, with the tests appended", async () => {
     // The source holds the mark's nonce, but spelled with an escape; printing it is not writing it.
     const model = scriptedModel(
       fence("import sys\ndef add(a, b):\n    return a - b\nprint(open(__file__).read())\nsys.exit(0)\n"),
     );
     const result = await createAgent({ model, sandbox }).invoke(
       { task: "Write add.", tests: PYTHON_TESTS },
-      { context: { maxAttempts: 1 } },
+      { context: { maxAttempts: 1, testIsolation: "shared" } },
     );
     expect(result.lastRun?.stdout).toContain("selfheal-tests-done");
+    expect(result.status).toBe("failed");
+  });
+
+  it("shows a program its own text alone when the tests run in a process of their own", async () => {
+    const model = scriptedModel(fence("def add(a, b):\n    return a - b\nprint(open(__file__).read())\n"));
+    const result = await createAgent({ model, sandbox }).invoke(
+      { task: "Write add.", tests: PYTHON_TESTS },
+      { context: { maxAttempts: 1 } },
+    );
+    expect(result.lastRun?.stdout).toBe("def add(a, b):\n    return a - b\nprint(open(__file__).read())\n\n");
+    expect(result.lastRun?.testIsolation).toBe("process");
     expect(result.status).toBe("failed");
   });
 });

@@ -53,6 +53,10 @@ export interface BatchedRun {
 export interface BatchProgram {
   code: string;
   timeoutMs: number;
+  /** Files beside main.py in the program's own directory (a judged program's harness). */
+  files?: Record<string, string>;
+  /** What the program reads on stdin, as a run alone would get it (a judged program's tests). */
+  stdin?: string;
 }
 
 const REPORT_MARKER = "\x1eselfheal-batch";
@@ -73,15 +77,6 @@ timeouts = [int(line) for line in plan[3:] if line]
 # The bootstrap's end report is for the host; the harness sees each program's end by its exit.
 end_report = None
 top = os.getcwd()
-# Every program's code, read now and taken off the disk: each program gets a directory of its own
-# holding only its main.py, made just before it starts and removed once it has ended.
-sources = []
-for index in range(len(timeouts)):
-    folder = os.path.join("batch", str(index))
-    with open(os.path.join(folder, "main.py"), "rb") as source:
-        sources.append(source.read())
-    os.remove(os.path.join(folder, "main.py"))
-    os.rmdir(folder)
 own_dir = os.path.join(top, "program")
 roots = [top] + [root for root in plan[1].split("\t") if root]
 roots += [os.environ.get(name) for name in ("HOME", "TMPDIR") if os.environ.get(name)]
@@ -126,8 +121,26 @@ def become_subreaper():
         return False
 
 
-def enter_child(out_w, err_w):
+def read_programs():
+    # Every program's files and stdin (a judged program's tests), read now and taken off the disk:
+    # each program gets a directory of its own holding only its files, made just before it starts
+    # and removed once it has ended; its stdin reaches it as an unlinked file.
+    programs = []
+    for index in range(len(timeouts)):
+        folder = os.path.join("batch", str(index))
+        files = {}
+        for name in sorted(os.listdir(folder)):
+            with open(os.path.join(folder, name), "rb") as source:
+                files[name] = source.read()
+            os.remove(os.path.join(folder, name))
+        os.rmdir(folder)
+        programs.append((files, files.pop(".stdin", None)))
+    return programs
+
+
+def enter_child(out_w, err_w, in_r):
     os.setpgid(0, 0)
+    os.dup2(in_r, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
     for fd in os.listdir("/proc/self/fd"):
@@ -228,10 +241,13 @@ def left_behind():
 if not become_subreaper():
     report("unavailable", "cannot become a child subreaper")
     sys.exit(0)
-before = fingerprint()
-if before is None:
-    report("unavailable", "too many files to fingerprint")
-    sys.exit(0)
+# Not dumpable (inherited by the forker and each program's process): a program cannot read the
+# other programs or their tests out of this process's memory through /proc.
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
 # The forker: a copy of the harness, made before any program ran, that forks each program and
 # reaps it, and does nothing else. Every page a process writes after it forked is a copy-on-write
 # fault (~45 µs on a VM); the harness's own work between programs (output, reports, fingerprints)
@@ -246,14 +262,14 @@ if forker_pid == 0:
     # one that left its process group) becomes the forker's child, which it then finds.
     become_subreaper()
     while True:
-        message, fds, _, _ = socket.recv_fds(forker_end, 16, 2)
+        message, fds, _, _ = socket.recv_fds(forker_end, 16, 3)
         if not message:
             os._exit(0)
-        out_w, err_w = fds
+        out_w, err_w, in_r = fds
         pid = os.fork()
         if pid == 0:
             try:
-                enter_child(out_w, err_w)
+                enter_child(out_w, err_w, in_r)
                 # Two levels deeper than the bootstrap's own top level (this module's frame and the
                 # exec that entered it): the same recursion headroom as a run alone (a test pins it).
                 sys.setrecursionlimit(sys.getrecursionlimit() + 2)
@@ -264,20 +280,39 @@ __RUN_MAIN__
             os._exit(1)
         os.close(out_w)
         os.close(err_w)
+        os.close(in_r)
         forker_end.send(b"%d" % pid)
         status = os.waitpid(pid, 0)[1]
         forker_end.send(b"%d %d" % (status, left_behind()))
 forker_end.close()
+# Read only now, so that the forker, and every program forked from it, never held them.
+sources = read_programs()
+before = fingerprint()
+if before is None:
+    report("unavailable", "too many files to fingerprint")
+    sys.exit(0)
 for index, timeout_ms in enumerate(timeouts):
     os.mkdir(own_dir)
-    with open(os.path.join(own_dir, "main.py"), "wb") as code:
-        code.write(sources[index])
+    files, stdin = sources[index]
+    for name, content in files.items():
+        with open(os.path.join(own_dir, name), "wb") as code:
+            code.write(content)
+    if stdin is None:
+        in_r = os.open(os.devnull, os.O_RDONLY)
+    else:
+        stdin_path = os.path.join(own_dir, ".stdin")
+        with open(stdin_path, "wb") as handle:
+            handle.write(stdin)
+        in_r = os.open(stdin_path, os.O_RDONLY)
+        os.unlink(stdin_path)
+    sources[index] = None
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     started = time.monotonic()
-    socket.send_fds(forker, [b"go"], [out_w, err_w])
+    socket.send_fds(forker, [b"go"], [out_w, err_w, in_r])
     os.close(out_w)
     os.close(err_w)
+    os.close(in_r)
     try:
         left = collect(index, timeout_ms, started, out_r, err_r)
     except ForkerGone:
@@ -359,7 +394,9 @@ export async function runBatch(
     "batch/plan.txt": [...plan, ...programs.map((program) => program.timeoutMs)].join("\n"),
   };
   programs.forEach((program, index) => {
+    for (const [name, content] of Object.entries(program.files ?? {})) files[`batch/${index}/${name}`] = content;
     files[`batch/${index}/main.py`] = program.code;
+    if (program.stdin !== undefined) files[`batch/${index}/.stdin`] = program.stdin;
   });
   const perProgram = 2 * Math.ceil((maxOutputBytes * 4) / 3) + 256;
   const result = await sandbox.run({

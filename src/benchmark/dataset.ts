@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import { z } from "zod";
+import type { TaskHelpers } from "../index.js";
 
 /** One HumanEval-format task, exactly the fields the JSONL carries. */
 export const BenchmarkTaskSchema = z.object({
@@ -204,6 +205,14 @@ export function buildCheckProgram(task: BenchmarkTask, completion: string): stri
 }
 
 /** The hidden tests as a run's `tests`: appended after a full candidate program. */
+/**
+ * What the hidden tests take from the task rather than from the program: the prompt's own
+ * definitions (HumanEval/32's check calls its `poly`), without the function the program writes.
+ */
+export function taskHelpers(task: BenchmarkTask): TaskHelpers {
+  return { source: task.prompt, omit: [task.entry_point] };
+}
+
 export function buildHiddenTests(task: BenchmarkTask): string {
   return `${task.test}\ncheck(${task.entry_point})\n`;
 }

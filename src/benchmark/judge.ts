@@ -1,17 +1,19 @@
 import {
   type AssembledProgram,
-  assembleProgram,
   findExitCalls,
   judgeAttempt,
+  type PreparedProgram,
   parseError,
+  prepareProgram,
   type RunResult,
   type RunStatus,
   type Sandbox,
   settleCompletion,
+  type TaskHelpers,
   TESTS_NOT_FINISHED,
 } from "../index.js";
 import { type BatchedRun, type BatchOptions, runBatches } from "./batch.js";
-import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
+import { type BenchmarkTask, buildHiddenTests, taskHelpers } from "./dataset.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /** What the judge said about one program: the hidden tests pass only on a clean `ok` with the tests run to their end. */
@@ -30,6 +32,9 @@ export interface JudgeVerdict {
  * run without error, to their end. A timeout or a resource kill is a fail, never a pass, and so is
  * any `SystemExit` (HumanEval's harness counts one as a failure): `sys.exit(0)` before the tests,
  * or `os._exit(0)`, leaves no completion mark. The verdict is the agent's own (`judgeAttempt`).
+ * Unlike HumanEval's harness, the hidden tests always run in a process of their own, which the
+ * program cannot read or change, and compare what it returns as plain data: a completion cannot
+ * forge a pass (a lying `__eq__`, a patched assert, the expected values read off the stack).
  */
 export async function judgeCompletion(
   sandbox: Sandbox,
@@ -37,18 +42,35 @@ export async function judgeCompletion(
   completion: string,
   timeoutMs: number,
 ): Promise<JudgeVerdict> {
-  return judgeProgram(sandbox, `${task.prompt}${completion}`, buildHiddenTests(task), timeoutMs);
+  return judgeProgram(sandbox, `${task.prompt}${completion}`, buildHiddenTests(task), timeoutMs, taskHelpers(task));
 }
 
-/** Judges a whole program (as a run hands it over) against tests appended after it. */
+/**
+ * Judges a whole program (as a run hands it over) against tests run in a process of their own, with
+ * the task's own definitions (`helpers`) where the tests use them.
+ */
 export async function judgeProgram(
   sandbox: Sandbox,
   program: string,
   tests: string,
   timeoutMs: number,
+  helpers?: TaskHelpers,
 ): Promise<JudgeVerdict> {
-  const assembled = assembleProgram(program, tests, "python");
-  return verdictOn(program, assembled, await sandbox.run({ language: "python", code: assembled.source, timeoutMs }));
+  const prepared = judged(program, tests, helpers);
+  return verdictOn(program, prepared.assembled, await sandbox.run({ ...runRequest(prepared), timeoutMs }));
+}
+
+function judged(program: string, tests: string, helpers: TaskHelpers | undefined): PreparedProgram {
+  return prepareProgram(program, tests, "python", { isolation: "process", ...(helpers ? { helpers } : {}) });
+}
+
+function runRequest(prepared: PreparedProgram) {
+  return {
+    language: "python" as const,
+    code: prepared.code,
+    ...(prepared.files ? { files: prepared.files } : {}),
+    ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
+  };
 }
 
 /** The verdict on one run of an assembled program: the agent's own rule, wherever the run happened. */
@@ -85,6 +107,8 @@ export interface JudgeItem {
   program: string;
   tests: string;
   timeoutMs: number;
+  /** The task's own definitions the tests use (see `taskHelpers`). */
+  helpers?: TaskHelpers;
 }
 
 /**
@@ -100,22 +124,26 @@ export async function judgeBatched(
   final: "passes" | "fails",
   options: BatchOptions & { sandbox: Sandbox; lanes: number },
 ): Promise<JudgeVerdict[]> {
-  const assembled = items.map((item) => assembleProgram(item.program, item.tests, "python"));
+  const prepared = items.map((item) => judged(item.program, item.tests, item.helpers));
   const runs = await runBatches(
     options.sandbox,
-    assembled.map(({ source }, index) => ({ code: source, timeoutMs: items[index]!.timeoutMs })),
+    prepared.map((program, index) => {
+      const { code, files, stdin } = runRequest(program);
+      return { code, timeoutMs: items[index]!.timeoutMs, ...(files ? { files } : {}), ...(stdin ? { stdin } : {}) };
+    }),
     options,
   );
   const batched = items.map((item, index) => {
     const run = runs[index];
     const result = run ? asRunResult(run, item.timeoutMs) : null;
-    const verdict = result ? verdictOn(item.program, assembled[index]!, result) : null;
+    const verdict = result ? verdictOn(item.program, prepared[index]!.assembled, result) : null;
     return verdict !== null && verdict.passed === (final === "passes") ? verdict : null;
   });
   return mapWithConcurrency(
     items,
     options.lanes,
-    async (item, index) => batched[index] ?? judgeProgram(options.sandbox, item.program, item.tests, item.timeoutMs),
+    async (item, index) =>
+      batched[index] ?? judgeProgram(options.sandbox, item.program, item.tests, item.timeoutMs, item.helpers),
   );
 }
 

@@ -11,7 +11,7 @@ import {
 } from "../index.js";
 import { type RunStep, type RunTrace, type TraceMeta, traceRun } from "../report/index.js";
 import { type CapturedAttempt, runCapturing, streamingRunner, type TaskRunner } from "./capture.js";
-import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
+import type { BenchmarkTask } from "./dataset.js";
 import { createJudge, type Judge } from "./judge-cache.js";
 import { mapWithConcurrency } from "./pool.js";
 import {
@@ -148,13 +148,7 @@ async function runTask(
 ): Promise<TaskOutcome> {
   const started = performance.now();
   try {
-    const { state, attempts, hiddenTests, hasVisibleTests } = await runCapturing(
-      runner,
-      task,
-      settings,
-      feedback,
-      steps,
-    );
+    const { state, attempts, hasVisibleTests } = await runCapturing(runner, task, settings, feedback, steps);
     const records: AttemptRecord[] = [];
     for (const attempt of attempts) {
       records.push({
@@ -163,12 +157,12 @@ async function runTask(
         feedback: attempt.feedback,
         tokens: attempt.tokens,
         code: attempt.code,
-        hidden: await judge(attempt.code, hiddenTests),
-        handoverPassed: (await judge(attempt.handover, hiddenTests)).passed,
+        hidden: await judge(attempt.code, task),
+        handoverPassed: (await judge(attempt.handover, task)).passed,
       });
     }
     const handover = attempts.at(-1)?.handover;
-    const finalVerdict = handover === undefined ? undefined : await judge(handover, hiddenTests);
+    const finalVerdict = handover === undefined ? undefined : await judge(handover, task);
     return outcomeFromRun(
       task.task_id,
       state,
@@ -217,7 +211,6 @@ async function drawSamples(
   let handover: { code: string; score: number; passedFeedback: boolean } | undefined;
   for (let sample = 1; sample <= count; sample += 1) {
     let captured: CapturedAttempt | undefined;
-    const hiddenTests = buildHiddenTests(task);
     try {
       const run = await runCapturing(runner, task, { ...settings, maxAttempts: 1 }, feedback);
       captured = run.attempts[0];
@@ -235,8 +228,8 @@ async function drawSamples(
       feedback: captured?.feedback ?? "HarnessError",
       tokens: captured?.tokens ?? 0,
       code,
-      hidden: await judge(code, hiddenTests),
-      handoverPassed: (await judge(handover.code, hiddenTests)).passed,
+      hidden: await judge(code, task),
+      handoverPassed: (await judge(handover.code, task)).passed,
     });
   }
   return records;

@@ -1,7 +1,7 @@
 import { DEFAULT_LIMITS, type RunStatus, type Sandbox } from "../index.js";
 import { type BatchOptions, runBatches } from "./batch.js";
 import { parseProbeOutput } from "./behaviour-probe.js";
-import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
+import { type BenchmarkTask, buildHiddenTests, taskHelpers } from "./dataset.js";
 import { type JudgeVerdict, judgeBatched } from "./judge.js";
 import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants, planProbe } from "./mutants.js";
 import { MUTATION_OPERATORS, type MutationOperator } from "./mutators.js";
@@ -145,6 +145,7 @@ async function verifyGroup(
   const canonicalItems = tasks.map((task) => ({
     program: reference(task),
     tests: buildHiddenTests(task),
+    helpers: taskHelpers(task),
     timeoutMs: canonicalTimeoutMs,
   }));
   const visibleItems = tasks.flatMap((task, index) => {
@@ -176,6 +177,7 @@ async function verifyGroup(
       index,
       program: `${task.prompt}${mutant.solution}`,
       tests: buildHiddenTests(task),
+      helpers: taskHelpers(task),
       timeoutMs: mutantTimeoutMs,
     })),
   );

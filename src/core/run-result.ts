@@ -16,6 +16,15 @@ export const SANDBOX_KINDS = ["auto", "bwrap", "process", "container", "gvisor"]
 export const SandboxKindSchema = z.enum(SANDBOX_KINDS);
 export type SandboxKind = z.infer<typeof SandboxKindSchema>;
 
+/**
+ * How acceptance tests are joined to the program: `process`, in a process of their own that the
+ * program cannot reach (the default; see docs/security.md), or `shared`, appended to the program and
+ * run in its process as HumanEval does.
+ */
+export const TEST_ISOLATIONS = ["process", "shared"] as const;
+export const TestIsolationSchema = z.enum(TEST_ISOLATIONS);
+export type TestIsolation = z.infer<typeof TestIsolationSchema>;
+
 export const RUN_RESULT_STATUSES = [
   "ok",
   "error",

@@ -2,7 +2,7 @@ import type { BaseChannel } from "@langchain/langgraph";
 import { z } from "zod";
 import { InvalidSettingsError } from "./errors.js";
 import { DEFAULT_LIMITS, LIMIT_BOUNDS, SANDBOX_POOL_SIZE, type SandboxLimits } from "./limits.js";
-import { SandboxKindSchema } from "./run-result.js";
+import { SandboxKindSchema, TestIsolationSchema } from "./run-result.js";
 
 const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
 
@@ -223,6 +223,13 @@ export const SettingsSchema = z.strictObject({
   traceCalls: z.boolean().default(false),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
   sandbox: SandboxKindSchema.default("auto"),
+  /**
+   * Where the acceptance tests run: `process`, in a process of their own that the program cannot
+   * read, trace or change, comparing what the program returns as plain data (a pass the program
+   * cannot forge); `shared`, appended to the program in its process, as HumanEval runs them.
+   * JavaScript tests run shared for now, and the verdict says so.
+   */
+  testIsolation: TestIsolationSchema.default("process"),
   /**
    * Interpreters the local sandboxes (bwrap, process) keep started ahead of need, per language;
    * each one a run takes is replaced at once. More than 1 serves rounds of candidates and runs that

@@ -15,7 +15,7 @@ import {
   mergeErrors,
   UsageSchema,
 } from "./ledger.js";
-import { LANGUAGES, RunResultSchema } from "./run-result.js";
+import { LANGUAGES, RunResultSchema, TestIsolationSchema } from "./run-result.js";
 import { RuntimeValuesSchema } from "./runtime-values.js";
 
 /** `invalid_input`: an input file is missing or too big; the run ends before any model call. */
@@ -67,6 +67,8 @@ export const ExecutionSchema = RunResultSchema.extend({
    * came back from this run. A clean exit without it is no pass (see core/verdict.ts).
    */
   testsCompleted: z.boolean().optional(),
+  /** With acceptance tests: whether they ran in a process of their own or in the program's (see `testIsolation`). */
+  testIsolation: TestIsolationSchema.optional(),
   /** Where the program's text calls for the process to end; named when the tests did not finish. */
   exitCalls: z.array(ExitCallSchema).optional(),
   /**

@@ -13,15 +13,10 @@ import {
 } from "../core/state.js";
 import { tempDirPrefix } from "../sandbox/host/temp-dirs.js";
 import type { ArtifactRequest } from "../sandbox/types.js";
-import {
-  assembleProgram,
-  findExitCalls,
-  locateFailure,
-  settleCompletion,
-  withoutCompletionMark,
-} from "../tools/assemble.js";
+import { findExitCalls, locateFailure, settleCompletion, withoutCompletionMark } from "../tools/assemble.js";
 import { loadInputs } from "../tools/inputs.js";
-import { instrumentProgram, isValuesLine, takeRuntimeValues } from "../tools/runtime-values/index.js";
+import { prepareProgram } from "../tools/judge/prepare.js";
+import { isValuesLine, takeRuntimeValues } from "../tools/runtime-values/index.js";
 import { runWithPackages } from "./install-packages.js";
 import type { AgentNode, AgentRuntime, NodeDeps } from "./types.js";
 
@@ -102,10 +97,11 @@ export async function executeProgram(
   const inputs = await loadInputs(program.inputs, settings.maxInputBytes);
   if (!inputs.ok) return { lastRun: notRun("InputUnavailable", inputs.reason) };
   const artifacts = await artifactFolder(settings, runtime, attempt);
-  const assembled = assembleProgram(program.code, program.tests, program.language);
-  const instrumented = settings.runtimeValues
-    ? instrumentProgram(assembled, program.language, { calls: settings.traceCalls })
-    : null;
+  const prepared = prepareProgram(program.code, program.tests, program.language, {
+    isolation: settings.testIsolation,
+    values: settings.runtimeValues ? { calls: settings.traceCalls } : null,
+  });
+  const { assembled } = prepared;
   const sandbox = deps.getSandbox(settings.sandbox, settings.sandboxPoolSize);
   const liveTail: OutputLine[] = [];
   try {
@@ -113,8 +109,9 @@ export async function executeProgram(
       sandbox,
       {
         language: program.language,
-        code: instrumented?.code ?? assembled.source,
-        ...(instrumented ? { files: instrumented.files } : {}),
+        code: prepared.code,
+        ...(prepared.files ? { files: prepared.files } : {}),
+        ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
         timeoutMs: settings.timeoutMs,
         // Per run: a run given more memory (or less) from its context gets it in any sandbox.
         limits: limitsFromSettings(settings),
@@ -138,7 +135,7 @@ export async function executeProgram(
         },
       },
     );
-    const { result: ran, values } = takeRuntimeValues(result, instrumented?.nonce);
+    const { result: ran, values } = takeRuntimeValues(result, prepared.valuesNonce);
     const settled = settleCompletion(ran, assembled);
     const collected = result.artifacts && !artifacts.keep ? { ...result.artifacts, folder: null } : result.artifacts;
     const lastRun: Execution = {
@@ -149,6 +146,7 @@ export async function executeProgram(
       ...locateFailure(result.error?.line, assembled),
     };
     if (values) lastRun.values = values;
+    if (prepared.isolation) lastRun.testIsolation = prepared.isolation;
     if (installed.length > 0) lastRun.installed = installed;
     if (settled.testsCompleted === false) lastRun.exitCalls = findExitCalls(program.code, program.language);
     return { lastRun, notes };

@@ -14,6 +14,13 @@ export interface AssembledProgram {
   completionMark?: string;
 }
 
+/**
+ * The line between the program and the banner: a statement that closes what a program text left
+ * open for the tests to finish (a trailing decorator or `if 0:` in Python, a trailing `if (0)`
+ * in JavaScript), so such a splice is a syntax error of the program instead of a test swallowed.
+ */
+const PROGRAM_END: Record<Language, string> = { python: "pass", javascript: ";" };
+
 const TEST_BANNER: Record<Language, string> = {
   python: "# ---- acceptance tests ----",
   javascript: "// ---- acceptance tests ----",
@@ -45,14 +52,19 @@ export function assembleProgram(code: string, tests: string | undefined, languag
   const programLines = program.split("\n").length - 1;
   if (!tests?.trim()) return { source: program, programLines, totalLines: programLines };
   const nonce = randomBytes(16).toString("hex");
-  const body = `${program}\n${TEST_BANNER[language]}\n${tests.endsWith("\n") ? tests : `${tests}\n`}`;
+  const body = `${program}${PROGRAM_END[language]}\n${TEST_BANNER[language]}\n${tests.endsWith("\n") ? tests : `${tests}\n`}`;
   const source = `${body}${COMPLETION_STATEMENT[language](nonce)}\n`;
   return {
     source,
     programLines,
     totalLines: body.split("\n").length - 1,
-    completionMark: `${MARK_PREFIX}${nonce}\n`,
+    completionMark: completionMarkFor(nonce),
   };
+}
+
+/** The line that proves the tests of a run ran to their end, for that run's nonce. */
+export function completionMarkFor(nonce: string): string {
+  return `${MARK_PREFIX}${nonce}\n`;
 }
 
 /**

@@ -52,11 +52,12 @@ export function instrumentProgram(
   if (language === "python") {
     const hasTests = program.totalLines > program.programLines;
     const config = {
-      ...shared,
+      ...pythonValuesConfig(nonce, {
+        calls: options.calls && hasTests,
+        testsFrom: testsFrom(program),
+        testsTo: program.totalLines,
+      }),
       asserts: /\bassert\b/.test(program.source),
-      calls: options.calls && hasTests,
-      testsFrom: testsFrom(program),
-      testsTo: program.totalLines,
     };
     return {
       // One line: it runs the harness, which puts the program back in main.py's place before it runs.
@@ -73,6 +74,24 @@ export function instrumentProgram(
     code,
     files: { [NODE_HARNESS_FILE]: `"use strict";\nconst CONFIG = ${JSON.stringify(shared)};\n${NODE_VALUES_HARNESS}` },
     nonce,
+  };
+}
+
+/**
+ * The Python harness's settings for one run: what to cut and mask, and where the tests are (the
+ * judge's two processes each decide for themselves whether their side has an assert to rewrite).
+ */
+export function pythonValuesConfig(
+  nonce: string,
+  where: { calls: boolean; testsFrom: number; testsTo: number },
+): Record<string, unknown> {
+  return {
+    nonce,
+    limits: HARNESS_LIMITS,
+    secrets: SECRET_VALUE_PATTERNS,
+    secretNames: SECRET_NAME_PATTERN,
+    asserts: true,
+    ...where,
   };
 }
 

@@ -112,7 +112,11 @@ def _segment(raw, at):
     return text.decode("utf-8", "replace").strip()
 
 
-def values_block(state, error, trace):
+def values_block(state, error, trace, remote=None):
+    """
+    The values line for an exception. With remote (the judge's test process, for an exception the
+    program process raised during a call): that side's block, whose check and frames are innermost.
+    """
     import json
 
     config = state["config"]
@@ -129,7 +133,10 @@ def values_block(state, error, trace):
     failing = entries[-1] if entries else None
     # The failing check's own calls: those its assert made, else those still running when it raised.
     made = lambda call: call[5] is _NOT_RETURNED  # noqa: E731
-    if isinstance(error, AssertionError) and failing is not None:
+    if remote is not None:
+        if remote.get("assertion"):
+            block["assertion"] = remote["assertion"]
+    elif isinstance(error, AssertionError) and failing is not None:
         line = failing.tb_lineno
         checks = [check for check in state["asserts"] if state["checks"].get(check, {}).get("line") == line]
         if checks:
@@ -146,8 +153,8 @@ def values_block(state, error, trace):
             block["assertion"] = dict(shape, parts=parts)
             made = lambda call: call[6] >= record["from"]  # noqa: E731
 
-    frames = []
-    for depth, entry in enumerate(reversed(entries)):
+    frames = list((remote or {}).get("frames") or [])[: limits["frames"]]
+    for depth, entry in enumerate(reversed(entries), len(frames)):
         if len(frames) >= limits["frames"]:
             break
         frame = entry.tb_frame
@@ -185,8 +192,9 @@ def values_block(state, error, trace):
         ]
     if not block:
         return None
-    if values.cut:
-        block["cut"] = values.cut
+    cut = values.cut + ((remote or {}).get("cut") or 0)
+    if cut:
+        block["cut"] = cut
     text = json.dumps(block, ensure_ascii=True)
     return b"\x1eselfheal-values:" + config["nonce"].encode() + b" " + text.encode() + b"\n"
 `;

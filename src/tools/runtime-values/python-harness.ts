@@ -2,6 +2,81 @@ import { PYTHON_FAILURE_PART } from "./python-failure.js";
 import { PYTHON_REWRITE_PART } from "./python-rewrite.js";
 
 /**
+ * What both Python harnesses (this one, and the judge's test and program processes) share: the taps
+ * the rewritten asserts and test calls call, and the two parts compiled only when a run needs them.
+ */
+export const PYTHON_VALUES_PARTS = String.raw`_NOT_RETURNED = object()
+
+
+class _Taps:
+    """What the rewritten asserts and test calls call; each hands back what it was given."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state):
+        self._state = state
+
+    def begin(self, check):
+        records = self._state["asserts"]
+        records.pop(check, None)
+        # Where this evaluation starts among the recorded calls: the ones it makes come after.
+        records[check] = {"from": len(self._state["calls"]) + self._state["dropped"]}
+
+    def value(self, check, index, value):
+        record = self._state["asserts"].get(check)
+        if record is not None:
+            record[index] = value
+        return value
+
+    def args(self, site, line, function, *args):
+        state = self._state
+        try:
+            code = function.__code__
+            ours = code.co_filename == state["path"] and code.co_firstlineno < state["config"]["testsFrom"]
+        except Exception:
+            ours = False
+        if not ours:
+            state["open"].pop(site, None)
+            return args
+        calls = state["calls"]
+        entry = [line, id(sys._getframe(1)), code.co_name, args, {}, _NOT_RETURNED, len(calls) + state["dropped"]]
+        calls.append(entry)
+        if len(calls) > 32:
+            del calls[0]
+            state["dropped"] += 1
+        state["open"][site] = entry
+        return args
+
+    def kwargs(self, site, **kwargs):
+        entry = self._state["open"].get(site)
+        if entry is not None:
+            entry[4] = kwargs
+        return kwargs
+
+    def returned(self, site, value):
+        entry = self._state["open"].pop(site, None)
+        if entry is not None:
+            entry[5] = value
+        return value
+
+
+def _part(source, filename):
+    """Compiles a part of the harness when a run needs it: most runs pass and need neither."""
+    namespace = {"__name__": "selfheal_harness", "_NOT_RETURNED": _NOT_RETURNED}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+
+# Rewrites asserts and test calls; compiled only for a program that has either.
+_REWRITE = r'''
+${PYTHON_REWRITE_PART}'''
+
+# Builds the values line; compiled only when an exception reaches the hook.
+_FAILURE = r'''
+${PYTHON_FAILURE_PART}'''
+`;
+
+/**
  * The Python half of runtime values: written into the work dir as `.selfheal-harness.py` and run by
  * the one line main.py holds (see instrument.ts), on every backend. It reads the assembled program
  * from its own end, after a separator line, writes it back over main.py (so the program, its tracebacks and its
@@ -85,76 +160,7 @@ def _selfheal_start(config):
     return state["code"]
 
 
-_NOT_RETURNED = object()
-
-
-class _Taps:
-    """What the rewritten asserts and test calls call; each hands back what it was given."""
-
-    __slots__ = ("_state",)
-
-    def __init__(self, state):
-        self._state = state
-
-    def begin(self, check):
-        records = self._state["asserts"]
-        records.pop(check, None)
-        # Where this evaluation starts among the recorded calls: the ones it makes come after.
-        records[check] = {"from": len(self._state["calls"]) + self._state["dropped"]}
-
-    def value(self, check, index, value):
-        record = self._state["asserts"].get(check)
-        if record is not None:
-            record[index] = value
-        return value
-
-    def args(self, site, line, function, *args):
-        state = self._state
-        try:
-            code = function.__code__
-            ours = code.co_filename == state["path"] and code.co_firstlineno < state["config"]["testsFrom"]
-        except Exception:
-            ours = False
-        if not ours:
-            state["open"].pop(site, None)
-            return args
-        calls = state["calls"]
-        entry = [line, id(sys._getframe(1)), code.co_name, args, {}, _NOT_RETURNED, len(calls) + state["dropped"]]
-        calls.append(entry)
-        if len(calls) > 32:
-            del calls[0]
-            state["dropped"] += 1
-        state["open"][site] = entry
-        return args
-
-    def kwargs(self, site, **kwargs):
-        entry = self._state["open"].get(site)
-        if entry is not None:
-            entry[4] = kwargs
-        return kwargs
-
-    def returned(self, site, value):
-        entry = self._state["open"].pop(site, None)
-        if entry is not None:
-            entry[5] = value
-        return value
-
-
-def _part(source, filename):
-    """Compiles a part of the harness when a run needs it: most runs pass and need neither."""
-    namespace = {"__name__": "selfheal_harness", "_NOT_RETURNED": _NOT_RETURNED}
-    exec(compile(source, filename, "exec"), namespace)
-    return namespace
-
-
-# Rewrites asserts and test calls; compiled only for a program that has either.
-_REWRITE = r'''
-${PYTHON_REWRITE_PART}'''
-
-# Builds the values line; compiled only when an exception reaches the hook.
-_FAILURE = r'''
-${PYTHON_FAILURE_PART}'''
-
+${PYTHON_VALUES_PARTS}
 
 def _program_part(trace, state, here):
     """The traceback from the program's first frame on, without the loader's and the harness's frames."""
