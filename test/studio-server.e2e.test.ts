@@ -206,6 +206,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "runtimeValues",
       "traceCalls",
       "sandbox",
+      "testIsolation",
       "sandboxPoolSize",
       "packages",
       "packageInstall",
@@ -230,6 +231,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       maxOutputTokens: { default: 2048, minimum: 64 },
       approval: { type: "boolean", default: false },
       sandbox: { default: "auto", enum: ["auto", "bwrap", "process", "container", "gvisor"] },
+      testIsolation: { default: "process", enum: ["process", "shared"] },
     });
     expect(schemas.config_schema).toEqual(schemas.context_schema);
 
