@@ -79,6 +79,7 @@ export {
   State,
 } from "./core/state.js";
 export {
+  describeTestIsolation,
   type Failure,
   type Judgement,
   judgeAttempt,

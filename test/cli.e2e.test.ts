@@ -202,6 +202,9 @@ describe("selfheal run against an OpenAI-compatible server", () => {
     expect(result.stderr).toContain(`model stub-model at ${stub.url}`);
     expect(result.stderr).toMatch(/^✗ attempt 1 {2}AssertionError/m);
     expect(result.stderr).toMatch(/^✓ attempt 2 {2}passed/m);
+    expect(result.stderr).toContain(
+      "\n✓ passed after 2 attempts  375 tokens (320 in, 55 out), 2 model calls; tests in their own process\n",
+    );
     expect(result.stderr).toContain(`wrote the JSON result to ${out}`);
     const summary = JSON.parse(readFileSync(out, "utf8"));
     expect(summary).toMatchObject({ status: "passed", attempt: 2 });

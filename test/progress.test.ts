@@ -1,9 +1,10 @@
-import { describe, expect, it, vi } from "vitest";
-import { ProgressReporter, readableReason } from "../src/cli/progress.js";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { formatUsage, ProgressReporter, readableReason } from "../src/cli/progress.js";
 import { terminalStyle } from "../src/cli/terminal.js";
 import { emptyUsage } from "../src/core/ledger.js";
 import type { AgentState, Execution } from "../src/core/state.js";
-import { failedExecution } from "./helpers.js";
+import { type AgentUpdate, createAgent, createSandbox, ScriptedChatModel, type TestIsolation } from "../src/index.js";
+import { failedExecution, fence } from "./helpers.js";
 
 const ANSI = /\x1b\[/;
 
@@ -212,5 +213,54 @@ describe("ProgressReporter off a terminal", () => {
     }
     expect(written[0]).toBe("↻ attempt 3: writing a fresh program (the same error kept coming back)\n");
     expect(written[1]).toMatch(/^… attempt 3: writing a program \(0\.\d s\)\n$/);
+  });
+});
+
+describe("the last line of a run with tests", () => {
+  const sandbox = createSandbox({ kind: "process" });
+  afterAll(() => sandbox.close());
+
+  /** A real run of a scripted program, streamed into a reporter as `streamRun` streams it; its last line and usage. */
+  async function lastLine(tests: string | undefined, testIsolation: TestIsolation) {
+    const { reporter, text } = plainReporter();
+    const model = new ScriptedChatModel([fence("def inc(x):\n    return x + 1")]);
+    const stream = await createAgent({ model, sandbox }).stream(
+      { task: "Write inc(x) that adds one.", ...(tests ? { tests } : {}) },
+      { context: { testIsolation, maxAttempts: 1 }, streamMode: ["updates", "values"] },
+    );
+    let final: AgentState | undefined;
+    for await (const [mode, chunk] of stream) {
+      if (mode === "values") final = chunk as AgentState;
+      else for (const [node, update] of Object.entries(chunk)) reporter.update(node, update as AgentUpdate);
+    }
+    reporter.finished(final!);
+    return { line: text().trimEnd().split("\n").at(-1), usage: formatUsage(final!.usage) };
+  }
+
+  it("says the tests ran in their own process (testIsolation: process)", async () => {
+    const { line, usage } = await lastLine("assert inc(1) == 2\n", "process");
+    expect(line).toBe(`✓ passed after 1 attempt  ${usage}; tests in their own process`);
+  });
+
+  it("says the tests ran in the program's process with testIsolation: shared", async () => {
+    const { line, usage } = await lastLine("assert inc(1) == 2\n", "shared");
+    expect(line).toBe(`✓ passed after 1 attempt  ${usage}; tests in the program's process (testIsolation: shared)`);
+  });
+
+  it("says nothing of tests when the run had none", async () => {
+    const { line, usage } = await lastLine(undefined, "shared");
+    expect(line).toBe(`✓ passed after 1 attempt  ${usage}`);
+  });
+
+  it("names how the tests were judged from an earlier attempt when the last one never ran", () => {
+    const { reporter, text } = plainReporter();
+    reporter.update("executor", { attempt: 1, lastRun: run({ testIsolation: "process" }) });
+    reporter.update("critic", { critique: { passed: false, summary: "AssertionError", diagnosis: "" } });
+    reporter.update("executor", { attempt: 2, lastRun: run({ ran: false, durationMs: 0 }) });
+    reporter.update("critic", { critique: { passed: false, summary: "Rejected: no", diagnosis: "" } });
+    reporter.finished(finalState({ status: "failed", lastRun: run({ ran: false, durationMs: 0 }) }));
+    expect(text().trimEnd().split("\n").at(-1)).toBe(
+      "✗ failed after 2 attempts  1213 tokens (800 in, 413 out), 2 model calls; tests in their own process",
+    );
   });
 });

@@ -4,7 +4,14 @@ import { pathToFileURL } from "node:url";
 import { Command } from "@langchain/langgraph";
 import { afterAll, describe, expect, it } from "vitest";
 import { traceThread } from "../src/cli/commands/report.js";
-import { type AgentState, createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
+import {
+  type AgentState,
+  createAgent,
+  createSandbox,
+  parseSettings,
+  ScriptedChatModel,
+  type TestIsolation,
+} from "../src/index.js";
 import { detailedAttempts, edgeCounts, type RunStep, renderRunReport, traceRun } from "../src/report/index.js";
 import { openRunStore } from "../src/store/index.js";
 import { fence, ranWithArtifacts } from "./helpers.js";
@@ -99,6 +106,34 @@ describe("a run's report, from its steps", () => {
     expect(trace.agreement).toBe("2 of 3 candidates print the same");
     expect(renderRunReport(trace)).toContain("<tr><th>candidates</th><td>2 of 3 candidates print the same</td></tr>");
     expect(renderRunReport(traceRun(twoAttempts()))).not.toContain("<th>candidates</th>");
+  });
+
+  it("says at each attempt's verdict which way a real run's tests were judged, under either setting", async () => {
+    /** The report of a run whose draft fails its tests and whose repair passes them. */
+    const reportOf = async (tests: string | undefined, testIsolation: TestIsolation) => {
+      const model = new ScriptedChatModel([
+        fence("def inc(x):\n    return x + 2"),
+        fence("def inc(x):\n    return x + 1"),
+      ]);
+      const steps: RunStep[] = [];
+      for await (const values of await createAgent({ model, sandbox }).stream(
+        { task: "Write inc(x) that adds one.", ...(tests ? { tests } : {}) },
+        { context: { testIsolation }, streamMode: "values" },
+      ))
+        steps.push({ values: values as AgentState });
+      return renderRunReport(traceRun(steps));
+    };
+    const judged = (html: string) => html.match(/<p class="test-isolation">[^<]*<\/p>/g);
+    const tests = "assert inc(1) == 2\n";
+    expect(judged(await reportOf(tests, "process"))).toEqual([
+      '<p class="test-isolation">Judged with tests in their own process.</p>',
+      '<p class="test-isolation">Judged with tests in their own process.</p>',
+    ]);
+    expect(judged(await reportOf(tests, "shared"))).toEqual([
+      '<p class="test-isolation">Judged with tests in the program&#39;s process (testIsolation: shared).</p>',
+      '<p class="test-isolation">Judged with tests in the program&#39;s process (testIsolation: shared).</p>',
+    ]);
+    expect(judged(await reportOf(undefined, "process"))).toBeNull();
   });
 
   it("shows per attempt whether the LLM review ran and what it concluded", () => {

@@ -1,5 +1,12 @@
 import ora, { type Ora } from "ora";
-import type { AgentState, AgentUpdate, OutputEvent, Usage } from "../index.js";
+import {
+  type AgentState,
+  type AgentUpdate,
+  describeTestIsolation,
+  type OutputEvent,
+  type TestIsolation,
+  type Usage,
+} from "../index.js";
 import { missingModuleAdvice } from "./python-choice.js";
 import { type Colors, colorsFor, type TerminalStyle, terminalStyle } from "./terminal.js";
 
@@ -40,6 +47,8 @@ export class ProgressReporter {
   private heartbeat: NodeJS.Timeout | undefined;
   /** The latest execution, until its verdict arrives and is summarised. */
   private lastRun: { ran: boolean; durationMs: number } | undefined;
+  /** How the latest run that had tests judged them; the last attempt may not have run (an objection). */
+  private testIsolation: TestIsolation | undefined;
   /** Modules a missing-module hint was shown for. */
   private readonly hinted = new Set<string>();
 
@@ -102,6 +111,7 @@ export class ProgressReporter {
     }
     if (typeof update.attempt === "number") this.attempt = update.attempt;
     if (update.lastRun) this.lastRun = { ran: update.lastRun.ran ?? true, durationMs: update.lastRun.durationMs };
+    if (update.lastRun?.testIsolation) this.testIsolation = update.lastRun.testIsolation;
     for (const objection of Array.isArray(update.objections) ? update.objections : []) {
       this.line(`  ${this.colors.yellow("!")} ${this.colors.dim(`${node}:`)} ${objection.type}: ${objection.message}`);
     }
@@ -139,11 +149,14 @@ export class ProgressReporter {
     this.lastRun = undefined;
   }
 
+  /** The run's last line: its status, its tokens and, when it had tests, which way they were judged. */
   finished(state: AgentState): void {
     this.stop();
     const { green, red, bold, dim } = this.colors;
     const attempts = `${state.attempt} attempt${state.attempt === 1 ? "" : "s"}`;
-    const usage = dim(formatUsage(state.usage));
+    const isolation = state.lastRun?.testIsolation ?? this.testIsolation;
+    const judged = isolation ? `; ${describeTestIsolation(isolation)}` : "";
+    const usage = dim(formatUsage(state.usage) + judged);
     if (state.status === "passed") {
       this.line(`${green("✓")} ${bold(green(`passed after ${attempts}`))}  ${usage}`);
     } else {

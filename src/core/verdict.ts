@@ -1,3 +1,4 @@
+import type { TestIsolation } from "./run-result.js";
 import type { Critique, Execution } from "./state.js";
 
 /**
@@ -172,4 +173,14 @@ export function scoreAttempt(run: Pick<Execution, "progress" | "error">, passed:
   if (run.progress !== null) return 10 + Math.round(80 * run.progress);
   if (run.error?.type === "NoCodeError") return 0;
   return 5;
+}
+
+/**
+ * Which way an attempt's acceptance tests were judged, from what its run recorded
+ * (`Execution.testIsolation`), in the words of the CLI's last line and the run report.
+ */
+export function describeTestIsolation(isolation: TestIsolation): string {
+  return isolation === "process"
+    ? "tests in their own process"
+    : "tests in the program's process (testIsolation: shared)";
 }

@@ -6,7 +6,7 @@ import { structuredPatch } from "diff";
 import hljs from "highlight.js/lib/core";
 import javascript from "highlight.js/lib/languages/javascript";
 import python from "highlight.js/lib/languages/python";
-import { type ArtifactFile, describeRuntimeValues, type Execution } from "../index.js";
+import { type ArtifactFile, describeRuntimeValues, describeTestIsolation, type Execution } from "../index.js";
 import { renderGraphPath } from "./graph-svg.js";
 import { chartJsSource, escapeHtml, htmlPage } from "./html.js";
 import type { ArtifactsTrace, AttemptTrace, RunTrace } from "./trace.js";
@@ -129,6 +129,12 @@ function valuesBlock(run: Execution | undefined): string {
   );
 }
 
+/** Which way the run's acceptance tests were judged; nothing for a run without tests. */
+function judgedWith(run: Execution | undefined): string {
+  if (!run?.testIsolation) return "";
+  return `<p class="test-isolation">Judged with ${escapeHtml(describeTestIsolation(run.testIsolation))}.</p>`;
+}
+
 function repeatMark(attempt: AttemptTrace): string {
   return attempt.repeatOf > 0
     ? ` <span class="repeat" title="seen ${attempt.repeatOf} time(s) before">repeat ×${attempt.repeatOf + 1}</span>`
@@ -179,7 +185,7 @@ function attemptSection(attempt: AttemptTrace, previous: AttemptTrace | undefine
       ? `<h4>Live output (last ${live.length} lines, as streamed)</h4><pre class="live">${live.join("\n")}</pre>`
       : "",
     critique
-      ? `<h4>Critic</h4><p class="verdict"><span class="${critique.passed ? "pass" : "fail"}">${critique.passed ? "passed" : "failed"}</span>: ${escapeHtml(head(critique.summary, REPORT_LIMITS.textChars))}</p>${critique.diagnosis ? `<p class="diagnosis">${escapeHtml(head(critique.diagnosis, REPORT_LIMITS.textChars))}</p>` : ""}`
+      ? `<h4>Critic</h4><p class="verdict"><span class="${critique.passed ? "pass" : "fail"}">${critique.passed ? "passed" : "failed"}</span>: ${escapeHtml(head(critique.summary, REPORT_LIMITS.textChars))}</p>${judgedWith(run)}${critique.diagnosis ? `<p class="diagnosis">${escapeHtml(head(critique.diagnosis, REPORT_LIMITS.textChars))}</p>` : ""}`
       : "",
     attempt.decision ? `<p>Next: ${escapeHtml(describeDecision(attempt.decision))}</p>` : "",
     list(
