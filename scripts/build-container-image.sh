@@ -25,6 +25,10 @@ fi
 ROOTFS="$(mktemp -d /var/tmp/selfheal-rootfs.XXXXXX)"
 trap 'rm -rf "$ROOTFS"' EXIT
 debootstrap --variant=minbase --include=python3,nodejs bookworm "$ROOTFS" "$MIRROR" >/dev/null
+# The JavaScript judge's execute-only Node (src/tools/judge/node-judge.ts): a process started from a
+# binary its user cannot read is not dumpable, so a program of the same uid cannot reach its memory.
+cp "$ROOTFS/usr/bin/node" "$ROOTFS/usr/local/lib/selfheal-judge-node"
+chmod 0111 "$ROOTFS/usr/local/lib/selfheal-judge-node"
 # No apt caches or lists in the image: they are only size.
 rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
 tar -C "$ROOTFS" -c . | "$ENGINE" import --message "selfheal sandbox: debootstrap bookworm minbase + python3, nodejs" - "$IMAGE" >/dev/null

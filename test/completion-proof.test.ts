@@ -104,12 +104,14 @@ const EARLY_EXITS: EarlyExit[] = [
     language: "javascript",
     code: 'process.on("uncaughtException", () => process.exit(0));\nfunction add(a, b) {\n  return a - b;\n}\n',
     line: 1,
+    isolated: "AssertionError",
   },
   {
     name: "an exit listener that resets process.exitCode",
     language: "javascript",
     code: 'process.on("exit", () => {\n  process.exitCode = 0;\n});\nfunction add(a, b) {\n  return a - b;\n}\n',
     line: 2,
+    isolated: "AssertionError",
   },
   {
     name: "process.reallyExit(0)",
@@ -127,8 +129,8 @@ describe("a run with tests passes only when the tests ran to their end", () => {
 
   for (const testIsolation of TEST_ISOLATIONS) {
     for (const shape of EARLY_EXITS) {
-      // JavaScript tests run in the program's process whatever is asked (the verdict says so).
-      const expected = testIsolation === "process" && shape.language === "python" ? shape.isolated : undefined;
+      // In a process of their own the tests outlive a handler the program installed in its own.
+      const expected = testIsolation === "process" ? shape.isolated : undefined;
       it(`fails a program that ends the process early, tests ${testIsolation}: ${shape.name}`, async () => {
         const model = scriptedModel(fence(shape.code, shape.language));
         const result = await createAgent({ model, sandbox }).invoke(

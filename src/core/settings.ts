@@ -227,7 +227,6 @@ export const SettingsSchema = z.strictObject({
    * Where the acceptance tests run: `process`, in a process of their own that the program cannot
    * read, trace or change, comparing what the program returns as plain data (a pass the program
    * cannot forge); `shared`, appended to the program in its process, as HumanEval runs them.
-   * JavaScript tests run shared for now, and the verdict says so.
    */
   testIsolation: TestIsolationSchema.default("process"),
   /**

@@ -161,7 +161,7 @@ function testsNotFinished(run: RunEvidence): Judgement {
   return failed(
     { type: TESTS_NOT_FINISHED, message },
     `The acceptance tests did not run to their end: ${message}.`,
-    "The acceptance tests run after the program, in the same process, so the program must not end the process " +
+    "The acceptance tests run after the program has loaded and call its functions, so the program must not end the process " +
       "(no sys.exit/exit/os._exit or process.exit at module level or in the functions the tests call, no exit " +
       "handler that forces a status). Define the functions and let the script end on its own.",
   );

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 
-import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
+import { getSupportDir, inheritedFdsEnv, judgeNodeEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
 import { BLOCK_FD, buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
 import type { BwrapHost } from "../host/bwrap-probe.js";
 import type { CgroupSupport } from "../host/cgroups.js";
@@ -239,7 +239,11 @@ export class BwrapLauncher implements Launcher {
     const argv = buildBwrapArgv({
       host: this.host,
       hostUid,
-      env: { ...sandboxEnv(interpreter.prefixes), ...inheritedFdsEnv(language, ours) },
+      env: {
+        ...sandboxEnv(interpreter.prefixes),
+        ...inheritedFdsEnv(language, ours),
+        ...judgeNodeEnv(language, interpreter.executable, SANDBOX_SUPPORT_DIR),
+      },
       workDir: workDir.path,
       supportDir: getSupportDir(),
       prefixes: interpreter.prefixes,

@@ -1,7 +1,11 @@
 import { ARTIFACTS_FOLDER } from "../../core/data-files.js";
+import { JUDGE_NODE_VARIABLE } from "../host/bootstrap.js";
 import { MAX_DISK_FILES, MAX_OPEN_FILES, MIB } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import type { Language, SandboxLimits } from "../types.js";
+
+/** Where scripts/build-container-image.sh puts the JavaScript judge's execute-only Node in the image. */
+export const CONTAINER_JUDGE_NODE = "/usr/local/lib/selfheal-judge-node";
 
 /** The label every container of ours carries; `docker ps -a --filter label=selfheal.sandbox` finds them. */
 export const CONTAINER_LABEL = "selfheal.sandbox";
@@ -97,6 +101,9 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
       : []),
     "--env",
     "HOME=/work",
+    // Where the image has it (scripts/build-container-image.sh), the JavaScript judge's Node.
+    "--env",
+    `${JUDGE_NODE_VARIABLE}=${CONTAINER_JUDGE_NODE}`,
     "--ulimit",
     `cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
     "--ulimit",

@@ -1,5 +1,14 @@
 import type { ChildProcess } from "node:child_process";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { Socket } from "node:net";
 import { join } from "node:path";
 import type { Language } from "../types.js";
@@ -370,6 +379,43 @@ export function takesProgramWithGo(program: { endMark?: string }): boolean {
 }
 
 let supportDir: string | undefined;
+
+/**
+ * The variable that tells the JavaScript judge (src/tools/judge/node-judge.ts) where an execute-only
+ * copy of the run's Node is: a process started from a binary it cannot read is not dumpable, so a
+ * program of the same uid cannot read or write its memory through /proc/<pid>/mem, which Node has
+ * no call of its own to forbid (Python's judge calls prctl).
+ */
+export const JUDGE_NODE_VARIABLE = "SELFHEAL_JUDGE_NODE";
+
+const judgeNodes = new Map<string, string>();
+
+/**
+ * The support dir's execute-only copy (mode 0111) of a Node executable, made on first need (about
+ * 100 MB, once per process): its file name in the support dir.
+ */
+export function judgeNodeName(executable: string): string {
+  const known = judgeNodes.get(executable);
+  if (known) return known;
+  const name = `selfheal-judge-node-${judgeNodes.size}`;
+  const path = join(getSupportDir(), name);
+  if (!existsSync(path)) {
+    copyFileSync(executable, path);
+    chmodSync(path, 0o111);
+  }
+  judgeNodes.set(executable, name);
+  return name;
+}
+
+/** For a JavaScript run: where its judge finds the execute-only Node, as the program sees the support dir. */
+export function judgeNodeEnv(
+  language: Language,
+  executable: string,
+  visibleSupportDir: string,
+): Record<string, string> {
+  if (language !== "javascript") return {};
+  return { [JUDGE_NODE_VARIABLE]: join(visibleSupportDir, judgeNodeName(executable)) };
+}
 
 /**
  * A host directory, made once per process and removed at exit, holding files every run reads

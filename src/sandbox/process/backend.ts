@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { symlinkSync } from "node:fs";
 import { join } from "node:path";
 
-import { getSupportDir, inheritedFdsEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
+import { getSupportDir, inheritedFdsEnv, judgeNodeEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
 import { interpreterCommand } from "../host/command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
 import { trackRun } from "../host/run-reaper.js";
@@ -115,7 +115,11 @@ export class ProcessLauncher implements Launcher {
     const control = usesBootstrap(language, warm);
     const child = spawn(file, args, {
       cwd: workDir.path,
-      env: { ...scrubbedEnv(workDir.path), ...inheritedFdsEnv(language, control ? [0, 1, 2, 3] : [0, 1, 2]) },
+      env: {
+        ...scrubbedEnv(workDir.path),
+        ...inheritedFdsEnv(language, control ? [0, 1, 2, 3] : [0, 1, 2]),
+        ...judgeNodeEnv(language, interpreter.executable, getSupportDir()),
+      },
       // Its own process group, so one kill reaches every child it forks (unless it calls setsid).
       detached: true,
       stdio: ["pipe", "pipe", "pipe", control ? "pipe" : "ignore"],

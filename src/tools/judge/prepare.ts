@@ -3,10 +3,13 @@ import type { Language, TestIsolation } from "../../core/run-result.js";
 import { type AssembledProgram, assembleProgram, completionMarkFor } from "../assemble.js";
 import {
   instrumentProgram,
+  nodeHarnessFiles,
   pythonLiteral,
   pythonValuesConfig,
   type ValuesOptions,
 } from "../runtime-values/instrument.js";
+import { NODE_JUDGE, NODE_JUDGE_FILES, NODE_SCOPE_LINE } from "./node-judge.js";
+import { NODE_PROGRAM_SIDE } from "./node-program.js";
 import { PYTHON_JUDGE } from "./python-judge.js";
 
 /**
@@ -21,7 +24,7 @@ export interface TaskHelpers {
 }
 
 export interface PrepareOptions {
-  /** Defaults to `process`; JavaScript tests run `shared` whatever is asked, and the result says so. */
+  /** Defaults to `process`. */
   isolation?: TestIsolation;
   /** Record runtime values for the fixer; null or absent: none. */
   values?: ValuesOptions | null;
@@ -63,8 +66,10 @@ export function prepareProgram(
   language: Language,
   options: PrepareOptions = {},
 ): PreparedProgram {
-  const isolation = tests?.trim() ? (language === "python" ? (options.isolation ?? "process") : "shared") : undefined;
-  if (isolation === "process" && tests) return prepareIsolated(code, tests, options);
+  const isolation = tests?.trim() ? (options.isolation ?? "process") : undefined;
+  if (isolation === "process" && tests) {
+    return language === "python" ? prepareIsolated(code, tests, options) : prepareIsolatedNode(code, tests, options);
+  }
   const assembled = assembleProgram(code, tests, language);
   const instrumented = options.values ? instrumentProgram(assembled, language, options.values) : null;
   return {
@@ -76,15 +81,23 @@ export function prepareProgram(
   };
 }
 
-function prepareIsolated(code: string, tests: string, options: PrepareOptions): PreparedProgram {
+/**
+ * Where the tests go in an isolated run: the same layout as an assembled program (the program, a
+ * line that closes it, the banner, the tests), so line numbers, `locateFailure` and the fixer read a
+ * traceback from either the same way.
+ */
+function isolatedLayout(code: string, tests: string) {
   const program = code.endsWith("\n") ? code : `${code}\n`;
   const programLines = program.split("\n").length - 1;
   const testText = tests.endsWith("\n") ? tests : `${tests}\n`;
-  // The same layout as an assembled program (program, a blank line, the banner, the tests), so line
-  // numbers, `locateFailure` and the fixer read a traceback from either the same way.
   const firstLine = programLines + 3;
   const totalLines = firstLine - 1 + testText.split("\n").length - 1;
   const nonce = randomBytes(16).toString("hex");
+  return { program, programLines, testText, firstLine, totalLines, nonce };
+}
+
+function prepareIsolated(code: string, tests: string, options: PrepareOptions): PreparedProgram {
+  const { program, programLines, testText, firstLine, totalLines, nonce } = isolatedLayout(code, tests);
   const valuesNonce = options.values ? randomBytes(8).toString("hex") : undefined;
   const values = options.values
     ? pythonValuesConfig(valuesNonce as string, {
@@ -103,6 +116,33 @@ function prepareIsolated(code: string, tests: string, options: PrepareOptions): 
     code: JUDGE_LINE,
     files: { [JUDGE_FILE]: `VALUES = ${pythonLiteral(values)}\n${PYTHON_JUDGE}${PROGRAM_SEPARATOR}${program}` },
     stdin,
+    assembled: { source: program, programLines, totalLines, completionMark: completionMarkFor(nonce) },
+    isolation: "process",
+    ...(valuesNonce ? { valuesNonce } : {}),
+  };
+}
+
+/** main.js under process isolation for JavaScript: one line that starts the judge (node-judge.ts). */
+const NODE_JUDGE_LINE = `require(require("node:path").join(__dirname, "${NODE_JUDGE_FILES.judge}"));\n`;
+
+/**
+ * JavaScript tests in a process of their own: the test side (NODE_JUDGE) starts the program with
+ * the program side preloaded (NODE_PROGRAM_SIDE) and runs the tests against its names.
+ */
+function prepareIsolatedNode(code: string, tests: string, options: PrepareOptions): PreparedProgram {
+  const { program, programLines, testText, firstLine, totalLines, nonce } = isolatedLayout(code, tests);
+  const valuesNonce = options.values ? randomBytes(8).toString("hex") : undefined;
+  return {
+    // The judge loads the values harness itself, in the process that runs the tests.
+    code: NODE_JUDGE_LINE,
+    files: {
+      [NODE_JUDGE_FILES.judge]: NODE_JUDGE,
+      [NODE_JUDGE_FILES.programSide]: NODE_PROGRAM_SIDE,
+      // The line after the program closes what it left open, as in an assembled program.
+      [NODE_JUDGE_FILES.program]: `${program};\n${NODE_SCOPE_LINE}`,
+      ...(valuesNonce ? nodeHarnessFiles(valuesNonce) : {}),
+    },
+    stdin: JSON.stringify({ nonce, tests: testText, firstLine }),
     assembled: { source: program, programLines, totalLines, completionMark: completionMarkFor(nonce) },
     isolation: "process",
     ...(valuesNonce ? { valuesNonce } : {}),

@@ -14,7 +14,7 @@ export const HARNESS_LIMITS = { chars: 160, items: 8, depth: 3, frames: 3, local
 const PYTHON_HARNESS_FILE = ".selfheal-harness.py";
 /** The line between the harness and the program in that one file; the loader compiles what is above it. */
 const PYTHON_PROGRAM_SEPARATOR = "\n#selfheal-program#\n";
-const NODE_HARNESS_FILE = ".selfheal-harness.cjs";
+export const NODE_HARNESS_FILE = ".selfheal-harness.cjs";
 
 export interface ValuesOptions {
   /** Record the calls the tests make of the program's functions (Python only). */
@@ -43,12 +43,6 @@ export function instrumentProgram(
   options: ValuesOptions,
 ): InstrumentedProgram | null {
   const nonce = randomBytes(8).toString("hex");
-  const shared = {
-    nonce,
-    limits: HARNESS_LIMITS,
-    secrets: SECRET_VALUE_PATTERNS,
-    secretNames: SECRET_NAME_PATTERN,
-  };
   if (language === "python") {
     const hasTests = program.totalLines > program.programLines;
     const config = {
@@ -70,11 +64,13 @@ export function instrumentProgram(
   }
   const code = withNodePrefix(program.source, `require("./${NODE_HARNESS_FILE}");`);
   if (code === null) return null;
-  return {
-    code,
-    files: { [NODE_HARNESS_FILE]: `"use strict";\nconst CONFIG = ${JSON.stringify(shared)};\n${NODE_VALUES_HARNESS}` },
-    nonce,
-  };
+  return { code, files: nodeHarnessFiles(nonce), nonce };
+}
+
+/** The Node harness's file for one run, settings and all. */
+export function nodeHarnessFiles(nonce: string): Record<string, string> {
+  const config = { nonce, limits: HARNESS_LIMITS, secrets: SECRET_VALUE_PATTERNS, secretNames: SECRET_NAME_PATTERN };
+  return { [NODE_HARNESS_FILE]: `"use strict";\nconst CONFIG = ${JSON.stringify(config)};\n${NODE_VALUES_HARNESS}` };
 }
 
 /**
