@@ -11,6 +11,7 @@ import {
 } from "node:fs";
 import { Socket } from "node:net";
 import { join } from "node:path";
+import { PYTHON_JUDGE, PYTHON_JUDGE_FILE } from "../../tools/judge/python-judge.js";
 import type { Language } from "../types.js";
 import { tempDirPrefix } from "./temp-dirs.js";
 
@@ -46,11 +47,15 @@ for fd_dir in ("/proc/self/fd", "/dev/fd"):
     break
 
 # Limits arrive as arguments, "as=536870912:536870912" and so on, and hold before any code exists.
+judge_source = None
 for setting in sys.argv[1:]:
     name, _, values = setting.partition("=")
     if name == "path":
         # Installed packages go last, so they can never shadow the standard library.
         sys.path.append(values)
+        continue
+    if name == "judge":
+        judge_source = values
         continue
     kind = getattr(resource, "RLIMIT_" + name.upper(), None)
     if kind is None:
@@ -114,6 +119,14 @@ ${WAIT_FOR_GO_START}
 # Before the go, all that does not need the program: on this VM each step costs several times more
 # right after a long sleep than in a loop, and a pre-warmed run's clock starts at the go.
 path, module = fresh_main()
+# The tests' judge compiled ahead (~10 ms): a judged run's main.py takes it, any other run drops it.
+if judge_source is not None:
+    try:
+        with open(judge_source, "rb") as judge_file:
+            judge_text = judge_file.read()
+        sys._selfheal_judge = (judge_text, compile(judge_text, os.path.join(os.getcwd(), "${PYTHON_JUDGE_FILE}"), "exec", dont_inherit=True))
+    except BaseException:
+        pass
 # main.py made now, for a program sent with the go: a write to an open file costs a third of
 # creating one. The host leaves out any file or input of that name (the code replaces it anyway).
 try:
@@ -202,6 +215,8 @@ try:
     if program_text is None:
         with open(path, "rb") as source:
             program_text = source.read()
+    if b"${PYTHON_JUDGE_FILE}" not in program_text[:400]:
+        sys.__dict__.pop("_selfheal_judge", None)
     code = compile(program_text, path, "exec")
     exec(code, module.__dict__)
 except SystemExit as exit_request:
@@ -261,6 +276,8 @@ require("node:module").runMain();
 `;
 
 export const BOOTSTRAP_FILE_NAME = "selfheal-bootstrap.cjs";
+/** The Python judge's code in the support dir, which a warm bootstrap compiles ahead (`judge=` setting). */
+export const PYTHON_JUDGE_SUPPORT_FILE = "selfheal-judge.py";
 
 /** The variable that hands the Node preload the host's inheritable descriptors; the preload deletes it. */
 export const INHERITED_FDS_VARIABLE = "SELFHEAL_INHERITED_FDS";
@@ -429,6 +446,7 @@ export function getSupportDir(): string {
   writeFileSync(join(directory, BOOTSTRAP_FILE_NAME), NODE_BOOTSTRAP, { mode: 0o444 });
   writeFileSync(join(directory, "selfheal-warmup.cjs"), "", { mode: 0o444 });
   writeFileSync(join(directory, FD_CLOSER_FILE_NAME), NODE_FD_CLOSER, { mode: 0o444 });
+  writeFileSync(join(directory, PYTHON_JUDGE_SUPPORT_FILE), PYTHON_JUDGE, { mode: 0o444 });
   process.once("exit", () => rmSync(directory, { recursive: true, force: true }));
   supportDir = directory;
   return directory;

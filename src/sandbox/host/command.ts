@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { MAX_OPEN_FILES, MIB } from "../limits.js";
 import type { Language, SandboxLimits } from "../types.js";
-import { BOOTSTRAP_FILE_NAME, FD_CLOSER_FILE_NAME, PYTHON_BOOTSTRAP } from "./bootstrap.js";
+import { BOOTSTRAP_FILE_NAME, FD_CLOSER_FILE_NAME, PYTHON_BOOTSTRAP, PYTHON_JUDGE_SUPPORT_FILE } from "./bootstrap.js";
 
 /** Node 20 does not start below ~1 GiB of address space even with a tiny heap. */
 const NODE_ADDRESS_SPACE_SLACK_MB = 1024;
@@ -70,6 +70,8 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
     // -u: unbuffered, so output reaches `onOutput` while the program runs and a flood is seen early.
     const settings = resources.map(({ name, soft, hard }) => `${name}=${soft}:${hard}`);
     if (input.pythonPackagesDir) settings.push(`path=${input.pythonPackagesDir}`);
+    // A warm interpreter compiles the tests' judge while it waits; a cold one would do it on the clock.
+    if (input.warm) settings.push(`judge=${join(input.supportDir, PYTHON_JUDGE_SUPPORT_FILE)}`);
     return [input.executable, "-I", "-u", "-c", PYTHON_BOOTSTRAP, ...settings];
   }
   const heapFlag = `--max-old-space-size=${input.limits.memoryMb}`;

@@ -10,7 +10,7 @@ import {
 } from "../runtime-values/instrument.js";
 import { NODE_JUDGE, NODE_JUDGE_FILES, NODE_SCOPE_LINE } from "./node-judge.js";
 import { NODE_PROGRAM_SIDE } from "./node-program.js";
-import { PYTHON_JUDGE } from "./python-judge.js";
+import { PYTHON_JUDGE, PYTHON_JUDGE_FILE } from "./python-judge.js";
 
 /**
  * Definitions of the task that its tests use and that the test process must take from the task, not
@@ -45,15 +45,21 @@ export interface PreparedProgram {
   valuesNonce?: string;
 }
 
-const JUDGE_FILE = ".selfheal-judge.py";
 /** Between the judge and the program in the judge's file; main.py's line compiles what is above it. */
 const PROGRAM_SEPARATOR = "\n#selfheal-program#\n";
 
 /**
  * main.py under process isolation: one line that runs the judge, which writes the program back over
  * main.py (so the program, its tracebacks and its `__file__` see the program alone) before it forks.
+ * The judge's code comes compiled where the interpreter holds it already (`sys._selfheal_judge`, set
+ * by a warm bootstrap or the benchmark's batch forker, for exactly this text), else compiled here.
  */
-const JUDGE_LINE = `(lambda p, s, g: (exec(compile(open(p, "rb").read().partition(s)[0], p, "exec"), g), g["_judge"](p, s)))(__import__("os").path.join(__import__("os").path.dirname(__file__), "${JUDGE_FILE}"), ${JSON.stringify(PROGRAM_SEPARATOR)}.encode(), {"__name__": "selfheal_judge"})\n`;
+function judgeLine(values: Record<string, unknown> | null): string {
+  const judge = `__import__("os").path.join(__import__("os").path.dirname(__file__), "${PYTHON_JUDGE_FILE}")`;
+  const globals = `{"__name__": "selfheal_judge", "VALUES": ${pythonLiteral(values)}}`;
+  const cached = `__import__("sys").__dict__.pop("_selfheal_judge", None)`;
+  return `(lambda p, s, g, c, t: (exec(c[1] if c is not None and c[0] == t else compile(t, p, "exec"), g), g["_judge"](p, s)))(${judge}, ${JSON.stringify(PROGRAM_SEPARATOR)}.encode(), ${globals}, ${cached}, open(${judge}, "rb").read().partition(${JSON.stringify(PROGRAM_SEPARATOR)}.encode())[0])\n`;
+}
 
 /**
  * The program and its tests as one sandbox run. With Python tests and `process` isolation (the
@@ -113,8 +119,8 @@ function prepareIsolated(code: string, tests: string, options: PrepareOptions): 
     ...(options.helpers ? { helpers: options.helpers.source, omit: options.helpers.omit } : {}),
   });
   return {
-    code: JUDGE_LINE,
-    files: { [JUDGE_FILE]: `VALUES = ${pythonLiteral(values)}\n${PYTHON_JUDGE}${PROGRAM_SEPARATOR}${program}` },
+    code: judgeLine(values),
+    files: { [PYTHON_JUDGE_FILE]: `${PYTHON_JUDGE}${PROGRAM_SEPARATOR}${program}` },
     stdin,
     assembled: { source: program, programLines, totalLines, completionMark: completionMarkFor(nonce) },
     isolation: "process",

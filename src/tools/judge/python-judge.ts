@@ -1,5 +1,8 @@
 import { PYTHON_VALUES_PARTS } from "../runtime-values/python-harness.js";
 
+/** The judge's file beside main.py; also the file name its cached compilation carries (bootstrap.ts, batch.ts). */
+export const PYTHON_JUDGE_FILE = ".selfheal-judge.py";
+
 /**
  * The Python judge that runs the tests in a process of their own (see docs/security.md, "What a pass
  * proves"). main.py's one line runs this file, which puts the program back in main.py's place and
@@ -7,8 +10,8 @@ import { PYTHON_VALUES_PARTS } from "../runtime-values/python-harness.js";
  * parent, made non-dumpable first, reads the tests and the completion secret from stdin only after
  * the fork (so the program never holds them), runs the tests against proxies of the program's
  * names, compares what comes back as plain data decoded by its own code, and alone writes the
- * completion mark. `VALUES` (the runtime-values settings, or None) is prepended per run; the
- * program follows this text in the same file, after the separator line.
+ * completion mark. `VALUES` (the runtime-values settings, or None) comes in the globals main.py's
+ * line runs this text with; the program follows this text in the same file, after the separator line.
  */
 export const PYTHON_JUDGE = String.raw`import os, sys
 
