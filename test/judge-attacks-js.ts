@@ -202,7 +202,8 @@ function add(a, b) {
     family: "reading the judge",
     name: "the tests' text, from the memory of any process it can open through /proc",
     program: READ_MEMORY,
-    wrongBecause: "add(2, 3) !== 5",
+    // Inputs no test names: the checker runs beside processes whose memory holds the tests' text.
+    wrongBecause: "add(7, 1) !== 8",
   },
   {
     family: "reading the judge",

@@ -37,7 +37,9 @@ function checkedWrong(program: string, wrongBecause: string): string {
     file,
     `${program}\n;(async () => {\n  let wrong;\n  try {\n    wrong = Boolean(await (async () => (${wrongBecause}))());\n  } catch {\n    wrong = true;\n  }\n  require("node:fs").writeSync(1, wrong ? "WRONG" : "RIGHT");\n  process.exit(0);\n})();\n`,
   );
-  const run = spawnSync(process.execPath, [file], {
+  // Through a shell that stays its parent: a program that signals its parent signals the shell,
+  // never this test worker.
+  const run = spawnSync("sh", ["-c", '"$0" "$1"; exit $?', process.execPath, file], {
     cwd: dir,
     input: "",
     encoding: "utf8",

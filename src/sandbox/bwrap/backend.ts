@@ -1,7 +1,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 
-import { getSupportDir, inheritedFdsEnv, judgeNodeEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
+import {
+  getSupportDir,
+  inheritedFdsEnv,
+  judgeNodeEnv,
+  runExecutable,
+  sendGo,
+  usesBootstrap,
+} from "../host/bootstrap.js";
 import { BLOCK_FD, buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
 import type { BwrapHost } from "../host/bwrap-probe.js";
 import type { CgroupSupport } from "../host/cgroups.js";
@@ -218,7 +225,7 @@ export class BwrapLauncher implements Launcher {
     const packages = packagesDir ? packageMount(language, packagesDir) : null;
     const command = interpreterCommand({
       language,
-      executable: interpreter.executable,
+      executable: runExecutable(language, interpreter.executable, SANDBOX_SUPPORT_DIR),
       limits,
       warm,
       supportDir: SANDBOX_SUPPORT_DIR,

@@ -424,6 +424,14 @@ export function judgeNodeName(executable: string): string {
   return name;
 }
 
+/**
+ * What a run of `language` starts: for JavaScript the execute-only copy of its Node, as the program
+ * sees the support dir, so the tests' process needs no second start to be out of the program's reach.
+ */
+export function runExecutable(language: Language, executable: string, visibleSupportDir: string): string {
+  return language === "javascript" ? join(visibleSupportDir, judgeNodeName(executable)) : executable;
+}
+
 /** For a JavaScript run: where its judge finds the execute-only Node, as the program sees the support dir. */
 export function judgeNodeEnv(
   language: Language,
@@ -431,7 +439,7 @@ export function judgeNodeEnv(
   visibleSupportDir: string,
 ): Record<string, string> {
   if (language !== "javascript") return {};
-  return { [JUDGE_NODE_VARIABLE]: join(visibleSupportDir, judgeNodeName(executable)) };
+  return { [JUDGE_NODE_VARIABLE]: runExecutable(language, executable, visibleSupportDir) };
 }
 
 /**

@@ -2,7 +2,14 @@ import { spawn } from "node:child_process";
 import { symlinkSync } from "node:fs";
 import { join } from "node:path";
 
-import { getSupportDir, inheritedFdsEnv, judgeNodeEnv, sendGo, usesBootstrap } from "../host/bootstrap.js";
+import {
+  getSupportDir,
+  inheritedFdsEnv,
+  judgeNodeEnv,
+  runExecutable,
+  sendGo,
+  usesBootstrap,
+} from "../host/bootstrap.js";
 import { interpreterCommand } from "../host/command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
 import { trackRun } from "../host/run-reaper.js";
@@ -104,7 +111,7 @@ export class ProcessLauncher implements Launcher {
     }
     const argv = interpreterCommand({
       language,
-      executable: interpreter.executable,
+      executable: runExecutable(language, interpreter.executable, getSupportDir()),
       limits,
       warm,
       supportDir: getSupportDir(),

@@ -48,7 +48,7 @@ const withoutRequires = (flags) => flags.filter((flag, index) => !(flag === "--r
 // no program of this uid can read or write through /proc; this one only waits and passes its status.
 const judgeNode = process.env.${JUDGE_NODE_VARIABLE};
 delete process.env.${JUDGE_NODE_VARIABLE};
-if (judgeNode && fs.existsSync(judgeNode)) {
+if (judgeNode && judgeNode !== process.execPath && fs.existsSync(judgeNode)) {
   const judge = childProcess.spawn(judgeNode, [...withoutRequires(process.execArgv), __filename, ...process.argv.slice(2)], { stdio: "inherit" });
   judge.on("error", (error) => {
     fs.writeSync(2, "selfheal: the judge could not start its test process: " + error.message + "\n");
