@@ -381,6 +381,11 @@ export const RIGHT_PROGRAMS: RightProgram[] = [
     tests: "assert math.isclose(area(2), 4 * math.pi)\nassert RATE == 0.5\nbump()\nbump()\nassert count == 2\n",
   },
   {
+    name: "an int too long for decimal text (Python writes at most 4300 digits), as HumanEval+/83 returns",
+    program: "def big(n):\n    return 7 ** n\n",
+    tests: "assert big(6000) == 7 ** 6000\nassert big(6000) % 10 == 1\n",
+  },
+  {
     name: "a large result",
     program: "def numbers(n):\n    return list(range(n))\n",
     tests: "assert sum(numbers(200000)) == 199999 * 200000 // 2\n",

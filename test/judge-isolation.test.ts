@@ -1,7 +1,9 @@
 import { spawnSync } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
-import { judgeProgram } from "../src/benchmark/index.js";
-import { createAgent, type Sandbox } from "../src/index.js";
+import { taskHelpers } from "../src/benchmark/dataset.js";
+import { buildHiddenTests, judgeProgram, loadDataset } from "../src/benchmark/index.js";
+import { buildVisibleTests } from "../src/benchmark/visible-tests.js";
+import { createAgent, createSandbox, type Sandbox } from "../src/index.js";
 import { BACKENDS, type BackendKind, backendMissing } from "./backends.js";
 import { isRoot } from "./capabilities.js";
 import { fence, scriptedModel } from "./helpers.js";
@@ -107,3 +109,34 @@ for (const backend of BACKENDS) {
     },
   );
 }
+
+/**
+ * Where the tests in their own process first judged a dataset's own reference solutions otherwise
+ * than the tests appended to them (`selfheal bench --verify-dataset`, issue 36): each passes now.
+ */
+describe("the benchmark's judge passes the references the same-process judge passed", () => {
+  const sandbox = createSandbox({ kind: "process" });
+  afterAll(() => sandbox.close());
+  const CASES = [
+    // Its function has a builtin's name: the entry point is the program's, whatever the builtins say.
+    { dataset: "mbppplus", taskId: "Mbpp/126", tests: "hidden" },
+    { dataset: "mbppplus", taskId: "Mbpp/126", tests: "visible" },
+    // The docstring's example uses the program's own `import sys`.
+    { dataset: "mbppplus", taskId: "Mbpp/596", tests: "visible" },
+  ] as const;
+  for (const { dataset, taskId, tests } of CASES) {
+    it(`${taskId}, its reference against the ${tests} tests`, async () => {
+      const [task] = await loadDataset({ dataset, taskIds: [taskId] });
+      const testText = tests === "hidden" ? buildHiddenTests(task!) : buildVisibleTests(task!);
+      const verdict = await judgeProgram(
+        sandbox,
+        task!.prompt + task!.canonical_solution,
+        testText!,
+        60_000,
+        taskHelpers(task!),
+      );
+      expect(verdict.error).toBeUndefined();
+      expect(verdict.passed).toBe(true);
+    });
+  }
+});

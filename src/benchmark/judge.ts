@@ -11,6 +11,7 @@ import {
   settleCompletion,
   type TaskHelpers,
   TESTS_NOT_FINISHED,
+  type TestIsolation,
 } from "../index.js";
 import { type BatchedRun, type BatchOptions, runBatches } from "./batch.js";
 import { type BenchmarkTask, buildHiddenTests, taskHelpers } from "./dataset.js";
@@ -48,6 +49,10 @@ export async function judgeCompletion(
 /**
  * Judges a whole program (as a run hands it over) against tests run in a process of their own, with
  * the task's own definitions (`helpers`) where the tests use them.
+ *
+ * `isolation` is for measurement only (bench/judge.ts, bench/sandbox.ts): `shared` judges the old
+ * way, the tests appended to the program in its process, where a completion can forge a pass. The
+ * benchmark's verdicts always come from `process`, the default.
  */
 export async function judgeProgram(
   sandbox: Sandbox,
@@ -55,13 +60,20 @@ export async function judgeProgram(
   tests: string,
   timeoutMs: number,
   helpers?: TaskHelpers,
+  isolation: TestIsolation = "process",
 ): Promise<JudgeVerdict> {
-  const prepared = judged(program, tests, helpers);
+  const prepared = judged(program, tests, helpers, isolation);
   return verdictOn(program, prepared.assembled, await sandbox.run({ ...runRequest(prepared), timeoutMs }));
 }
 
-function judged(program: string, tests: string, helpers: TaskHelpers | undefined): PreparedProgram {
-  return prepareProgram(program, tests, "python", { isolation: "process", ...(helpers ? { helpers } : {}) });
+function judged(
+  program: string,
+  tests: string,
+  helpers: TaskHelpers | undefined,
+  isolation: TestIsolation,
+): PreparedProgram {
+  // Shared, the helpers need no passing: the tests run after the program, whose prompt defines them.
+  return prepareProgram(program, tests, "python", { isolation, ...(helpers ? { helpers } : {}) });
 }
 
 function runRequest(prepared: PreparedProgram) {
@@ -111,6 +123,14 @@ export interface JudgeItem {
   helpers?: TaskHelpers;
 }
 
+export interface JudgeBatchOptions extends BatchOptions {
+  sandbox: Sandbox;
+  /** Batch runs in flight at once. */
+  lanes: number;
+  /** For measurement only, as `judgeProgram`'s: `shared` judges the old way; the default is `process`. */
+  isolation?: TestIsolation;
+}
+
 /**
  * Judges many programs in batch runs (batch.ts: one process each, and the rule that keeps them
  * apart), by the same verdict rule as `judgeProgram`. A batched verdict is final only where it is
@@ -122,9 +142,10 @@ export interface JudgeItem {
 export async function judgeBatched(
   items: readonly JudgeItem[],
   final: "passes" | "fails",
-  options: BatchOptions & { sandbox: Sandbox; lanes: number },
+  options: JudgeBatchOptions,
 ): Promise<JudgeVerdict[]> {
-  const prepared = items.map((item) => judged(item.program, item.tests, item.helpers));
+  const isolation = options.isolation ?? "process";
+  const prepared = items.map((item) => judged(item.program, item.tests, item.helpers, isolation));
   const runs = await runBatches(
     options.sandbox,
     prepared.map((program, index) => {
@@ -143,7 +164,8 @@ export async function judgeBatched(
     items,
     options.lanes,
     async (item, index) =>
-      batched[index] ?? judgeProgram(options.sandbox, item.program, item.tests, item.timeoutMs, item.helpers),
+      batched[index] ??
+      judgeProgram(options.sandbox, item.program, item.tests, item.timeoutMs, item.helpers, isolation),
   );
 }
 

@@ -1,8 +1,8 @@
-import { DEFAULT_LIMITS, type RunStatus, type Sandbox } from "../index.js";
-import { type BatchOptions, runBatches } from "./batch.js";
+import { DEFAULT_LIMITS, type RunStatus, type Sandbox, type TestIsolation } from "../index.js";
+import { runBatches } from "./batch.js";
 import { parseProbeOutput } from "./behaviour-probe.js";
 import { type BenchmarkTask, buildHiddenTests, taskHelpers } from "./dataset.js";
-import { type JudgeVerdict, judgeBatched } from "./judge.js";
+import { type JudgeBatchOptions, type JudgeVerdict, judgeBatched } from "./judge.js";
 import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants, planProbe } from "./mutants.js";
 import { MUTATION_OPERATORS, type MutationOperator } from "./mutators.js";
 import { mapWithConcurrency } from "./pool.js";
@@ -83,6 +83,11 @@ export interface VerifyOptions extends FindMutantsOptions {
   maxOutputBytes?: number;
   /** Judge and probe in batch runs (batch.ts); false runs every program alone, as before batching. */
   batching?: boolean;
+  /**
+   * For measurement only (bench/judge.ts): `shared` runs the tests in the program's process, the
+   * old way, to time today's judge against it. The report's verdicts rest on `process`, the default.
+   */
+  isolation?: TestIsolation;
   onProgress?: (event: { done: number; total: number; task: TaskVerification }) => void;
 }
 
@@ -104,12 +109,13 @@ export async function verifyDataset({
   mutantTimeoutMs = 3_000,
   maxOutputBytes = DEFAULT_LIMITS.maxOutputBytes,
   batching = true,
+  isolation = "process",
   onProgress,
   ...mutantOptions
 }: VerifyOptions): Promise<VerifyReport> {
   const started = performance.now();
   const limits = { canonicalTimeoutMs, mutantTimeoutMs, mutantOptions };
-  const batch = { sandbox, lanes: 1, maxOutputBytes, batching };
+  const batch = { sandbox, lanes: 1, maxOutputBytes, batching, isolation };
   // Groups of tasks, each its own pipeline (references and probes, then mutants), `concurrency`
   // groups in flight: no lane waits for a slow batch of another group.
   const groups: BenchmarkTask[][] = [];
@@ -133,7 +139,7 @@ const TASKS_PER_GROUP = 16;
 
 async function verifyGroup(
   tasks: readonly BenchmarkTask[],
-  batch: BatchOptions & { sandbox: Sandbox; lanes: number },
+  batch: JudgeBatchOptions,
   {
     canonicalTimeoutMs,
     mutantTimeoutMs,
@@ -150,7 +156,11 @@ async function verifyGroup(
   }));
   const visibleItems = tasks.flatMap((task, index) => {
     const tests = buildVisibleTests(task);
-    return tests === null ? [] : [{ index, program: reference(task), tests, timeoutMs: canonicalTimeoutMs }];
+    // The task's helpers name its entry point, which the tests take from the program even where it
+    // has a builtin's name (Mbpp/126's sum).
+    return tests === null
+      ? []
+      : [{ index, program: reference(task), tests, helpers: taskHelpers(task), timeoutMs: canonicalTimeoutMs }];
   });
   const probes = tasks.flatMap((task, index) => {
     const probe = planProbe(task, mutantOptions);

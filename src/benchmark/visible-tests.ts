@@ -94,6 +94,17 @@ def _selfheal_same(a, b):
         return False
 
 
+class _SelfhealScope(dict):
+    """The examples' names over the tests' globals, read through (a judge's globals resolve the program's names)."""
+
+    def __init__(self, outer):
+        super().__init__()
+        self.outer = outer
+
+    def __missing__(self, name):
+        return self.outer[name]
+
+
 def _selfheal_example(namespace, call, expected):
     actual = eval(call, namespace)
     try:
@@ -135,7 +146,7 @@ export function buildExampleCheck(task: BenchmarkTask, name: string): string | n
     EXAMPLE_HELPERS,
     "",
     `def ${name}(candidate):`,
-    "    namespace = dict(globals())",
+    "    namespace = _SelfhealScope(globals())",
     '    namespace.setdefault("math", _selfheal_math)',
     `    namespace[${pythonString(task.entry_point)}] = candidate`,
     ...body,

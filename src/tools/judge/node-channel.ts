@@ -37,32 +37,45 @@ function makeChannel(fd, serve) {
     head.writeUInt32BE(body.length, 0);
     writeAll(Buffer.concat([head, body]));
   };
-  /** The next frame, or null at the end of the channel. */
+  /** The next frame, or null at the end of the channel. Its parts are joined once it is whole. */
   const receive = () => {
     let tries = 0;
+    const parts = [buffered];
+    let have = buffered.length;
     for (;;) {
-      if (buffered.length >= 4) {
+      if (have >= 4) {
+        if (parts.length > 1) buffered = Buffer.concat(parts.splice(0, parts.length), have);
+        parts.length = 0;
+        parts.push(buffered);
         const size = buffered.readUInt32BE(0);
-        if (buffered.length >= 4 + size) {
+        if (have >= 4 + size) {
           const frame = JSON.parse(buffered.toString("utf8", 4, 4 + size));
           buffered = buffered.subarray(4 + size);
           return frame;
         }
       }
-      let count;
-      try {
-        count = channelFs.readSync(fd, scratch, 0, scratch.length, null);
-      } catch (error) {
-        if (error.code === "EAGAIN") {
-          if (++tries > 2000) Atomics.wait(pause, 0, 0, 1);
-          continue;
+      const wanted = have >= 4 ? 4 + buffered.readUInt32BE(0) - have : 4 - have;
+      for (let left = wanted; left > 0; ) {
+        let count;
+        try {
+          count = channelFs.readSync(fd, scratch, 0, scratch.length, null);
+        } catch (error) {
+          if (error.code === "EAGAIN") {
+            if (++tries > 2000) Atomics.wait(pause, 0, 0, 1);
+            continue;
+          }
+          if (error.code === "ECONNRESET" || error.code === "EBADF") return null;
+          throw error;
         }
-        if (error.code === "ECONNRESET" || error.code === "EBADF") return null;
-        throw error;
+        if (count === 0) {
+          buffered = Buffer.concat(parts, have);
+          return null;
+        }
+        tries = 0;
+        parts.push(Buffer.from(scratch.subarray(0, count)));
+        have += count;
+        left -= count;
       }
-      if (count === 0) return null;
-      tries = 0;
-      buffered = Buffer.concat([buffered, scratch.subarray(0, count)]);
     }
   };
   /** Sends a request and serves the other side's requests (callbacks) until its answer comes. */
@@ -78,7 +91,7 @@ function makeChannel(fd, serve) {
   };
   /** Frames that came with a chunk read by someone else (the program side's socket). */
   const feed = (chunk) => {
-    buffered = Buffer.concat([buffered, chunk]);
+    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
   };
   const pending = () => {
     if (buffered.length < 4) return null;
