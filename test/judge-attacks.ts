@@ -69,6 +69,13 @@ def add(a, b):
 `;
 
 export const ATTACKS: JudgeAttack[] = [
+  {
+    family: "patched machinery",
+    name: "a wrong function with a builtin's name, which tests calling that name would take from the builtins",
+    program: "def sum(items):\n    return 0\n",
+    tests: "assert sum([1, 2]) == 3\n",
+    wrongBecause: "sum([1, 2]) != 3",
+  },
   // 1. Comparisons that lie: the program's own code decides an ==.
   {
     family: "lying comparison",

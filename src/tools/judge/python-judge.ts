@@ -165,7 +165,13 @@ def _program_process(path, program, read_fd, write_fd):
     channel = _Channel(read_fd, write_fd, side.serve)
     side.channel = channel
     _flush()
-    channel.send(["ready"])
+    # The builtins' names the program defines as its own: the tests take the builtin, and say so.
+    shadowing = sorted(
+        name
+        for name, value in list(module.__dict__.items())
+        if type(name) is str and not name.startswith("__") and getattr(builtins, name, value) is not value
+    )
+    channel.send(["ready", shadowing])
     while True:
         incoming = channel.receive()
         if incoming is None or incoming[1][0] == "end":
@@ -612,6 +618,7 @@ def _test_process(path, program, pid, read_fd, write_fd):
     if ready is None or ready[0] != "ready":
         # The program ended before it was ready to serve: its own exit status, its own traceback.
         raise SystemExit(side.program_status())
+    side.shadowing = frozenset(str(name) for name in (ready[1] if len(ready) > 1 else ()))
     values = None
     namespace = _Namespace(side)
     namespace["__name__"] = "__main__"
@@ -709,6 +716,8 @@ class _Namespace(dict):
         # A builtin's name is the test process's builtin: a program's global of that name never
         # shadows it, unless the task asks the program for it (Mbpp/126's sum).
         if name in _BUILTIN_NAMES and name not in self.side.asked:
+            if name in self.side.shadowing:
+                raise _ShadowedBuiltin(name)
             raise KeyError(name)
         found = self.side.name(name)
         if found is _MISSING:
@@ -716,6 +725,16 @@ class _Namespace(dict):
         return found
 
 
+class _ShadowedBuiltin(NameError):
+    def __init__(self, name):
+        super().__init__(
+            "the tests use %r, which is a builtin and also a name the program defines; the tests take "
+            "a builtin's name from the builtins, never from the program (a program could redefine what "
+            "its tests rely on), so give the program's %r another name" % (name, name)
+        )
+
+
+_ShadowedBuiltin.__name__ = _ShadowedBuiltin.__qualname__ = "ShadowedBuiltin"
 _MISSING = object()
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 
@@ -727,6 +746,8 @@ class _TestSide:
         self.path, self.pid = path, pid
         # The names the task asks the program to define (the benchmark's entry point).
         self.asked = frozenset()
+        # The builtins' names the program defines (it says so when ready).
+        self.shadowing = frozenset()
         self.callbacks = {}
         self.stand_ins = {}
         self.channel = None
