@@ -160,6 +160,8 @@ export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
 export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.js";
 export { type PreparedProgram, type PrepareOptions, prepareProgram, type TaskHelpers } from "./tools/judge/prepare.js";
+/** The Python judge's text and file name, for a harness that compiles it once for many runs (the benchmark's batch). */
+export { PYTHON_JUDGE, PYTHON_JUDGE_FILE } from "./tools/judge/python-judge.js";
 export { describeModelEndpoint } from "./tools/model-errors.js";
 export {
   type AgentModels,

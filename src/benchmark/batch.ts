@@ -1,5 +1,4 @@
-import { pythonRunMainSource, type Sandbox } from "../index.js";
-import { PYTHON_JUDGE, PYTHON_JUDGE_FILE } from "../tools/judge/python-judge.js";
+import { PYTHON_JUDGE, PYTHON_JUDGE_FILE, pythonRunMainSource, type Sandbox } from "../index.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /**

@@ -6,12 +6,12 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
 import { Socket } from "node:net";
 import { join } from "node:path";
-import { PYTHON_JUDGE, PYTHON_JUDGE_FILE } from "../../tools/judge/python-judge.js";
 import type { Language } from "../types.js";
 import { tempDirPrefix } from "./temp-dirs.js";
 
@@ -28,6 +28,9 @@ const WAIT_FOR_GO_END = "# The run:";
  * If fd 3 closes first (the host went away), it exits quietly. With "g" comes the run's end mark,
  * which the bootstrap writes after the program's last output (end-report.ts).
  */
+/** The Python judge's file beside main.py (src/tools/judge), whose compilation a warm bootstrap keeps ahead. */
+export const PYTHON_JUDGE_RUN_FILE = ".selfheal-judge.py";
+
 export const PYTHON_BOOTSTRAP = `
 import os, resource, sys, types
 
@@ -124,7 +127,7 @@ if judge_source is not None:
     try:
         with open(judge_source, "rb") as judge_file:
             judge_text = judge_file.read()
-        sys._selfheal_judge = (judge_text, compile(judge_text, os.path.join(os.getcwd(), "${PYTHON_JUDGE_FILE}"), "exec", dont_inherit=True))
+        sys._selfheal_judge = (judge_text, compile(judge_text, os.path.join(os.getcwd(), "${PYTHON_JUDGE_RUN_FILE}"), "exec", dont_inherit=True))
     except BaseException:
         pass
 # main.py made now, for a program sent with the go: a write to an open file costs a third of
@@ -215,7 +218,7 @@ try:
     if program_text is None:
         with open(path, "rb") as source:
             program_text = source.read()
-    if b"${PYTHON_JUDGE_FILE}" not in program_text[:400]:
+    if b"${PYTHON_JUDGE_RUN_FILE}" not in program_text[:400]:
         sys.__dict__.pop("_selfheal_judge", None)
     code = compile(program_text, path, "exec")
     exec(code, module.__dict__)
@@ -276,8 +279,22 @@ require("node:module").runMain();
 `;
 
 export const BOOTSTRAP_FILE_NAME = "selfheal-bootstrap.cjs";
-/** The Python judge's code in the support dir, which a warm bootstrap compiles ahead (`judge=` setting). */
+/**
+ * The Python judge's code in the support dir, which a warm bootstrap compiles ahead (`judge=`
+ * setting) under the name the judge's file has beside main.py (`PYTHON_JUDGE_FILE`). The judge
+ * (a layer above) puts it there with `provideSupportFile` when it first prepares a run; an
+ * interpreter warmed before that compiles nothing ahead.
+ */
 export const PYTHON_JUDGE_SUPPORT_FILE = "selfheal-judge.py";
+
+/** Writes a file every run may read into the support dir, once (read-only; nothing in it is secret). */
+export function provideSupportFile(name: string, text: string): void {
+  const path = join(getSupportDir(), name);
+  if (existsSync(path)) return;
+  const partial = `${path}.${process.pid}.partial`;
+  writeFileSync(partial, text, { mode: 0o444 });
+  renameSync(partial, path);
+}
 
 /** The variable that hands the Node preload the host's inheritable descriptors; the preload deletes it. */
 export const INHERITED_FDS_VARIABLE = "SELFHEAL_INHERITED_FDS";
@@ -454,7 +471,6 @@ export function getSupportDir(): string {
   writeFileSync(join(directory, BOOTSTRAP_FILE_NAME), NODE_BOOTSTRAP, { mode: 0o444 });
   writeFileSync(join(directory, "selfheal-warmup.cjs"), "", { mode: 0o444 });
   writeFileSync(join(directory, FD_CLOSER_FILE_NAME), NODE_FD_CLOSER, { mode: 0o444 });
-  writeFileSync(join(directory, PYTHON_JUDGE_SUPPORT_FILE), PYTHON_JUDGE, { mode: 0o444 });
   process.once("exit", () => rmSync(directory, { recursive: true, force: true }));
   supportDir = directory;
   return directory;

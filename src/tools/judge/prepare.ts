@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Language, TestIsolation } from "../../core/run-result.js";
+import { PYTHON_JUDGE_SUPPORT_FILE, provideSupportFile } from "../../sandbox/host/bootstrap.js";
 import { type AssembledProgram, assembleProgram, completionMarkFor } from "../assemble.js";
 import {
   instrumentProgram,
@@ -103,6 +104,8 @@ function isolatedLayout(code: string, tests: string) {
 }
 
 function prepareIsolated(code: string, tests: string, options: PrepareOptions): PreparedProgram {
+  // For the warm interpreters started from now on: the judge compiled while they wait.
+  provideSupportFile(PYTHON_JUDGE_SUPPORT_FILE, PYTHON_JUDGE);
   const { program, programLines, testText, firstLine, totalLines, nonce } = isolatedLayout(code, tests);
   const valuesNonce = options.values ? randomBytes(8).toString("hex") : undefined;
   const values = options.values

@@ -1,7 +1,8 @@
+import { PYTHON_JUDGE_RUN_FILE } from "../../sandbox/host/bootstrap.js";
 import { PYTHON_VALUES_PARTS } from "../runtime-values/python-harness.js";
 
 /** The judge's file beside main.py; also the file name its cached compilation carries (bootstrap.ts, batch.ts). */
-export const PYTHON_JUDGE_FILE = ".selfheal-judge.py";
+export const PYTHON_JUDGE_FILE = PYTHON_JUDGE_RUN_FILE;
 
 /**
  * The Python judge that runs the tests in a process of their own (see docs/security.md, "What a pass
