@@ -7,7 +7,14 @@
  * $SELFHEAL_CONTAINER_IMAGE, else the official images), each running `print(1)`. Prints a table
  * and the goals beside their figures; asserts nothing.
  *
- *   npm run bench:sandbox [-- --runs 100 --throughput-runs 40 --pool 1]
+ * Judged rows (issue 36), on each local backend pre-warmed, Python and JavaScript: a small program and three asserts, judged
+ * as the agent judges (prepareProgram, the completion mark settled), with the tests in a process of
+ * their own (the default) and, beside it, appended to the program in its process (the old way). Then
+ * the cost of one call across that boundary: tests that call `add(1, 2)` `--calls` times, timing each
+ * call in the test process with perf_counter_ns, in one sandbox run, against the same loop calling the
+ * function directly (shared); the median of `--call-runs` runs.
+ *
+ *   npm run bench:sandbox [-- --runs 100 --throughput-runs 40 --pool 1 --calls 2000 --call-runs 5]
  */
 import { spawn } from "node:child_process";
 import { cpus, loadavg } from "node:os";
@@ -15,6 +22,7 @@ import { basename } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
+import type { TestIsolation } from "../src/core/run-result.js";
 import { CONTAINER_IMAGE_ENV } from "../src/sandbox/container/command.js";
 import { resolveInterpreters } from "../src/sandbox/host/interpreters.js";
 import {
@@ -25,7 +33,9 @@ import {
   probeBwrap,
   probeGvisor,
 } from "../src/sandbox/index.js";
-import type { RunRequest } from "../src/sandbox/types.js";
+import type { Language, RunRequest, SandboxKind } from "../src/sandbox/types.js";
+import { settleCompletion } from "../src/tools/assemble.js";
+import { type PreparedProgram, prepareProgram } from "../src/tools/judge/prepare.js";
 import { type Contender, latencies, percentile } from "./timing.js";
 
 const { values } = parseArgs({
@@ -34,12 +44,54 @@ const { values } = parseArgs({
     "throughput-runs": { type: "string", default: "40" },
     /** Interpreters the bwrap and process sandboxes keep warm per language. */
     pool: { type: "string", default: "1" },
+    /** Calls across the judge's boundary timed in one run, and runs of them per backend and isolation. */
+    calls: { type: "string", default: "2000" },
+    "call-runs": { type: "string", default: "5" },
   },
 });
 const RUNS = Number(values.runs);
 const THROUGHPUT_RUNS = Number(values["throughput-runs"]);
 const POOL_SIZE = Number(values.pool);
 const REQUEST: RunRequest = { language: "python", code: "print(1)\n" };
+const CALLS = Number(values.calls);
+const CALL_RUNS = Number(values["call-runs"]);
+
+/** The line the call-cost tests print: the p50 and p90 of one call, in nanoseconds. */
+const CALL_MARK = "selfheal-bench-call";
+/** The judged rows' program and tests, per language: what a small task's judge run is. */
+const JUDGED: Record<Language, { program: string; tests: string; calls: string }> = {
+  python: {
+    program: "def add(a, b):\n    return a + b\n",
+    tests: "assert add(1, 2) == 3\nassert add(-1, 1) == 0\nassert add(2.5, 0.5) == 3.0\n",
+    calls: `import time
+_durations = []
+for _ in range(${CALLS}):
+    _started = time.perf_counter_ns()
+    add(1, 2)
+    _durations.append(time.perf_counter_ns() - _started)
+_durations.sort()
+print("${CALL_MARK}", _durations[len(_durations) // 2], _durations[min(len(_durations) - 1, len(_durations) * 9 // 10)])
+`,
+  },
+  javascript: {
+    program: "function add(a, b) {\n  return a + b;\n}\n",
+    tests:
+      'const assert = require("node:assert");\nassert.strictEqual(add(1, 2), 3);\nassert.strictEqual(add(-1, 1), 0);\nassert.strictEqual(add(2.5, 0.5), 3);\n',
+    calls: `const durations = [];
+for (let i = 0; i < ${CALLS}; i++) {
+  const started = process.hrtime.bigint();
+  add(1, 2);
+  durations.push(Number(process.hrtime.bigint() - started));
+}
+durations.sort((a, b) => a - b);
+console.log("${CALL_MARK}", durations[durations.length >> 1], durations[Math.min(durations.length - 1, Math.floor((durations.length * 9) / 10))]);
+`,
+  },
+};
+const ISOLATIONS: Record<TestIsolation, string> = {
+  process: "tests in own process",
+  shared: "tests in program's process",
+};
 
 interface Row {
   name: string;
@@ -94,6 +146,61 @@ function sandboxContender(
   };
 }
 
+function judgedRequest(prepared: PreparedProgram, language: Language): RunRequest {
+  return {
+    language,
+    code: prepared.code,
+    ...(prepared.files ? { files: prepared.files } : {}),
+    ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
+  };
+}
+
+/** One judged run: prepared anew each time (a fresh completion nonce, as every judged run has), and it must pass. */
+async function runJudged(
+  sandbox: ManagedSandbox,
+  language: Language,
+  isolation: TestIsolation,
+  tests: string,
+): Promise<string> {
+  const prepared = prepareProgram(JUDGED[language].program, tests, language, { isolation });
+  const result = settleCompletion(await sandbox.run(judgedRequest(prepared, language)), prepared.assembled);
+  if (result.status !== "ok" || !result.testsCompleted) {
+    throw new Error(
+      `judged run, ${ISOLATIONS[isolation]}: ${result.status}, tests completed: ${result.testsCompleted} ${result.stderr}`,
+    );
+  }
+  return result.stdout;
+}
+
+function judgedContender(
+  backend: string,
+  sandbox: ManagedSandbox,
+  language: Language,
+  isolation: TestIsolation,
+): Contender {
+  return {
+    name: `${backend}, pre-warmed, judged ${language}, ${ISOLATIONS[isolation]}`,
+    runOnce: async () => {
+      await runJudged(sandbox, language, isolation, JUDGED[language].tests);
+    },
+    between: () => sandbox.prewarm([language]),
+    close: () => sandbox.close(),
+  };
+}
+
+/** One call's cost, p50 and p90 in ms, as the tests measured it in one run on `sandbox`. */
+async function callCost(
+  sandbox: ManagedSandbox,
+  language: Language,
+  isolation: TestIsolation,
+): Promise<{ p50: number; p90: number }> {
+  await sandbox.prewarm([language]);
+  const stdout = await runJudged(sandbox, language, isolation, JUDGED[language].calls);
+  const match = new RegExp(`^${CALL_MARK} (\\d+) (\\d+)$`, "m").exec(stdout);
+  if (!match) throw new Error(`no ${CALL_MARK} line in ${JSON.stringify(stdout)}`);
+  return { p50: Number(match[1]) / 1e6, p90: Number(match[2]) / 1e6 };
+}
+
 /**
  * Latencies of `runs` runs one after another with no wait between them: each starts the moment the
  * one before returned, so a pool that refills too slowly shows here and not in the pre-warmed row.
@@ -142,6 +249,15 @@ function missingImage(image: string): Promise<string | null> {
   });
 }
 
+/** The local backends' judged rows: each isolation on a warm sandbox of its own. */
+function judgedContenders(backend: string, kind: SandboxKind): Contender[] {
+  return (["python", "javascript"] as const).flatMap((language) =>
+    (Object.keys(ISOLATIONS) as TestIsolation[]).map((isolation) =>
+      judgedContender(backend, createSandbox({ kind, poolSize: POOL_SIZE }), language, isolation),
+    ),
+  );
+}
+
 async function main(): Promise<void> {
   // The Python the sandboxes resolve (python3 on PATH or $SELFHEAL_PYTHON, a pyenv shim followed to
   // its binary): the bare row spawns that very binary, so the ratios compare like with like.
@@ -153,6 +269,7 @@ async function main(): Promise<void> {
     bareSpawn(python.executable),
     sandboxContender("process backend, cold", createSandbox({ kind: "process", prewarm: false }), false),
     sandboxContender("process backend, pre-warmed", createSandbox({ kind: "process", poolSize: POOL_SIZE }), true),
+    ...judgedContenders("process backend", "process"),
   ];
   const bwrap = probeBwrap();
   let layers: { all: boolean; text: string } | null = null;
@@ -170,6 +287,7 @@ async function main(): Promise<void> {
         limits: { maxFileMb: 63 },
       }),
       sandboxContender("bwrap, pre-warmed", warmBwrap, true),
+      ...judgedContenders("bwrap", "bwrap"),
     );
   } else {
     console.log(`bwrap skipped: ${bwrap.reason}`);
@@ -230,6 +348,37 @@ async function main(): Promise<void> {
     await sandbox.close();
     backToBackRows.push({ name, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9) });
   }
+  // One call across the boundary, timed inside a run: the isolations alternate, run after run.
+  const callRows: { name: string; p50: number; p90: number }[] = [];
+  const callBackends = [
+    { backend: "process backend", kind: "process" as const },
+    ...(bwrap.usable ? [{ backend: "bwrap", kind: "bwrap" as const }] : []),
+  ];
+  for (const { backend, kind } of callBackends) {
+    for (const language of ["python", "javascript"] as const) {
+      const sandbox = createSandbox({ kind, poolSize: POOL_SIZE });
+      const isolations = Object.keys(ISOLATIONS) as TestIsolation[];
+      const measured = isolations.map((): { p50: number; p90: number }[] => []);
+      for (let run = 0; run < CALL_RUNS; run++) {
+        for (const [index, isolation] of isolations.entries()) {
+          measured[index]?.push(await callCost(sandbox, language, isolation));
+        }
+      }
+      await sandbox.close();
+      for (const [index, isolation] of isolations.entries()) {
+        const median = (pick: (figures: { p50: number; p90: number }) => number): number =>
+          percentile(
+            (measured[index] ?? []).map(pick).sort((a, b) => a - b),
+            0.5,
+          );
+        callRows.push({
+          name: `${backend}, ${language}, one call, ${isolation === "process" ? "across the boundary" : "direct (shared)"}`,
+          p50: median((figures) => figures.p50),
+          p90: median((figures) => figures.p90),
+        });
+      }
+    }
+  }
   console.log(`load average at the end ${load()}`);
 
   const nameWidth = Math.max(...[...rows, ...backToBackRows].map((row) => row.name.length));
@@ -243,6 +392,16 @@ async function main(): Promise<void> {
     console.log(`${row.name.padEnd(nameWidth)}  ${row.p50.toFixed(2).padStart(6)}  ${row.p90.toFixed(2).padStart(6)}`);
   }
   console.log(`(pool of ${POOL_SIZE} warm interpreter${POOL_SIZE === 1 ? "" : "s"} per language)`);
+  console.log(
+    `\none call to add(1, 2) from the tests, timed in the test process (${CALLS} calls a run; median of ${CALL_RUNS} runs' figures)`,
+  );
+  const callWidth = Math.max(...callRows.map((row) => row.name.length));
+  console.log(`${"".padEnd(callWidth)}  p50 ms/call  p90 ms/call`);
+  for (const row of callRows) {
+    console.log(
+      `${row.name.padEnd(callWidth)}  ${row.p50.toFixed(4).padStart(11)}  ${row.p90.toFixed(4).padStart(11)}`,
+    );
+  }
   const bare = rows[0];
   const cold = rows.find((row) => row.name === "bwrap, cold");
   const warm = rows.find((row) => row.name === "bwrap, pre-warmed");
@@ -263,6 +422,25 @@ async function main(): Promise<void> {
     console.log(
       `goal: bwrap cold p50 <= 1.1 x bare spawn p50 (same binary): ${cold.p50.toFixed(2)} / ${bare.p50.toFixed(2)} = ${(cold.p50 / bare.p50).toFixed(2)}: ${verdict(cold.p50 <= 1.1 * bare.p50)}`,
     );
+  for (const { backend } of callBackends) {
+    for (const language of ["python", "javascript"] as const) {
+      const named = (isolation: TestIsolation) =>
+        rows.find((row) => row.name === `${backend}, pre-warmed, judged ${language}, ${ISOLATIONS[isolation]}`);
+      const isolated = named("process");
+      const shared = named("shared");
+      if (isolated && shared)
+        console.log(
+          `goal: ${backend} judged ${language} run pre-warmed, tests in own process p50 <= 2 x in the program's process: ${isolated.p50.toFixed(2)} / ${shared.p50.toFixed(2)} = ${(isolated.p50 / shared.p50).toFixed(2)}: ${verdict(isolated.p50 <= 2 * shared.p50)}`,
+        );
+      const call = (way: string) => callRows.find((row) => row.name === `${backend}, ${language}, one call, ${way}`);
+      const across = call("across the boundary");
+      const direct = call("direct (shared)");
+      if (across && direct)
+        console.log(
+          `goal: ${backend} ${language} one call across the boundary p50 < 0.2 ms: ${across.p50.toFixed(4)} ms (a direct call ${direct.p50.toFixed(4)} ms): ${verdict(across.p50 < 0.2)}`,
+        );
+    }
+  }
   // The unit suite held `print(1)` once warm under 100 ms on both local backends; a speed target
   // belongs here, where a loaded machine shows up as a figure instead of a failed test.
   for (const row of rows.filter((entry) => entry.name.endsWith("pre-warmed") && !entry.name.startsWith("container"))) {

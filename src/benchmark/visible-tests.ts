@@ -104,6 +104,10 @@ class _SelfhealScope(dict):
     def __missing__(self, name):
         return self.outer[name]
 
+    def __repr__(self):
+        # Shown among a failure's runtime values: eval puts all of builtins in it.
+        return "<the examples' names>"
+
 
 def _selfheal_example(namespace, call, expected):
     actual = eval(call, namespace)
