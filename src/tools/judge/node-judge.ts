@@ -35,6 +35,8 @@ const util = require("node:util");
 const Module = require("node:module");
 const childProcess = require("node:child_process");
 const os = require("node:os");
+/** A child's end as a shell gives it: its exit code, or 128 + the signal that ended it. */
+const exitStatus = (code, signal) => code ?? 128 + (os.constants.signals[signal] || 0);
 const ownAssert = require("node:assert");
 ${NODE_CHANNEL}
 const FILES = ${JSON.stringify(NODE_JUDGE_FILES)};
@@ -54,7 +56,7 @@ if (judgeNode && judgeNode !== process.execPath && fs.existsSync(judgeNode)) {
     fs.writeSync(2, "selfheal: the judge could not start its test process: " + error.message + "\n");
     process.exit(1);
   });
-  judge.on("exit", (code, signal) => process.exit(code ?? 128 + (os.constants.signals[signal] || 0)));
+  judge.on("exit", (code, signal) => process.exit(exitStatus(code, signal)));
   return;
 }
 try {
@@ -503,7 +505,7 @@ process.on("beforeExit", () => {
   channel.send(["q", ["end", false]]);
   child.ref();
   child.on("exit", (code, signal) => {
-    process.exitCode = process.exitCode || (code ?? 128 + (os.constants.signals[signal] || 0));
+    process.exitCode = process.exitCode || exitStatus(code, signal);
   });
 });
 
