@@ -14,6 +14,7 @@ import { resolveLimits } from "../src/sandbox/limits.js";
 import { ProcessLauncher } from "../src/sandbox/process/backend.js";
 import { type Launcher, LocalSandbox } from "../src/sandbox/run/local-sandbox.js";
 import type { OutputStream, RunRequest } from "../src/sandbox/types.js";
+import { prepareProgram } from "../src/tools/judge/prepare.js";
 import { bwrapMissing } from "./capabilities.js";
 import { REPO } from "./cli-helpers.js";
 import { pidsWithMarker } from "./owner-harness.js";
@@ -290,6 +291,8 @@ describe("the Python bootstrap, against a plain `python3 -I -u main.py`", () => 
   let directory: string;
 
   beforeAll(async () => {
+    // A judged run prepared first, as the agent does: warm interpreters from then on hold the judge.
+    prepareProgram("x = 1\n", "assert x == 1\n", "python");
     sandbox = createSandbox({ kind: "process", prewarm: false });
     warm = createSandbox({ kind: "process" });
     const interpreter = (await resolveInterpreters()).python;
@@ -331,6 +334,9 @@ describe("the Python bootstrap, against a plain `python3 -I -u main.py`", () => 
       "print('main done')",
     ].join("\n"),
     "an exception raised in an atexit handler": "import atexit\natexit.register(lambda: 1 / 0)\nprint('ok')\n",
+    // A warm interpreter imports the judge's modules ahead; a run that is not judged must not find them.
+    "the modules loaded before the first line":
+      "import sys\nprint(sorted(name for name in ('json', 'linecache', 'traceback', 'signal', 'operator', '_ctypes', '_ast') if name in sys.modules))\n",
   };
 
   it("runs nothing when the pipe closes partway through a program sent with the go", async () => {
