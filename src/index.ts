@@ -16,6 +16,7 @@ export {
   SelfhealError,
   type SelfhealErrorCode,
   StoreConnectionError,
+  StoreUnavailableError,
   ThreadBusyError,
   UsageError,
 } from "./core/errors.js";

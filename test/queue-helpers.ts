@@ -68,3 +68,19 @@ export async function waitUntil(condition: () => Promise<boolean>, what: string,
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** One line of `selfheal worker --json`. */
+export interface WorkerLine {
+  worker: string;
+  event: string;
+  threadId: string;
+  status?: string;
+}
+
+/** The JSON lines of a worker's stdout. */
+export function workerLines(stdout: string): WorkerLine[] {
+  return stdout
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as WorkerLine);
+}

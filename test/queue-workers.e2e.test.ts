@@ -15,24 +15,11 @@ import {
   scriptedTask,
   taskNumberOf,
   twoAttemptAnswer,
+  workerLines,
 } from "./queue-helpers.js";
 import { scratchDir } from "./scratch.js";
 
 const TASKS = 30;
-
-interface WorkerLine {
-  worker: string;
-  event: string;
-  threadId: string;
-  status?: string;
-}
-
-function workerLines(stdout: string): WorkerLine[] {
-  return stdout
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line) as WorkerLine);
-}
 
 /** The thread a worker has started and not yet finished, from its log so far. */
 function heldThread(stdout: string): string | undefined {

@@ -208,6 +208,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "sandbox",
       "testIsolation",
       "sandboxPoolSize",
+      "storeWaitSeconds",
       "packages",
       "packageInstall",
     ]);
@@ -223,6 +224,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       maxFileMb: { type: "integer", default: 16, minimum: 1, maximum: 65_536 },
       maxDiskMb: { type: "integer", default: 64, minimum: 1, maximum: 65_536 },
       sandboxPoolSize: { type: "integer", default: 1, minimum: 1, maximum: 16 },
+      storeWaitSeconds: { type: "integer", default: 180, minimum: 0, maximum: 86400 },
       maxOutputBytes: { type: "integer", default: 65_536, minimum: 1_024, maximum: 67_108_864 },
       modelTimeoutMs: { default: 120_000, minimum: 100, maximum: 3_600_000 },
       // The server's environment names the model.

@@ -74,7 +74,15 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     // Every error selfheal raises on purpose is a usage or configuration problem the user can fix.
     if (error instanceof SelfhealError) {
       process.stderr.write(`selfheal: ${error.message}\n`);
-      return EXIT.usage;
+      return error.code === "STORE_UNAVAILABLE" ? EXIT.storeUnavailable : EXIT.usage;
+    }
+    // The database went away under a command that reads or writes runs: one line, not a stack trace.
+    const { describeOutage, isPostgresOutage, isSqliteOutage } = await import("../store/index.js");
+    if (isPostgresOutage(error) || isSqliteOutage(error)) {
+      process.stderr.write(
+        `selfheal: the run store did not answer (${describeOutage(error)}); try again when it is back\n`,
+      );
+      return EXIT.storeUnavailable;
     }
     if (error instanceof z.ZodError) {
       process.stderr.write(`selfheal: ${formatIssues(error)}\n`);

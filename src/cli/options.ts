@@ -34,6 +34,7 @@ export interface SettingFlags {
   maxFileMb?: number;
   maxDiskMb?: number;
   maxOutputBytes?: number;
+  storeWait?: number;
 }
 
 export function positiveInteger(value: string): number {
@@ -122,6 +123,11 @@ export function addSettingOptions(command: Command): Command {
       "--max-output-bytes <n>",
       `stdout and stderr kept per execution, each (default ${defaults.maxOutputBytes})`,
       integer,
+    )
+    .option(
+      "--store-wait <seconds>",
+      `how long the run waits for its run store to come back when it goes away, before it stops resumable (default ${defaults.storeWaitSeconds})`,
+      integer,
     );
 }
 
@@ -145,6 +151,7 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
     maxFileMb: flags.maxFileMb,
     maxDiskMb: flags.maxDiskMb,
     maxOutputBytes: flags.maxOutputBytes,
+    storeWaitSeconds: flags.storeWait,
   };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
 }
@@ -168,6 +175,7 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
   maxFileMb: "--max-file-mb",
   maxDiskMb: "--max-disk-mb",
   maxOutputBytes: "--max-output-bytes",
+  storeWaitSeconds: "--store-wait",
 };
 
 /**

@@ -11,8 +11,10 @@ import {
   type OutputEvent,
   type RunInput,
   type Settings,
+  StoreUnavailableError,
   UsageError,
 } from "../index.js";
+import { describeStoreWait, type StoreWaitListener } from "../store/index.js";
 import { EXIT } from "./exit.js";
 import { ProgressReporter } from "./progress.js";
 
@@ -55,6 +57,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Folder to copy the kept artifacts into once the run ends (`--artifacts`). */
   artifactsTo?: string;
+  /** The run store's `onWait`: the progress says when the run waits for its database, and when it is back. */
+  watchStore?: (listener: StoreWaitListener) => () => void;
 }
 
 /** The `--json` result: the fields a script needs to act on the run. */
@@ -250,6 +254,9 @@ export async function streamRun(
 
   let next: RunStart = start;
   let outcome: StreamOutcome;
+  const stopWatching = options.watchStore?.((event) => {
+    if (event.threadId === undefined || event.threadId === options.threadId) reporter.note(describeStoreWait(event));
+  });
   try {
     for (;;) {
       outcome = await streamOnce(agent, next, settings, options, reporter);
@@ -268,9 +275,11 @@ export async function streamRun(
       next = new Command({ resume: decision });
     }
   } catch (error) {
+    if (error instanceof StoreUnavailableError) return storeGone(error, options, reporter);
     if (!options.signal?.aborted) throw error;
     return interrupted(options, reporter);
   } finally {
+    stopWatching?.();
     reporter.stop();
   }
 
@@ -289,6 +298,15 @@ export async function streamRun(
       : `best program (attempt ${final.best?.attempt ?? final.attempt}, ${final.status})`;
   await emit(options.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code, options, reporter, shown);
   return final.status === "passed" ? EXIT.passed : EXIT.failed;
+}
+
+/** The database stayed away past the run's bound: the run stopped at its last saved checkpoint. */
+function storeGone(error: StoreUnavailableError, options: RunOptions, reporter: ProgressReporter): number {
+  reporter.stop();
+  reporter.note(
+    `${error.message}; the run stopped at its last saved checkpoint${options.resumeCommand ? `: continue it with \`${options.resumeCommand}\` once the store is back` : ""}`,
+  );
+  return EXIT.storeUnavailable;
 }
 
 /** No one to ask here: leave the run paused, show the program, say how to decide later. */

@@ -8,6 +8,7 @@ export type SelfhealErrorCode =
   | "SANDBOX_UNAVAILABLE"
   | "THREAD_BUSY"
   | "STORE_CONNECTION"
+  | "STORE_UNAVAILABLE"
   | "USAGE";
 
 export class SelfhealError extends Error {
@@ -58,6 +59,16 @@ export class ThreadBusyError extends SelfhealError {
 export class StoreConnectionError extends SelfhealError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("STORE_CONNECTION", message, options);
+  }
+}
+
+/**
+ * The run store went away during a run and did not come back within `storeWaitSeconds`: the run
+ * stopped at its last saved checkpoint, and resuming it later goes on from there.
+ */
+export class StoreUnavailableError extends SelfhealError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("STORE_UNAVAILABLE", message, options);
   }
 }
 

@@ -90,6 +90,11 @@ export const PackageInstallSchema = z.strictObject({
 export type PackageInstall = z.infer<typeof PackageInstallSchema>;
 
 /** A whole-number setting within bounds, each message naming the setting. */
+/** A day: a run that waits longer for its database is better stopped and resumed. */
+const MAX_STORE_WAIT_SECONDS = 86_400;
+/** Three minutes: longer than a managed PostgreSQL's restart or failover takes. */
+export const DEFAULT_STORE_WAIT_SECONDS = 180;
+
 function boundedInteger(name: string, min: number, max: number, fallback: number) {
   return z
     .number({ error: `${name} must be a number` })
@@ -240,6 +245,12 @@ export const SettingsSchema = z.strictObject({
     SANDBOX_POOL_SIZE.max,
     SANDBOX_POOL_SIZE.default,
   ),
+  /**
+   * How long a run waits for its run store when the database goes away mid-run (a restart, a
+   * failover, a network blip, a SQLite file locked or on a full disk), retrying with backoff; past
+   * it the run stops at its last saved checkpoint, to be resumed. 0: stop at the first failure.
+   */
+  storeWaitSeconds: boundedInteger("storeWaitSeconds", 0, MAX_STORE_WAIT_SECONDS, DEFAULT_STORE_WAIT_SECONDS),
   /** Packages the program may import beyond the standard library, installed on first need. */
   packages: PackagesSchema.default(() => ({ python: [], javascript: [] })),
   packageInstall: PackageInstallSchema.default(() => PackageInstallSchema.parse({})),

@@ -21,10 +21,11 @@ import {
   type SettingsInput,
   SettingsSchema,
   SharedSandboxes,
+  StoreUnavailableError,
   stepsLeft,
   UsageError,
 } from "../index.js";
-import { artifactsFolder, type RunStore } from "../store/index.js";
+import { artifactsFolder, describeStoreWait, type RunStore } from "../store/index.js";
 
 /** The settings a person changes from an MCP client; the rest keep their defaults. */
 export const ClientSettingsSchema = SettingsSchema.pick({
@@ -43,12 +44,15 @@ export const ClientSettingsSchema = SettingsSchema.pick({
   packages: true,
   candidates: true,
   strategy: true,
+  storeWaitSeconds: true,
 }).partial();
 
 /** What one attempt ended in, and each line the program printed, as the run goes. */
 export interface RunListener {
   attemptEnded(event: { attempt: number; maxAttempts: number; passed: boolean; summary: string }): Promise<void>;
   output(event: OutputEvent): Promise<void>;
+  /** The run waits for its store, or the store answered again: one line each, as the CLI prints them. */
+  storeWait(line: string): Promise<void>;
 }
 
 /** Where a run stands when a tool call returns. */
@@ -184,6 +188,41 @@ export class McpRuns {
     const agent = this.agent();
     const config = { configurable: { thread_id: threadId } };
     let attempt = (await agent.getState(config)).values.attempt ?? 0;
+    const stopWatching = this.store.onWait((event) => {
+      if (event.threadId === threadId) void listener.storeWait(describeStoreWait(event));
+    });
+    try {
+      attempt = await this.streamThread(agent, start, settings, listener, signal, config, attempt);
+    } catch (error: unknown) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      throw new StoreUnavailableError(
+        `${error.message}; the run stopped at its last saved checkpoint: continue it with the resume tool once the store is back`,
+        { cause: error },
+      );
+    } finally {
+      stopWatching();
+    }
+    const snapshot = await agent.getState(config);
+    const state: AgentState = snapshot.values;
+    const interrupt = snapshot.tasks.flatMap((task) => task.interrupts)[0]?.value as
+      | { attempt: number; code: string }
+      | undefined;
+    return interrupt
+      ? { threadId, status: "awaiting_approval", state, awaiting: { attempt: interrupt.attempt, code: interrupt.code } }
+      : { threadId, status: state.status, state };
+  }
+
+  /** Streams the run, telling the listener each attempt's end and each line of output; returns the last attempt. */
+  private async streamThread(
+    agent: Agent,
+    start: ReturnType<typeof RunInputSchema.parse> | Command | null,
+    settings: Settings,
+    listener: RunListener,
+    signal: AbortSignal,
+    config: { configurable: { thread_id: string } },
+    from: number,
+  ): Promise<number> {
+    let attempt = from;
     const stream = await agent.stream(start, {
       ...config,
       context: settings,
@@ -208,14 +247,7 @@ export class McpRuns {
         }
       }
     }
-    const snapshot = await agent.getState(config);
-    const state: AgentState = snapshot.values;
-    const interrupt = snapshot.tasks.flatMap((task) => task.interrupts)[0]?.value as
-      | { attempt: number; code: string }
-      | undefined;
-    return interrupt
-      ? { threadId, status: "awaiting_approval", state, awaiting: { attempt: interrupt.attempt, code: interrupt.code } }
-      : { threadId, status: state.status, state };
+    return attempt;
   }
 
   /** The runs in the store, newest first: the ones the CLI or an MCP client started. */

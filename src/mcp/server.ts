@@ -57,6 +57,9 @@ function listenerFor(call: CallContext): RunListener {
       }
       await send({ method: "notifications/message", params: { level: "info", logger: "selfheal", data: message } });
     },
+    async storeWait(line) {
+      await send({ method: "notifications/message", params: { level: "warning", logger: "selfheal", data: line } });
+    },
     async output({ attempt, stream, line }) {
       const sent = (linesSent.get(attempt) ?? 0) + 1;
       linesSent.set(attempt, sent);

@@ -2,6 +2,7 @@
 // store already uses, and the worker that runs them (`startWorker`), usable without the CLI. Its
 // own entry because it loads pg-boss, which `import "selfheal"` must not pay for.
 export { checkSchemaName, DEFAULT_QUEUE_SCHEMA, type QueueSchemaName } from "../core/queue-schema.js";
+export { type QueueOutageEvent, surviveQueueOutages } from "./outage-watch.js";
 export { ModelCallGate, type ModelCallRate, SharedTokenBucket } from "./rate-limit.js";
 export { EnvironmentFailure, type QueuedRunDeps, type QueuedRunOutcome, runQueuedThread } from "./run-thread.js";
 export {

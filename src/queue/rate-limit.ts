@@ -1,6 +1,8 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import pg from "pg";
 import { checkSchemaName, type QueueSchemaName } from "../core/queue-schema.js";
+import { DEFAULT_STORE_WAIT_SECONDS } from "../core/settings.js";
+import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, quietConnectionErrors, waitForStore } from "../store/outage.js";
 import { createTablesOnce } from "./setup.js";
 
 /** A rate shared by every worker on one database: `perMinute` on average, up to `burst` at once. */
@@ -32,8 +34,8 @@ export class SharedTokenBucket {
 
   static async open(url: string, schemaName: string, name: string, rate: ModelCallRate): Promise<SharedTokenBucket> {
     const schema = checkSchemaName(schemaName);
-    const pool = new pg.Pool({ connectionString: url, max: 2 });
-    pool.on("error", () => undefined);
+    const pool = new pg.Pool({ connectionString: url, max: 2, ...POSTGRES_CONNECTION_OPTIONS });
+    quietConnectionErrors(pool);
     await createTablesOnce(pool, schema, [BUCKET_TABLE_SQL(schema)]);
     await pool.query(
       `INSERT INTO ${schema}.selfheal_rate_buckets (name, tokens, updated_at) VALUES ($1, $2, clock_timestamp())
@@ -63,11 +65,20 @@ export class SharedTokenBucket {
     return { granted: row.granted, waitMs: Math.ceil(row.wait_seconds * 1000) };
   }
 
-  /** Waits for a token; the wait is what the database says, so waiting workers do not poll hot. */
+  /**
+   * Waits for a token; the wait is what the database says, so waiting workers do not poll hot.
+   * While the database is away it waits for it as a run's checkpoints do (see `storeWaitSeconds`).
+   */
   async take(signal?: AbortSignal): Promise<void> {
     for (;;) {
       signal?.throwIfAborted();
-      const { granted, waitMs } = await this.tryTake();
+      const { granted, waitMs } = await waitForStore(() => this.tryTake(), {
+        operation: "taking a model call token",
+        boundMs: DEFAULT_STORE_WAIT_SECONDS * 1000,
+        isOutage: isPostgresOutage,
+        where: `the rate bucket ${this.name}`,
+        report: () => undefined,
+      });
       if (granted) return;
       await new Promise((resolve) => setTimeout(resolve, Math.max(5, waitMs)));
     }

@@ -3,11 +3,23 @@ import pg from "pg";
 import PgBoss from "pg-boss";
 import { StoreConnectionError } from "../core/errors.js";
 import { checkSchemaName, type QueueSchemaName } from "../core/queue-schema.js";
+import { DEFAULT_STORE_WAIT_SECONDS } from "../core/settings.js";
 import type { RunInput } from "../core/state.js";
 import { describeLocation } from "../store/location.js";
+import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, quietConnectionErrors, waitForStore } from "../store/outage.js";
 import { HEARTBEAT_TABLE_SQL, type Heartbeats, startHeartbeat } from "./heartbeat.js";
+import { OutageWatch, type QueueOutageEvent } from "./outage-watch.js";
 import { withSchemaSetupLock } from "./setup.js";
 import { announceJobs, type JobListener, listenForJobs } from "./wake.js";
+
+/** The default `onOutage`: one line on stderr each way. */
+function describeQueueOutage(event: QueueOutageEvent): void {
+  process.stderr.write(
+    event.kind === "away"
+      ? `selfheal queue: the database is away (${event.reason}); waiting for it, the queue goes on when it answers\n`
+      : `selfheal queue: the database answered again after ${(event.waitedMs / 1000).toFixed(1)} s\n`,
+  );
+}
 
 /** The pg-boss queue that holds one job per thread, and the one its jobs go to when retries run out. */
 export const RUN_QUEUE = "selfheal-runs";
@@ -39,6 +51,11 @@ export interface RunJobData {
 export interface QueueOpenOptions {
   maintenanceIntervalSeconds?: number;
   supervise?: boolean;
+  /**
+   * Told once when the queue's database goes away and once when it answers again (pg-boss retries
+   * on its own meanwhile); by default a line on stderr each.
+   */
+  onOutage?: (event: QueueOutageEvent) => void;
 }
 
 export interface QueueLocation {
@@ -135,6 +152,7 @@ export class TaskQueue {
     private readonly schema: QueueSchemaName,
     private readonly boss: PgBoss,
     private readonly pool: pg.Pool,
+    private readonly watch: OutageWatch,
   ) {
     this.location = Object.freeze({ url: location.url, schema });
   }
@@ -147,14 +165,18 @@ export class TaskQueue {
       schema,
       application_name: `selfheal queue ${workerName()}`,
       max: 4,
+      ...POSTGRES_CONNECTION_OPTIONS,
       supervise: options.supervise ?? true,
       // Maintenance is what expires a dead worker's job; pg-boss lets one instance run it per interval.
       maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? 30,
       schedule: false,
     });
-    boss.on("error", (error) => process.stderr.write(`selfheal queue: ${error.message}\n`));
-    const pool = new pg.Pool({ connectionString: location.url, max: 2 });
-    pool.on("error", () => undefined);
+    const pool = new pg.Pool({ connectionString: location.url, max: 2, ...POSTGRES_CONNECTION_OPTIONS });
+    quietConnectionErrors(pool);
+    const watch = new OutageWatch(pool, options.onOutage ?? describeQueueOutage, (error) =>
+      process.stderr.write(`selfheal queue: ${error.message}\n`),
+    );
+    boss.on("error", watch.report);
     try {
       await withSchemaSetupLock(pool, schema, async (client) => {
         await boss.start();
@@ -164,6 +186,7 @@ export class TaskQueue {
         await boss.createQueue(RUN_QUEUE, { name: RUN_QUEUE, deadLetter: DEAD_LETTER_QUEUE });
       });
     } catch (error) {
+      watch.close();
       await boss.stop({ graceful: false, wait: false }).catch(() => undefined);
       await pool.end();
       throw new StoreConnectionError(
@@ -171,7 +194,7 @@ export class TaskQueue {
         { cause: error },
       );
     }
-    return new TaskQueue(location, schema, boss, pool);
+    return new TaskQueue(location, schema, boss, pool, watch);
   }
 
   async submit(jobs: Array<RunJobData & { priority?: number }>, delivery: DeliveryPolicy): Promise<string[]> {
@@ -241,6 +264,7 @@ export class TaskQueue {
             // beside pg-boss's completion and the next fetch instead of before them.
             const lastBeat: Promise<void> = heartbeat.stop().finally(() => this.lastBeats.delete(lastBeat));
             this.lastBeats.add(lastBeat);
+            await this.completePatiently(job.id, outcome);
             return outcome;
           } catch (error) {
             await heartbeat.stop();
@@ -262,6 +286,28 @@ export class TaskQueue {
         for (const id of ids) await this.boss.offWork({ id });
       },
     };
+  }
+
+  /**
+   * pg-boss completes a job once its handler returns, once, without waiting for the database: a
+   * job whose run ended while the database was away stayed active until it expired (half an hour
+   * by default), and was then delivered again only to find its run finished. So the handler
+   * completes it first, waiting for the database as a run does; pg-boss's own call then changes
+   * nothing. Past the wait the job is left to expire, as before.
+   */
+  private async completePatiently(jobId: string, outcome: object): Promise<void> {
+    await waitForStore(() => this.boss.complete(RUN_QUEUE, jobId, outcome), {
+      operation: `completing job ${jobId}`,
+      boundMs: DEFAULT_STORE_WAIT_SECONDS * 1000,
+      isOutage: isPostgresOutage,
+      where: describeLocation({ kind: "postgres", url: this.location.url }),
+      report: () => undefined,
+    }).catch((error) => this.watch.report(error));
+  }
+
+  /** For what found the queue's database away outside pg-boss: told as one outage with pg-boss's own. */
+  reportOutage(error: Error): void {
+    this.watch.report(error);
   }
 
   /** Cancels the jobs of these threads that have not finished; a running one is stopped by its next heartbeat. */
@@ -298,6 +344,7 @@ export class TaskQueue {
     this.listeners.clear();
     await this.boss.stop({ graceful: true, wait: true, timeout: graceMs });
     await Promise.all(this.lastBeats);
+    this.watch.close();
     await this.pool.end();
   }
 }
@@ -340,8 +387,8 @@ async function listQueuedRuns(pool: pg.Pool, schema: QueueSchemaName, threadId?:
 /** The queue's jobs for `selfheal runs`, read straight from PostgreSQL; empty when no queue was ever made. */
 export async function readQueuedRuns(location: QueueLocation): Promise<QueuedRun[]> {
   const schema = checkSchemaName(location.schema);
-  const pool = new pg.Pool({ connectionString: location.url, max: 1 });
-  pool.on("error", () => undefined);
+  const pool = new pg.Pool({ connectionString: location.url, max: 1, ...POSTGRES_CONNECTION_OPTIONS });
+  quietConnectionErrors(pool);
   try {
     return await listQueuedRuns(pool, schema);
   } finally {

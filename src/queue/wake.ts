@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { QueueSchemaName } from "../core/queue-schema.js";
+import { POSTGRES_CONNECTION_OPTIONS } from "../store/outage.js";
 
 /**
  * pg-boss 10 only polls: an idle worker saw a new job up to a whole polling interval after it was
@@ -28,7 +29,11 @@ export function listenForJobs(url: string, schema: QueueSchemaName, onJobs: () =
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
   const connect = async () => {
-    const next = new pg.Client({ connectionString: url, application_name: `selfheal queue listener ${process.pid}` });
+    const next = new pg.Client({
+      connectionString: url,
+      application_name: `selfheal queue listener ${process.pid}`,
+      ...POSTGRES_CONNECTION_OPTIONS,
+    });
     next.on("notification", (message) => {
       if (message.payload === schema) onJobs();
     });

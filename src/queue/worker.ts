@@ -8,7 +8,10 @@ export type WorkerEvent =
   | { event: "started" | "step"; threadId: string; jobId: string; node?: string }
   | { event: "finished"; threadId: string; jobId: string; status: string; attempts: number; tokens: number }
   | { event: "retrying"; threadId: string; jobId: string; error: string }
-  | { event: "cancelled"; threadId: string; jobId: string };
+  | { event: "cancelled"; threadId: string; jobId: string }
+  /** The run waits for its store (see `storeWaitSeconds`), and, once it answers, goes on. */
+  | { event: "store_waiting"; threadId: string; jobId: string; operation: string; reason: string; waitSeconds: number }
+  | { event: "store_back"; threadId: string; jobId: string; waitedMs: number };
 
 export interface WorkerOptions extends Omit<QueuedRunDeps, "onStep" | "sandboxes">, Partial<WorkOptions> {
   /**
@@ -59,10 +62,28 @@ export async function startWorker(queue: TaskQueue, options: WorkerOptions): Pro
   // Aborted on stop: running threads end between steps, and their jobs are delivered again.
   const shutdown = new AbortController();
   const running = new Set<Promise<unknown>>();
+  const jobOfThread = new Map<string, string>();
+  const stopWatching = runDeps.store.onWait((wait) => {
+    const jobId = wait.threadId === undefined ? undefined : jobOfThread.get(wait.threadId);
+    if (!jobId || !wait.threadId || wait.kind === "gave_up") return;
+    const ids = { threadId: wait.threadId, jobId };
+    onEvent?.(
+      wait.kind === "waiting"
+        ? {
+            event: "store_waiting",
+            ...ids,
+            operation: wait.operation,
+            reason: wait.reason,
+            waitSeconds: Math.round(wait.boundMs / 1000),
+          }
+        : { event: "store_back", ...ids, waitedMs: wait.waitedMs },
+    );
+  });
 
   async function handle(delivery: Delivery): Promise<QueuedRunOutcome | { cancelled: true }> {
     const ids = { threadId: delivery.data.threadId, jobId: delivery.jobId };
     onEvent?.({ event: "started", ...ids });
+    jobOfThread.set(ids.threadId, ids.jobId);
     try {
       const outcome = await runQueuedThread(
         { ...delivery, signal: AbortSignal.any([delivery.signal, shutdown.signal]) },
@@ -78,6 +99,8 @@ export async function startWorker(queue: TaskQueue, options: WorkerOptions): Pro
       }
       onEvent?.({ event: "retrying", ...ids, error: error instanceof Error ? error.message : String(error) });
       throw error;
+    } finally {
+      if (jobOfThread.get(ids.threadId) === ids.jobId) jobOfThread.delete(ids.threadId);
     }
   }
 
@@ -98,6 +121,7 @@ export async function startWorker(queue: TaskQueue, options: WorkerOptions): Pro
       });
       await Promise.race([Promise.allSettled([...running]), grace]);
       clearTimeout(timer);
+      stopWatching();
       await owned?.close();
       await bucket?.close();
     },

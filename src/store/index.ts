@@ -13,6 +13,14 @@ export {
   type StoreLocation,
   storeExists,
 } from "./location.js";
+export {
+  describeOutage,
+  describeStoreWait,
+  isPostgresOutage,
+  isSqliteOutage,
+  type StoreWaitEvent,
+  type StoreWaitListener,
+} from "./outage.js";
 export type { RunRecord, RunStore, ThreadLease } from "./run-store.js";
 
 /** Opens (and on first use creates) the run store; call `close()` when done. */

@@ -2,8 +2,10 @@ import { hostname } from "node:os";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
 import { StoreConnectionError } from "../core/errors.js";
-import { postgresLease } from "./lease.js";
+import { postgresLeases } from "./lease.js";
 import { describeLocation, type StoreLocation } from "./location.js";
+import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, quietConnectionErrors, StoreWaits } from "./outage.js";
+import { PatientCheckpointer } from "./patient-checkpointer.js";
 import { type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
 
 /** Any fixed number: it only keeps two workers from running the schema setup at the same time. */
@@ -14,10 +16,18 @@ export async function openPostgresStore(location: Extract<StoreLocation, { kind:
     connectionString: location.url,
     max: 4,
     application_name: `selfheal ${process.pid}@${hostname()}`,
+    ...POSTGRES_CONNECTION_OPTIONS,
   });
-  // An idle client that loses its server would otherwise raise an unhandled 'error' event.
-  pool.on("error", () => undefined);
-  const checkpointer = new PostgresSaver(pool);
+  quietConnectionErrors(pool);
+  const saver = new PostgresSaver(pool);
+  const leases = postgresLeases(pool);
+  const waits = new StoreWaits();
+  const checkpointer = new PatientCheckpointer(saver, {
+    isOutage: isPostgresOutage,
+    where: describeLocation(location),
+    waits,
+    beforeWrite: leases.confirm,
+  });
   const setupClient = await pool.connect().catch((error: Error) => {
     void pool.end();
     throw new StoreConnectionError(`cannot connect to PostgreSQL at ${describeLocation(location)}: ${error.message}`, {
@@ -26,7 +36,7 @@ export async function openPostgresStore(location: Extract<StoreLocation, { kind:
   });
   try {
     await setupClient.query("SELECT pg_advisory_lock($1)", [SETUP_LOCK_KEY]);
-    await checkpointer.setup();
+    await saver.setup();
     await setupClient.query(`
       CREATE TABLE IF NOT EXISTS selfheal_runs (
         thread_id TEXT PRIMARY KEY,
@@ -63,7 +73,8 @@ export async function openPostgresStore(location: Extract<StoreLocation, { kind:
       const { rows } = await pool.query<RunRow>("SELECT * FROM selfheal_runs ORDER BY created_at DESC");
       return rows.map(recordFromRow);
     },
-    lease: (threadId) => postgresLease(pool, threadId),
+    lease: leases.lease,
+    onWait: (listener) => waits.on(listener),
     async close() {
       await pool.end();
     },

@@ -1,6 +1,7 @@
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
 import { parseSettings, type Settings } from "../core/settings.js";
 import type { StoreLocation } from "./location.js";
+import type { StoreWaitListener } from "./outage.js";
 
 /** What the CLI remembers about a run beyond its checkpoints: LangGraph does not store `context`. */
 export interface RunRecord {
@@ -26,6 +27,11 @@ export interface RunStore {
   listRuns(): Promise<RunRecord[]>;
   /** Claims the thread for this process; throws ThreadBusyError when a live process has it. */
   lease(threadId: string): Promise<ThreadLease>;
+  /**
+   * Calls `listener` when a checkpoint read or write starts waiting for the database, and when it
+   * gets through again (see `storeWaitSeconds`); returns the function that stops it.
+   */
+  onWait(listener: StoreWaitListener): () => void;
   close(): Promise<void>;
 }
 

@@ -5,6 +5,8 @@ import Database from "better-sqlite3";
 import { StoreConnectionError } from "../core/errors.js";
 import { sqliteLeases } from "./lease.js";
 import { isDirectory, type StoreLocation } from "./location.js";
+import { isSqliteOutage, StoreWaits } from "./outage.js";
+import { PatientCheckpointer } from "./patient-checkpointer.js";
 import { type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
 
 /**
@@ -20,6 +22,9 @@ function makeDirectories(directory: string): void {
   for (const each of missing) mkdirSync(each);
 }
 
+/** How long one SQLite statement waits for another process's write lock, blocking the process meanwhile. */
+const SQLITE_BUSY_TIMEOUT_MS = 2_000;
+
 function openSqliteFile(path: string): Database.Database {
   const unusable = (problem: string, cause?: unknown) =>
     new StoreConnectionError(
@@ -34,8 +39,10 @@ function openSqliteFile(path: string): Database.Database {
   }
   try {
     // Several CLI processes may share the file: WAL lets readers run beside the one writer, and the
-    // busy timeout makes a writer wait for another instead of failing.
-    const db = new Database(path, { timeout: 10_000 });
+    // busy timeout makes a writer wait for another instead of failing. better-sqlite3 waits with
+    // the process stopped (no progress, no Ctrl-C), so it is short: a run's checkpoints wait longer
+    // for a lock held longer, without stopping the process (storeWaitSeconds).
+    const db = new Database(path, { timeout: SQLITE_BUSY_TIMEOUT_MS });
     db.pragma("journal_mode = WAL");
     // In WAL mode NORMAL syncs at checkpoints of the log, not at every commit: a checkpoint write
     // costs about 0.2 ms instead of 5.5 (measured here, one fsync each). A crashed or killed process
@@ -75,7 +82,12 @@ export function openSqliteStore(location: Extract<StoreLocation, { kind: "sqlite
       host TEXT NOT NULL,
       acquired_at TEXT NOT NULL
     );`);
-  const checkpointer = new SqliteSaver(db);
+  const waits = new StoreWaits();
+  const checkpointer = new PatientCheckpointer(new SqliteSaver(db), {
+    isOutage: isSqliteOutage,
+    where: location.path,
+    waits,
+  });
   const leases = sqliteLeases(db);
 
   return {
@@ -95,6 +107,7 @@ export function openSqliteStore(location: Extract<StoreLocation, { kind: "sqlite
       return (db.prepare("SELECT * FROM selfheal_runs ORDER BY created_at DESC").all() as RunRow[]).map(recordFromRow);
     },
     lease: leases.lease,
+    onWait: (listener) => waits.on(listener),
     async close() {
       db.close();
     },

@@ -219,6 +219,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
       from: values,
       extraSummary,
       signal: ctrlC.signal,
+      watchStore: resume.store.onWait,
     });
     if (flags.report) await reportAtEnd(resume.store, target, flags.report);
     return exitCode;

@@ -168,6 +168,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
             resumeCommand: resumeCommandFor(threadId, flags),
             approve: canAskPerson() ? terminalApprover() : undefined,
             signal: ctrlC.signal,
+            watchStore: store.onWait,
           },
         );
         if (flags.report) await reportAtEnd(store, threadId, flags.report);

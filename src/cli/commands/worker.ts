@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { checkModelConfig, modelRetriesFromEnv } from "../../index.js";
-import { startWorker, type TaskQueue, type WorkerEvent, workerName } from "../../queue/index.js";
+import { startWorker, surviveQueueOutages, type TaskQueue, type WorkerEvent, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
 import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
 import { EXIT } from "../exit.js";
@@ -32,6 +32,10 @@ function describeEvent(event: WorkerEvent): string {
       return `will be retried: ${event.error}`;
     case "cancelled":
       return "cancelled; stopped, checkpoints kept";
+    case "store_waiting":
+      return `waiting for the run store (${event.operation}): ${event.reason}; up to ${event.waitSeconds} s`;
+    case "store_back":
+      return `the run store answered again after ${(event.waitedMs / 1000).toFixed(1)} s; the run goes on`;
   }
 }
 
@@ -83,9 +87,14 @@ async function work(store: RunStore, queue: TaskQueue, flags: WorkerFlags): Prom
   process.stderr.write(
     `worker ${workerName()}: taking jobs from ${queue.location.schema} (concurrency ${flags.concurrency})\n`,
   );
-  await untilStopped(queue, flags);
-  // The caller then closes the queue, which waits for pg-boss to let go of the stopped runs' jobs.
-  await worker.stop();
+  const stopGuard = surviveQueueOutages((error) => queue.reportOutage(error));
+  try {
+    await untilStopped(queue, flags);
+    // The caller then closes the queue, which waits for pg-boss to let go of the stopped runs' jobs.
+    await worker.stop();
+  } finally {
+    stopGuard();
+  }
   return EXIT.passed;
 }
 
