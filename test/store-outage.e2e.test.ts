@@ -255,10 +255,31 @@ describe.skipIf(POSTGRES_MISSING !== null)(
       await expectEveryRunPassedOnce(outcome, outcome.cli[0]!);
     }, 180_000);
 
-    it("answers runs, report, resume and cancel with one line while the database is down", async () => {
+    it("answers runs, report, resume and cancel with one line while the database is down, and MCP's tools too", async () => {
       const through = TcpProxy.through(url, proxy);
       const env = { SELFHEAL_POSTGRES_URL: through, SELFHEAL_QUEUE_SCHEMA: queueSchemaName("down") };
+      const mcp = new Client({ name: "selfheal-outage-test", version: "1.0.0" });
+      await mcp.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [BIN, "mcp"],
+          env: cleanEnv({ ...env, OPENAI_BASE_URL: stub.url }) as Record<string, string>,
+          cwd: scratchDir("mcp-down"),
+          stderr: "pipe",
+        }),
+      );
       proxy.refuse();
+      for (const [name, args] of [
+        ["list_runs", {}],
+        ["run_history", { threadId: "some-thread" }],
+      ] as const) {
+        const answer = (await mcp.callTool({ name, arguments: args }, CallToolResultSchema)) as CallToolResult;
+        expect(answer.isError, name).toBe(true);
+        const text = answer.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
+        expect(text.split("\n"), name).toHaveLength(1);
+        expect(text, name).toMatch(/run store|Connection terminated|ECONNRE/);
+      }
+      await mcp.close();
       for (const args of [["runs"], ["report", "some-thread"], ["resume", "some-thread"], ["cancel", "some-thread"]]) {
         const result = await runCli(args, { env });
         expect(result.code, `${args[0]}: ${result.stderr}`).not.toBe(0);

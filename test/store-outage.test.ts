@@ -67,7 +67,7 @@ describe("waitForStore", () => {
     expect(error).toBeInstanceOf(StoreUnavailableError);
     expect((error as StoreUnavailableError).code).toBe("STORE_UNAVAILABLE");
     expect((error as Error).message).toBe(
-      "the run store at postgresql://db/x did not answer for 0 s while saving a checkpoint (connect ECONNREFUSED 127.0.0.1:5432)",
+      "the run store at postgresql://db/x did not answer while saving a checkpoint (connect ECONNREFUSED 127.0.0.1:5432)",
     );
     expect(operation.calls()).toBe(1);
     expect(events.map((event) => event.kind)).toEqual(["waiting", "gave_up"]);

@@ -169,8 +169,9 @@ function pauseFor(ms: number, signal?: AbortSignal): Promise<void> {
 
 function unavailable(options: WaitOptions, reason: string, cause?: unknown): StoreUnavailableError {
   const seconds = Math.round(options.boundMs / 1000);
+  const waited = seconds > 0 ? ` for ${seconds} s` : "";
   return new StoreUnavailableError(
-    `the run store at ${options.where} did not answer for ${seconds} s while ${options.operation} (${reason})`,
+    `the run store at ${options.where} did not answer${waited} while ${options.operation} (${reason})`,
     { cause },
   );
 }

@@ -40,16 +40,21 @@ export class PatientCheckpointer extends BaseCheckpointSaver {
   }
 
   getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    return this.wait("reading the last checkpoint", config, () => this.inner.getTuple(config));
+    return this.wait("reading the last checkpoint", config, () => this.inner.getTuple(config), READ_OUTSIDE_A_RUN);
   }
 
   /** Waits for the first checkpoint only: one that failed later would be listed twice on a retry. */
   async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
     let iterator: AsyncGenerator<CheckpointTuple> | undefined;
-    const first = await this.wait("listing checkpoints", config, async () => {
-      iterator = this.inner.list(config, options);
-      return iterator.next();
-    });
+    const first = await this.wait(
+      "listing checkpoints",
+      config,
+      async () => {
+        iterator = this.inner.list(config, options);
+        return iterator.next();
+      },
+      READ_OUTSIDE_A_RUN,
+    );
     if (first.done || !iterator) return;
     yield first.value;
     yield* iterator;
@@ -89,12 +94,17 @@ export class PatientCheckpointer extends BaseCheckpointSaver {
     if (threadId !== undefined) await this.patience.beforeWrite?.(threadId);
   }
 
-  private wait<T>(operation: string, config: RunnableConfig, attempt: () => Promise<T>): Promise<T> {
+  private wait<T>(
+    operation: string,
+    config: RunnableConfig,
+    attempt: () => Promise<T>,
+    outsideARun = DEFAULT_STORE_WAIT_SECONDS,
+  ): Promise<T> {
     const threadId = threadOf(config);
     return waitForStore(attempt, {
       operation,
       threadId,
-      boundMs: boundOf(config) * 1000,
+      boundMs: boundOf(config, outsideARun) * 1000,
       isOutage: this.patience.isOutage,
       where: this.patience.where,
       report: (event) => this.patience.waits.report(event),
@@ -108,8 +118,15 @@ function threadOf(config: RunnableConfig): string | undefined {
   return typeof threadId === "string" ? threadId : undefined;
 }
 
-/** The run's own bound, from the context LangGraph hands every checkpointer call; the default outside a run. */
-function boundOf(config: RunnableConfig): number {
+/**
+ * A read with no run's settings (`getState` for a listing, a report, a history) is someone waiting
+ * for an answer: it fails at once, with one line, rather than after minutes. Writes happen only in
+ * runs; one whose caller passed no settings waits the default.
+ */
+const READ_OUTSIDE_A_RUN = 0;
+
+/** The run's own bound, from the context LangGraph hands every checkpointer call in a run; `fallback` without one. */
+function boundOf(config: RunnableConfig, fallback: number): number {
   const seconds = (config as { context?: { storeWaitSeconds?: unknown } }).context?.storeWaitSeconds;
-  return typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0 ? seconds : DEFAULT_STORE_WAIT_SECONDS;
+  return typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0 ? seconds : fallback;
 }
