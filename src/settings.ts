@@ -17,6 +17,7 @@ export { checkSchemaName, DEFAULT_QUEUE_SCHEMA, type QueueSchemaName } from "./c
 export { LANGUAGES, type Language, SANDBOX_KINDS, type SandboxKind } from "./core/run-result.js";
 export {
   ContextSchema,
+  checkSettingCombinations,
   formatIssues,
   MAX_ATTEMPTS_LIMIT,
   MAX_CANDIDATES,

@@ -46,4 +46,19 @@ describe("configuration errors up front", () => {
     expect(result.stderr.trim()).toBe("selfheal: --token-budget must be at least 1 (got 0)");
     expect(existsSync(db)).toBe(false);
   });
+
+  // Issue 38: this one used to be checked only after the run record was saved, and the record then
+  // failed every later listing of the store.
+  it("refuses --approve with --candidates 2 before anything is saved", async () => {
+    const { dir, db } = workspace();
+    const result = await runCli(["run", "count vowels", "--approve", "--candidates", "2", "--db", db], {
+      env: { OPENAI_API_KEY: "not-needed" },
+      cwd: dir,
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      "selfheal: approval works with one program at a time: set candidates to 1 to use it",
+    );
+    expect(existsSync(db)).toBe(false);
+  });
 });

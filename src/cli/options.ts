@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import {
+  checkSettingCombinations,
   InvalidSettingsError,
   LANGUAGES,
   type Language,
@@ -186,7 +187,7 @@ const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
 export function settingsWithFlags(base: Partial<SettingsInput>, flags: SettingFlags): Settings {
   const fromFlags = settingsFromFlags(flags);
   const result = SettingsSchema.safeParse({ ...base, ...fromFlags });
-  if (result.success) return result.data;
+  if (result.success) return checkSettingCombinations(result.data);
   const problems = result.error.issues.map((issue) => {
     const key = String(issue.path[0] ?? "");
     const flag = key in fromFlags ? FLAG_FOR_SETTING[key as keyof SettingsInput] : undefined;

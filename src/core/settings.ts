@@ -292,10 +292,18 @@ export function parseSettings(input: unknown): Settings {
 function validateSettings(input: unknown): Settings {
   const result = SettingsSchema.safeParse(input ?? {});
   if (!result.success) throw new InvalidSettingsError(formatIssues(result.error));
+  return checkSettingCombinations(result.data);
+}
+
+/**
+ * The rules between settings that each field's own bounds cannot say; every path that makes
+ * settings (parseSettings, the CLI's flags) applies them before anything is saved.
+ */
+export function checkSettingCombinations(settings: Settings): Settings {
   // The gate shows a person one program before it runs; a round of candidates runs them at once.
-  if (result.data.approval && result.data.candidates > 1)
+  if (settings.approval && settings.candidates > 1)
     throw new InvalidSettingsError("approval works with one program at a time: set candidates to 1 to use it");
-  return result.data;
+  return settings;
 }
 
 export { InvalidSettingsError };
