@@ -73,13 +73,20 @@ describe("waitForStore", () => {
     expect(events.map((event) => event.kind)).toEqual(["waiting", "gave_up"]);
   });
 
-  it("gives up on an attempt that never answers once the bound has passed", async () => {
+  it("with a bound of 0 still lets the one attempt answer (no retry)", async () => {
+    const events: StoreWaitEvent[] = [];
+    const slow = () => new Promise<string>((resolve) => setTimeout(() => resolve("read"), 50));
+    await expect(waitForStore(slow, options(events, 0))).resolves.toBe("read");
+    expect(events).toEqual([]);
+  });
+
+  it("gives up on an attempt that never answers once the bound (at least a connection's timeout) has passed", async () => {
     const events: StoreWaitEvent[] = [];
     const error = await waitForStore(() => new Promise<never>(() => undefined), options(events, 300)).catch(
       (caught: unknown) => caught,
     );
     expect(error).toBeInstanceOf(StoreUnavailableError);
-    expect((error as Error).message).toContain("(no answer)");
+    expect((error as Error).message).toContain("(no answer yet)");
   });
 
   it("stops waiting when the run is stopped", async () => {

@@ -92,16 +92,23 @@ function agentFor(checkpointer: RunStore["checkpointer"], model?: BaseChatModel,
 export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): Promise<QueuedRunOutcome> {
   const { threadId, input } = delivery.data;
   const { store } = deps;
-  const record = await store.getRun(threadId);
+  // A job taken while the database is away waits for it as its run would, rather than failing a
+  // delivery whose failure pg-boss could not record either (the job would then sit until it expired).
+  const defaultWait = parseSettings({}).storeWaitSeconds;
+  const record = await store.patiently("reading the run", () => store.getRun(threadId), defaultWait);
   const settings = record?.settings ?? parseSettings({});
   await checkSandbox({ kind: settings.sandbox });
   // Two deliveries of one job overlap when a slow worker outlives its expiry: the lease keeps the
   // second off the thread (it throws, and pg-boss tries again later).
-  const lease = await store.lease(threadId);
+  const lease = await store.patiently("taking the thread", () => store.lease(threadId), settings.storeWaitSeconds);
   try {
     const agent = agentFor(store.checkpointer, deps.model ?? deps.modelFor?.(settings), deps.sandboxes);
     const config = { configurable: { thread_id: threadId } };
-    const head = await agent.getState(config);
+    const head = await store.patiently(
+      "reading the last checkpoint",
+      () => agent.getState(config),
+      settings.storeWaitSeconds,
+    );
     let start: RunInput | Command | null = input;
     if (head.createdAt) {
       const plan = planResume(head, agent);

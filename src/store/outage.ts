@@ -67,6 +67,8 @@ export interface WaitOptions {
 
 /** An operation with no answer for this long counts as waiting (a stalled connection says nothing). */
 export const NO_ANSWER_NOTICE_MS = 5_000;
+/** How long any attempt may take to answer, whatever the bound: a connection's own timeout. */
+const SHORTEST_ANSWER_WAIT_MS = 10_000;
 const FIRST_RETRY_MS = 250;
 const LONGEST_RETRY_MS = 5_000;
 
@@ -79,6 +81,8 @@ const LONGEST_RETRY_MS = 5_000;
 export async function waitForStore<T>(operation: () => Promise<T>, options: WaitOptions): Promise<T> {
   const started = Date.now();
   const deadline = started + options.boundMs;
+  // Even with no wait at all (a bound of 0: no retry), an attempt gets time to answer.
+  const answerBy = started + Math.max(options.boundMs, SHORTEST_ANSWER_WAIT_MS);
   let reason: string | undefined;
   const waiting = (why: string) => {
     if (reason !== undefined) return;
@@ -104,7 +108,7 @@ export async function waitForStore<T>(operation: () => Promise<T>, options: Wait
   for (;;) {
     try {
       options.signal?.throwIfAborted();
-      const value = await answeredBy(operation(), deadline, () => waiting("no answer yet"), options.signal);
+      const value = await answeredBy(operation(), answerBy, () => waiting("no answer yet"), options.signal);
       ended("back");
       return value;
     } catch (error) {

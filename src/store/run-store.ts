@@ -32,6 +32,11 @@ export interface RunStore {
    * gets through again (see `storeWaitSeconds`); returns the function that stops it.
    */
   onWait(listener: StoreWaitListener): () => void;
+  /**
+   * Runs `attempt` (a read or a lease of this store) the way a run's checkpoints are written: while
+   * the database is away it is tried again with backoff, for up to `boundSeconds`.
+   */
+  patiently<T>(operation: string, attempt: () => Promise<T>, boundSeconds: number): Promise<T>;
   close(): Promise<void>;
 }
 
