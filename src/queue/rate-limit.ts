@@ -2,7 +2,8 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import pg from "pg";
 import { checkSchemaName, type QueueSchemaName } from "../core/queue-schema.js";
 import { DEFAULT_STORE_WAIT_SECONDS } from "../core/settings.js";
-import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, quietConnectionErrors, waitForStore } from "../store/outage.js";
+import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, waitForStore } from "../store/outage.js";
+import { quietConnectionErrors } from "../store/pg-connections.js";
 import { createTablesOnce } from "./setup.js";
 
 /** A rate shared by every worker on one database: `perMinute` on average, up to `burst` at once. */

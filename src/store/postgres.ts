@@ -4,14 +4,9 @@ import pg from "pg";
 import { StoreConnectionError } from "../core/errors.js";
 import { postgresLeases } from "./lease.js";
 import { describeLocation, type StoreLocation } from "./location.js";
-import {
-  isPostgresOutage,
-  POSTGRES_CONNECTION_OPTIONS,
-  quietConnectionErrors,
-  StoreWaits,
-  waitForStore,
-} from "./outage.js";
+import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, StoreWaits, waitForStore } from "./outage.js";
 import { PatientCheckpointer } from "./patient-checkpointer.js";
+import { quietConnectionErrors } from "./pg-connections.js";
 import { type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
 
 /** Any fixed number: it only keeps two workers from running the schema setup at the same time. */

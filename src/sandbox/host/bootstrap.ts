@@ -228,7 +228,7 @@ try:
             program_text = source.read()
     if b"${PYTHON_JUDGE_RUN_FILE}" not in program_text[:400]:
         sys.__dict__.pop("_selfheal_judge", None)
-        for name in judge_modules:
+        for name in globals().get("judge_modules", ()):
             sys.modules.pop(name, None)
     code = compile(program_text, path, "exec")
     exec(code, module.__dict__)
