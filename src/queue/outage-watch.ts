@@ -1,4 +1,3 @@
-import type pg from "pg";
 import { describeOutage, isPostgresOutage } from "../store/outage.js";
 
 /** What the queue says about its database: once when it goes away, once when it answers again. */
@@ -19,7 +18,8 @@ export class OutageWatch {
   private closed = false;
 
   constructor(
-    private readonly pool: pg.Pool,
+    /** Any pool of the queue's database: only `SELECT 1` is asked of it. */
+    private readonly pool: { query(sql: string): Promise<unknown> },
     private readonly onEvent: (event: QueueOutageEvent) => void,
     private readonly onOtherError: (error: Error) => void,
   ) {}
