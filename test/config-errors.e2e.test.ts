@@ -1,6 +1,9 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { parseSettings } from "../src/index.js";
+import { openRunStore } from "../src/store/index.js";
 import { runCli } from "./cli-helpers.js";
 import { scratchDir } from "./scratch.js";
 
@@ -45,6 +48,37 @@ describe("configuration errors up front", () => {
     expect(result.code).toBe(2);
     expect(result.stderr.trim()).toBe("selfheal: --token-budget must be at least 1 (got 0)");
     expect(existsSync(db)).toBe(false);
+  });
+
+  it("lists a store holding a run record whose settings cannot be read, marking that row, and fails only that thread", async () => {
+    const { dir, db } = workspace();
+    const store = await openRunStore({ kind: "sqlite", path: db });
+    const createdAt = new Date().toISOString();
+    await store.saveRun({ threadId: "good", task: "Print 1.", settings: parseSettings({}), createdAt });
+    await store.close();
+    // What an older version saved for `run --approve --candidates 2` before it checked the pair.
+    const raw = new Database(db);
+    raw
+      .prepare("INSERT INTO selfheal_runs (thread_id, task, settings, created_at) VALUES (?, ?, ?, ?)")
+      .run("poisoned", "count vowels", JSON.stringify({ approval: true, candidates: 2 }), createdAt);
+    raw.close();
+
+    const runs = await runCli(["runs", "--json", "--db", db], { cwd: dir });
+    expect(runs.code, runs.stderr).toBe(0);
+    const rows = JSON.parse(runs.stdout) as Array<{ threadId: string; status: string }>;
+    expect(rows.map((row) => row.threadId).sort()).toEqual(["good", "poisoned"]);
+    expect(rows.find((row) => row.threadId === "good")?.status).toBe("not started");
+    expect(rows.find((row) => row.threadId === "poisoned")?.status).toBe(
+      "not started (its stored settings cannot be read: approval works with one program at a time: set candidates to 1 to use it)",
+    );
+    const resumed = await runCli(["resume", "poisoned", "--db", db], {
+      cwd: dir,
+      env: { OPENAI_API_KEY: "not-needed" },
+    });
+    expect(resumed.code).toBe(2);
+    expect(resumed.stderr.trim()).toBe(
+      "selfheal: thread poisoned: its stored settings cannot be read: approval works with one program at a time: set candidates to 1 to use it",
+    );
   });
 
   // Issue 38: this one used to be checked only after the run record was saved, and the record then

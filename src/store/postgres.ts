@@ -7,7 +7,7 @@ import { describeLocation, type StoreLocation } from "./location.js";
 import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, StoreWaits, waitForStore } from "./outage.js";
 import { PatientCheckpointer } from "./patient-checkpointer.js";
 import { quietConnectionErrors } from "./pg-connections.js";
-import { type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
+import { listedRecord, type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
 
 /** Any fixed number: it only keeps two workers from running the schema setup at the same time. */
 const SETUP_LOCK_KEY = 4_242_001;
@@ -72,7 +72,7 @@ export async function openPostgresStore(location: Extract<StoreLocation, { kind:
     },
     async listRuns() {
       const { rows } = await pool.query<RunRow>("SELECT * FROM selfheal_runs ORDER BY created_at DESC");
-      return rows.map(recordFromRow);
+      return rows.map(listedRecord);
     },
     lease: leases.lease,
     onWait: (listener) => waits.on(listener),

@@ -1,4 +1,5 @@
 import type { BaseCheckpointSaver } from "@langchain/langgraph";
+import { InvalidSettingsError, messageOf } from "../core/errors.js";
 import { parseSettings, type Settings } from "../core/settings.js";
 import type { StoreLocation } from "./location.js";
 import type { StoreWaitListener } from "./outage.js";
@@ -12,6 +13,11 @@ export interface RunRecord {
   createdAt: string;
   /** Set on a thread made by time travel: the run and checkpoint it was copied from. */
   forkedFrom?: { threadId: string; checkpointId: string };
+  /**
+   * Only in `listRuns`: why this row's stored settings cannot be read (a row written by a version
+   * that checked less); `settings` are then the defaults, and `getRun` of the thread fails with this.
+   */
+  unreadable?: string;
 }
 
 /** Held while a process runs a thread; released on `release()` or when the process dies. */
@@ -49,18 +55,34 @@ export interface RunRow {
   forked_from_checkpoint: string | null;
 }
 
+/** One thread's record; throws InvalidSettingsError, naming the thread, when its settings cannot be read. */
 export function recordFromRow(row: RunRow): RunRecord {
-  const settings = typeof row.settings === "string" ? JSON.parse(row.settings) : row.settings;
-  return {
+  const record = listedRecord(row);
+  if (record.unreadable) throw new InvalidSettingsError(`thread ${row.thread_id}: ${record.unreadable}`);
+  return record;
+}
+
+/** A row of a listing: one that cannot be read says so in `unreadable`, and the listing goes on. */
+export function listedRecord(row: RunRow): RunRecord {
+  const base = {
     threadId: row.thread_id,
     task: row.task,
-    // Re-validated on the way out: a run stored by an older version gets today's defaults for new fields.
-    settings: parseSettings(settings),
     createdAt: row.created_at instanceof Date ? row.created_at.toISOString() : row.created_at,
     ...(row.forked_from_thread && row.forked_from_checkpoint
       ? { forkedFrom: { threadId: row.forked_from_thread, checkpointId: row.forked_from_checkpoint } }
       : {}),
   };
+  try {
+    const settings = typeof row.settings === "string" ? JSON.parse(row.settings) : row.settings;
+    // Re-validated on the way out: a run stored by an older version gets today's defaults for new fields.
+    return { ...base, settings: parseSettings(settings) };
+  } catch (error) {
+    return {
+      ...base,
+      settings: parseSettings({}),
+      unreadable: `its stored settings cannot be read: ${messageOf(error)}`,
+    };
+  }
 }
 
 export function rowValues(record: RunRecord): [string, string, string, string, string | null, string | null] {

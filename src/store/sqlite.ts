@@ -7,7 +7,7 @@ import { sqliteLeases } from "./lease.js";
 import { isDirectory, type StoreLocation } from "./location.js";
 import { isSqliteOutage, StoreWaits, waitForStore } from "./outage.js";
 import { PatientCheckpointer } from "./patient-checkpointer.js";
-import { type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
+import { listedRecord, type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
 
 /**
  * Creates the missing directories one level at a time. Node 20's `mkdirSync(..., { recursive: true })`
@@ -104,7 +104,7 @@ export function openSqliteStore(location: Extract<StoreLocation, { kind: "sqlite
       return row ? recordFromRow(row) : undefined;
     },
     async listRuns() {
-      return (db.prepare("SELECT * FROM selfheal_runs ORDER BY created_at DESC").all() as RunRow[]).map(recordFromRow);
+      return (db.prepare("SELECT * FROM selfheal_runs ORDER BY created_at DESC").all() as RunRow[]).map(listedRecord);
     },
     lease: leases.lease,
     onWait: (listener) => waits.on(listener),

@@ -45,11 +45,20 @@ export async function listRuns(
   }
   const rows: RunRow[] = [];
   for (const threadId of threadIds) {
-    const snapshot = await agent.getState({ configurable: { thread_id: threadId } });
-    const values: Partial<AgentState> = snapshot.values;
     const record = records.get(threadId);
+    // A row that cannot be read shows as such; the listing goes on.
+    let snapshot: Awaited<ReturnType<Agent["getState"]>>;
+    try {
+      snapshot = await agent.getState({ configurable: { thread_id: threadId } });
+    } catch (error) {
+      const status = `unreadable: ${error instanceof Error ? error.message : String(error)}`;
+      rows.push({ threadId, task: record?.task ?? "", status, attempts: 0, tokens: 0, updatedAt: record?.createdAt });
+      continue;
+    }
+    const values: Partial<AgentState> = snapshot.values;
     const job = jobs.get(threadId);
-    const runStatus = snapshot.createdAt ? describeStatus(snapshot) : "not started";
+    const checkpointStatus = snapshot.createdAt ? describeStatus(snapshot) : "not started";
+    const runStatus = record?.unreadable ? `${checkpointStatus} (${record.unreadable})` : checkpointStatus;
     rows.push({
       threadId,
       task: values.task ?? record?.task ?? "",
