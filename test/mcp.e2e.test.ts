@@ -12,7 +12,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, cleanEnv, runCli, waitFor } from "./cli-helpers.js";
+import { BIN, cleanEnv, REPO, runCli, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { type OpenAIStub, type StubAnswer, type StubRequest, startOpenAIStub } from "./openai-stub.js";
 import { pidsWithMarker } from "./owner-harness.js";
@@ -349,5 +349,47 @@ describe("selfheal mcp --http", () => {
       req.end(body);
     });
     expect(status).toBe(403);
+  });
+});
+
+// The README's MCP configs, as a reader copies them: the CLI installed from the clone with
+// `npm install -g` (the real npm, into a scratch prefix), then `"command": "selfheal"`.
+describe("selfheal mcp as the README's config runs it, after npm install -g of the clone", () => {
+  const prefix = scratchDir("npm-global");
+  const path = `${join(prefix, "bin")}:${process.env.PATH}`;
+
+  beforeAll(async () => {
+    const env = Object.fromEntries(
+      Object.entries(cleanEnv()).filter(([name]) => !name.startsWith("npm_") && name !== "NODE_OPTIONS"),
+    );
+    const installed = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn("npm", ["install", "-g", "--prefix", prefix, "--no-audit", "--no-fund", REPO], { env });
+      let stderr = "";
+      child.stderr.on("data", (chunk) => (stderr += chunk));
+      child.on("close", (code) => resolve({ code, stderr }));
+    });
+    expect(installed.stderr).not.toMatch(/npm error/);
+    expect(installed.code).toBe(0);
+  }, 180_000);
+
+  it("serves its tools to the SDK's client from `selfheal mcp` on PATH", async () => {
+    const client = new Client({ name: "selfheal-readme-config", version: "1.0.0" });
+    await client.connect(
+      new StdioClientTransport({
+        command: "selfheal",
+        args: ["mcp", "--db", join(scratchDir("mcp-installed"), "checkpoints.db")],
+        env: cleanEnv({ ...modelEnv(), PATH: path }) as Record<string, string>,
+        cwd: scratchDir("cwd"),
+        stderr: "pipe",
+      }),
+    );
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name).sort()).toEqual(["list_runs", "resume", "run_history", "solve"]);
+      const runs = await call(client, "list_runs", {});
+      expect(runs.isError).toBeFalsy();
+    } finally {
+      await client.close();
+    }
   });
 });
