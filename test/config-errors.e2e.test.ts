@@ -5,7 +5,11 @@ import { describe, expect, it } from "vitest";
 import { parseSettings } from "../src/index.js";
 import { openRunStore } from "../src/store/index.js";
 import { runCli } from "./cli-helpers.js";
+import { containerEngineMissing } from "./container-engine.js";
+import { startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
+
+const CONTAINER_MISSING = containerEngineMissing();
 
 // A configuration mistake is one line and exit 2 before anything is stored: no run record to
 // resume, no resume hint, no model call.
@@ -80,6 +84,53 @@ describe("configuration errors up front", () => {
       "selfheal: thread poisoned: its stored settings cannot be read: approval works with one program at a time: set candidates to 1 to use it",
     );
   });
+
+  it("refuses a Python that does not start (--python or $SELFHEAL_PYTHON) before any model call, and doctor says so", async () => {
+    const stub = await startOpenAIStub(() => ({ content: "never asked" }));
+    try {
+      const expected =
+        "selfheal: python: /nope does not start, so Python programs cannot run: install Python 3, or name one with --python or $SELFHEAL_PYTHON (`selfheal doctor` lists those found)";
+      for (const [args, env] of [
+        [["--python", "/nope"], {}],
+        [[], { SELFHEAL_PYTHON: "/nope" }],
+      ] as const) {
+        const { dir, db } = workspace();
+        const result = await runCli(["run", "Print 1.", "--sandbox", "process", "--db", db, ...args], {
+          env: { OPENAI_BASE_URL: stub.url, ...env },
+          cwd: dir,
+        });
+        expect(result.code).toBe(2);
+        expect(result.stderr.trim()).toBe(expected);
+        expect(existsSync(db)).toBe(false);
+      }
+      expect(stub.requests).toHaveLength(0);
+    } finally {
+      await stub.close();
+    }
+    const doctor = await runCli(["doctor", "--sandbox", "process"], { env: { SELFHEAL_PYTHON: "/nope" } });
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toContain(
+      "not ready:\n  - python: /nope does not start, so Python programs cannot run: install Python 3, or name one with --python or $SELFHEAL_PYTHON\n",
+    );
+  }, 120_000);
+
+  it.skipIf(CONTAINER_MISSING !== null)(
+    `refuses the container sandbox without its image here before any model call, and doctor says so${CONTAINER_MISSING ? ` (skipped: ${CONTAINER_MISSING})` : ""}`,
+    async () => {
+      const { dir, db } = workspace();
+      const env = { OPENAI_API_KEY: "not-needed", SELFHEAL_CONTAINER_IMAGE: "selfheal-missing:none" };
+      const result = await runCli(["run", "Print 1.", "--sandbox", "container", "--db", db], { env, cwd: dir });
+      const expected =
+        "the container sandbox has no image selfheal-missing:none here: `docker pull selfheal-missing:none`, or build one offline with scripts/build-container-image.sh and name it in SELFHEAL_CONTAINER_IMAGE; or choose another sandbox (auto, bwrap, process, gvisor)";
+      expect(result.code).toBe(2);
+      expect(result.stderr.trim()).toBe(`selfheal: ${expected}`);
+      expect(existsSync(db)).toBe(false);
+      const doctor = await runCli(["doctor", "--sandbox", "container"], { env });
+      expect(doctor.code).toBe(1);
+      expect(doctor.stdout).toContain(`not ready:\n  - ${expected}\n`);
+    },
+    120_000,
+  );
 
   // Issue 38: this one used to be checked only after the run record was saved, and the record then
   // failed every later listing of the store.

@@ -28,6 +28,8 @@ export interface PythonChoice {
   note: string;
   /** Set when no Python here has what the task suggests: what the user can do. */
   warning?: string;
+  /** Set when the Python does not start at all: no program could run, so the run must not begin. */
+  broken?: string;
 }
 
 const missingIn = (found: PythonFound, modules: readonly string[]) => modules.filter((name) => !found.modules[name]);
@@ -56,7 +58,7 @@ export async function choosePython(
     return {
       python: settings.python,
       note: `python: ${command} does not start`,
-      warning: `${command} does not start, so Python programs cannot run: install Python 3, or name one with --python or $SELFHEAL_PYTHON`,
+      broken: `python: ${command} does not start, so Python programs cannot run: install Python 3, or name one with --python or $SELFHEAL_PYTHON (\`selfheal doctor\` lists those found)`,
     };
   }
   const lacking = missingIn(first, suggested);

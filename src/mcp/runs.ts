@@ -119,7 +119,7 @@ export class McpRuns {
     const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
     if (!inputs.ok) throw new UsageError(`inputs: ${inputs.reason}`);
     this.checkModel();
-    await checkSandbox({ kind: settings.sandbox });
+    await checkSandbox({ kind: settings.sandbox, languages: [input.language] });
     const threadId = given.threadId ?? randomUUID();
     if ((await this.store.getRun(threadId)) || (await this.snapshot(threadId)).createdAt)
       throw new UsageError(`thread ${threadId} already has a run; continue it with the resume tool`);

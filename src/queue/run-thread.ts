@@ -97,7 +97,7 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
   const defaultWait = parseSettings({}).storeWaitSeconds;
   const record = await store.patiently("reading the run", () => store.getRun(threadId), defaultWait);
   const settings = record?.settings ?? parseSettings({});
-  await checkSandbox({ kind: settings.sandbox });
+  await checkSandbox({ kind: settings.sandbox, ...(input?.language ? { languages: [input.language] } : {}) });
   // Two deliveries of one job overlap when a slow worker outlives its expiry: the lease keeps the
   // second off the thread (it throws, and pg-boss tries again later).
   const lease = await store.patiently("taking the thread", () => store.lease(threadId), settings.storeWaitSeconds);

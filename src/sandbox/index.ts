@@ -2,8 +2,8 @@ import { SandboxUnavailableError } from "../core/errors.js";
 import { SANDBOX_KINDS } from "../core/run-result.js";
 import { BwrapLauncher } from "./bwrap/backend.js";
 import { ContainerSandbox } from "./container/backend.js";
-import type { ContainerOptions } from "./container/command.js";
-import { probeContainerEngine } from "./container/engine.js";
+import { CONTAINER_IMAGE_ENV, type ContainerOptions, containerImageFor } from "./container/command.js";
+import { imagePresent, probeContainerEngine } from "./container/engine.js";
 import { GvisorSandbox, probeGvisor } from "./gvisor/backend.js";
 import { findBwrapHost } from "./host/bwrap-probe.js";
 import { hostNow, type PreparedHost, prepareHost } from "./host/prepare.js";
@@ -120,7 +120,12 @@ function bwrapUnavailable(reason: string): SandboxUnavailableError {
  * a container sandbox otherwise reports each execution as `unavailable` until the run is stuck.
  * `auto` and `process` always pass (auto falls back to process).
  */
-export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "container"> = {}): Promise<void> {
+export async function checkSandbox(
+  options: Pick<SandboxOptions, "kind" | "container"> & {
+    /** The languages the run will use: a container sandbox then needs their images here. */
+    languages?: readonly Language[];
+  } = {},
+): Promise<void> {
   const kind = options.kind ?? "auto";
   if (kind === "bwrap") {
     const probe = await findBwrapHost();
@@ -139,6 +144,13 @@ export async function checkSandbox(options: Pick<SandboxOptions, "kind" | "conta
       const sentence = /[.?!]$/.test(problem) ? problem : `${problem}.`;
       throw new SandboxUnavailableError(
         `the container sandbox cannot use ${engine}: ${sentence} Install or start ${engine} (or point ${engine === "docker" ? "DOCKER_HOST" : "CONTAINER_HOST"} at a running engine), ${otherSandboxes("container")}`,
+      );
+    }
+    for (const language of new Set(options.languages ?? [])) {
+      const image = containerImageFor(options.container?.image, language);
+      if (await imagePresent(engine, image)) continue;
+      throw new SandboxUnavailableError(
+        `the container sandbox has no image ${image} here: \`${engine} pull ${image}\`, or build one offline with scripts/build-container-image.sh and name it in ${CONTAINER_IMAGE_ENV}; ${otherSandboxes("container")}`,
       );
     }
   }

@@ -1,13 +1,16 @@
 import type { Command } from "commander";
 
 import {
+  checkSandbox,
   createSandbox,
   DATA_MODULES,
   defaultPython,
   describeModelEndpoint,
   findPythons,
   hasModelConfig,
+  LANGUAGES,
   type PythonFound,
+  probePython,
   type SandboxIsolation,
   type SandboxKind,
 } from "../../index.js";
@@ -49,6 +52,27 @@ export function describeModelConfig(env: NodeJS.ProcessEnv = process.env): strin
     : `model: ${endpoint}, but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: \`selfheal run\` needs one (\`selfheal demo\` does not)\n`;
 }
 
+/**
+ * What would stop a run before its first program: the sandbox cannot run here, a container engine
+ * has no image for a language, or the Python that runs programs does not start. `run` refuses these
+ * with one line before any model call; doctor lists them all.
+ */
+async function problemsOf(kind: SandboxKind, env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+  const problems: string[] = [];
+  try {
+    await checkSandbox({ kind, languages: kind === "container" ? LANGUAGES : [] });
+  } catch (error) {
+    problems.push(error instanceof Error ? error.message : String(error));
+  }
+  const python = env.SELFHEAL_PYTHON?.trim() || defaultPython(env);
+  if (kind !== "container" && !(await probePython(python, []))) {
+    problems.push(
+      `python: ${python} does not start, so Python programs cannot run: install Python 3, or name one with --python or $SELFHEAL_PYTHON`,
+    );
+  }
+  return problems;
+}
+
 export function registerDoctorCommand(program: Command): void {
   program
     .command("doctor")
@@ -65,14 +89,20 @@ export function registerDoctorCommand(program: Command): void {
           endpoint: describeModelEndpoint(settingDefaults().model),
           configured: hasModelConfig(),
         };
+        const problems = await problemsOf(flags.sandbox ?? "auto");
+        const verdict =
+          problems.length === 0
+            ? "ready: nothing stops a run here\n"
+            : `not ready:\n${problems.map((problem) => `  - ${problem}\n`).join("")}`;
         process.stdout.write(
           flags.json
-            ? `${JSON.stringify({ ...isolation, pythons, defaultPython: byDefault ?? null, model }, null, 2)}\n`
-            : `${formatIsolation(isolation)}${formatPythons(pythons, byDefault)}${describeModelConfig()}`,
+            ? `${JSON.stringify({ ...isolation, pythons, defaultPython: byDefault ?? null, model, problems }, null, 2)}\n`
+            : `${formatIsolation(isolation)}${formatPythons(pythons, byDefault)}${describeModelConfig()}${verdict}`,
         );
+        // A script can ask `selfheal doctor` whether runs can start here.
+        process.exitCode = problems.length === 0 ? EXIT.passed : EXIT.failed;
       } finally {
         await sandbox.close();
       }
-      process.exitCode = EXIT.passed;
     });
 }

@@ -201,9 +201,9 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
     process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code);
     return plan.finished.status === "passed" ? EXIT.passed : EXIT.failed;
   }
-  // A fork checked its sandbox before it was made.
-  if (!flags.from) await checkSandbox({ kind: settings.sandbox });
   const values: AgentState = snapshot.values;
+  // A fork checked its sandbox before it was made.
+  if (!flags.from) await checkSandbox({ kind: settings.sandbox, languages: [values.language] });
   reporter.note(describeModel(settings, { scripted: resume.scripted }));
   reporter.note(
     `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, left)})`,

@@ -125,10 +125,15 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   // Before the store opens and before any model call: these fail the same way at any moment.
   if (flags.out) checkOutputFile(flags.out);
   if (flags.report) checkOutputFile(flags.report, "--report");
-  await checkSandbox({ kind: flagged.sandbox });
+  await checkSandbox({ kind: flagged.sandbox, languages: [input.language] });
   // Which Python runs the programs is settled (and stored) before the run, so resume keeps it;
-  // after the checks above, which are cheaper than asking a Python what it can import.
-  const python = input.language === "python" ? await choosePython(flagged, modulesSuggested(input)) : undefined;
+  // after the checks above, which are cheaper than asking a Python what it can import. A container
+  // runs its image's own Python.
+  const python =
+    input.language === "python" && flagged.sandbox !== "container"
+      ? await choosePython(flagged, modulesSuggested(input))
+      : undefined;
+  if (python?.broken) throw new UsageError(python.broken);
   const settings = python ? { ...flagged, python: python.python } : flagged;
 
   return withStore(flags, async (store) => {

@@ -32,10 +32,9 @@ import type {
 } from "../types.js";
 import {
   buildContainerCommand,
-  CONTAINER_IMAGE_ENV,
   type ContainerEngine,
   type ContainerOptions,
-  DEFAULT_CONTAINER_IMAGES,
+  containerImageFor,
   diskShare,
   OWNER_LABEL,
   STDIN_FILE,
@@ -342,9 +341,7 @@ export class ContainerSandbox implements ManagedSandbox {
   }
 
   private imageFor(language: Language): string {
-    const { image } = this.options;
-    if (typeof image === "string") return image;
-    return image?.[language] ?? (process.env[CONTAINER_IMAGE_ENV] || DEFAULT_CONTAINER_IMAGES[language]);
+    return containerImageFor(this.options.image, language);
   }
 
   private async checkEngine(): Promise<string | null> {

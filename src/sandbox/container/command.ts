@@ -33,6 +33,16 @@ export const DEFAULT_CONTAINER_IMAGES: Record<Language, string> = {
   javascript: "node:20-slim",
 };
 
+/** The image a run in `language` starts from: the option's, else $SELFHEAL_CONTAINER_IMAGE, else the official one. */
+export function containerImageFor(
+  image: ContainerOptions["image"],
+  language: Language,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  if (typeof image === "string") return image;
+  return image?.[language] ?? (env[CONTAINER_IMAGE_ENV] || DEFAULT_CONTAINER_IMAGES[language]);
+}
+
 /** Where the program's stdin waits inside the container until the shell hands it over. */
 export const STDIN_FILE = ".selfheal-stdin";
 

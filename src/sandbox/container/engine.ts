@@ -25,6 +25,13 @@ export function probeContainerEngine(engine: ContainerEngine): Promise<string | 
   });
 }
 
+/** Whether the engine has `image` here already (a run would otherwise pull it, or fail offline). */
+export function imagePresent(engine: ContainerEngine, image: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile(engine, ["image", "inspect", image], { timeout: ENGINE_CHECK_TIMEOUT_MS }, (error) => resolve(!error));
+  });
+}
+
 /** The container's `inspect --format template`; null when the engine cannot say. */
 export function inspectContainer(engine: ContainerEngine, name: string, template: string): Promise<string | null> {
   return new Promise((resolve) => {
