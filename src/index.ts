@@ -23,6 +23,7 @@ export {
 export type { BestAttempt, ErrorObservation, ErrorRecord, HistoryEntry, ModelCallUsage, Usage } from "./core/ledger.js";
 export { addUsage, emptyUsage, keepHigherScore, mergeErrors } from "./core/ledger.js";
 export { type AfterCriticDecision, decideAfterCritic, repeatStreak, type StopDecision } from "./core/policy.js";
+export { checkRunInput } from "./core/run-input.js";
 export {
   LANGUAGES,
   LanguageSchema,

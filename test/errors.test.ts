@@ -44,6 +44,22 @@ describe("errors you can catch", () => {
     await caught("INVALID_SETTINGS", () => agent.invoke({ task: "x" }, { context: { maxAttempts: -1 } }));
   });
 
+  it("raises INVALID_SETTINGS, one readable line, for a bad input from invoke and stream, naming a field it does not have", async () => {
+    const agent = createAgent({ model: scriptedModel(), sandbox: createSandbox({ kind: "process" }) });
+    const empty = await caught("INVALID_SETTINGS", () => agent.invoke({ task: "" }));
+    expect(empty.message).toBe("task must not be empty");
+    const language = await caught("INVALID_SETTINGS", () => agent.stream({ task: "x", language: "rust" } as never));
+    expect(language.message).toBe("language must be one of: python, javascript");
+    const setting = await caught("INVALID_SETTINGS", () => agent.invoke({ task: "x", maxAttempts: 1 } as never));
+    expect(setting.message).toBe(
+      "\"maxAttempts\" is a setting, not a field of the input: give it with the settings (invoke's context, MCP's settings, a Studio assistant's context)",
+    );
+    const misspelt = await caught("INVALID_SETTINGS", () => agent.invoke({ task: "x", test: "assert 1" } as never));
+    expect(misspelt.message).toBe(
+      'unknown input field "test" (did you mean tests?) (the input has task, language, tests, inputs, expect)',
+    );
+  });
+
   it("raises MISSING_MODEL_CONFIG when no model is configured", async () => {
     const error = await caught("MISSING_MODEL_CONFIG", () => createChatModel("gpt-4o-mini", { temperature: 0 }, {}));
     expect(error).toBeInstanceOf(MissingModelConfigError);

@@ -64,6 +64,26 @@ describe("the MCP tools", () => {
     expect(textOf(again)).toBe("thread taken already has a run; continue it with the resume tool");
   });
 
+  it("refuse a setting given beside the task, and a misspelt field, naming them, before any model call", async () => {
+    const { client, store } = await connect(new ScriptedChatModel([fence("print(1)")]));
+    const setting = await solve(client, { task: "Print one.", maxAttempts: 1 });
+    expect(setting.isError).toBe(true);
+    expect(setting.content).toEqual([
+      {
+        type: "text",
+        text: "\"maxAttempts\" is a setting, not a field of the input: give it with the settings (invoke's context, MCP's settings, a Studio assistant's context)",
+      },
+    ]);
+    const misspelt = await solve(client, { task: "Print one.", test: "assert True" });
+    expect(misspelt.content).toEqual([
+      {
+        type: "text",
+        text: 'unknown input field "test" (did you mean tests?) (the input has task, language, tests, inputs, expect)',
+      },
+    ]);
+    expect(await store.listRuns()).toEqual([]);
+  });
+
   it("answer a missing input file before any model call", async () => {
     const model = new ScriptedChatModel([fence("print(1)")]);
     const { client } = await connect(model);

@@ -261,6 +261,25 @@ describe("the LangGraph server (what Studio talks to)", () => {
     expect(state.values.history).toHaveLength(1);
   });
 
+  it("answers a bad input with the readable line the CLI gives, and refuses a setting given as input", async () => {
+    const assistant = await graphAssistant("selfheal");
+    // The SDK throws the run's error as the server sent it: JSON with the error's name and message.
+    const errorOf = async (input: Record<string, unknown>) => {
+      const thread = await newThread();
+      const failed = await client.runs.wait(thread.thread_id, assistant.assistant_id, { input }).then(
+        () => new Error("the run did not fail"),
+        (error: Error) => error,
+      );
+      return JSON.parse(failed.message.replace(/^Error: /, "")) as unknown;
+    };
+    expect(await errorOf({ task: "" })).toEqual({ error: "InvalidSettingsError", message: "task must not be empty" });
+    expect(await errorOf({ task: "Print 1.", maxAttempts: 1 })).toEqual({
+      error: "InvalidSettingsError",
+      message:
+        "\"maxAttempts\" is a setting, not a field of the input: give it with the settings (invoke's context, MCP's settings, a Studio assistant's context)",
+    });
+  });
+
   it("pauses a run for approval when the context asks for it, and resumes it with a command", async () => {
     const assistant = await graphAssistant("selfheal");
     const thread = await newThread();

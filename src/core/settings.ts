@@ -321,17 +321,15 @@ export function formatIssues(error: z.ZodError): string {
 /** `unknown setting "maxAtempts" (did you mean maxAttempts?)`, naming the known one closest in spelling. */
 function unknownKeys(path: PropertyKey[], keys: string[]): string {
   const known = Object.keys(path.length === 0 ? SettingsSchema.shape : knownKeysAt(path));
-  return keys
-    .map((key) => {
-      const name = [...path, key].join(".");
-      const closest = known
-        .map((candidate) => ({ candidate, distance: editDistance(key.toLowerCase(), candidate.toLowerCase()) }))
-        .sort((a, b) => a.distance - b.distance)[0];
-      const hint =
-        closest && closest.distance <= Math.max(2, key.length / 3) ? ` (did you mean ${closest.candidate}?)` : "";
-      return `unknown setting "${name}"${hint}`;
-    })
-    .join("; ");
+  return keys.map((key) => `unknown setting "${[...path, key].join(".")}"${didYouMean(key, known)}`).join("; ");
+}
+
+/** ` (did you mean maxAttempts?)` for the known name closest in spelling to `key`, or "" when none is close. */
+export function didYouMean(key: string, known: readonly string[]): string {
+  const closest = known
+    .map((candidate) => ({ candidate, distance: editDistance(key.toLowerCase(), candidate.toLowerCase()) }))
+    .sort((a, b) => a.distance - b.distance)[0];
+  return closest && closest.distance <= Math.max(2, key.length / 3) ? ` (did you mean ${closest.candidate}?)` : "";
 }
 
 function knownKeysAt(path: PropertyKey[]): Record<string, unknown> {

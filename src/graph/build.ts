@@ -3,6 +3,7 @@ import {
   type BaseCheckpointSaver,
   END,
   type GraphNode,
+  isCommand,
   type LangGraphRunnableConfig,
   Send,
   START,
@@ -11,6 +12,7 @@ import {
 } from "@langchain/langgraph";
 import type { ZodObject } from "zod";
 import { planRound, proposesInputs } from "../core/candidates.js";
+import { checkRunInput } from "../core/run-input.js";
 import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
 import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
@@ -255,9 +257,19 @@ export function createAgent(options: AgentOptions = {}, declaration?: Introspect
   const graph = buildAgentGraph(options, declaration);
   // Counted from the built graph, so the limit follows whatever steps the extensions added.
   const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length - FAN_OUT_NODES.length;
-  return graph
+  const agent = graph
     .compile({ checkpointer: options.checkpointer, name: "selfheal" })
     .withConfig({ recursionLimit: recursionLimitFor(extraSteps) });
+  // Every way in (invoke, stream, the LangGraph server behind Studio) validates a new run's input
+  // in this one protected method, which LangGraph offers no hook around; a resume (a Command, or
+  // null) carries no input.
+  const validated = agent as unknown as { _validateInput(input: unknown): Promise<unknown> };
+  const validate = validated._validateInput.bind(agent);
+  validated._validateInput = async (input) => {
+    if (input != null && !isCommand(input)) checkRunInput(input);
+    return validate(input);
+  };
+  return agent;
 }
 
 export type Agent = ReturnType<typeof createAgent>;

@@ -6,6 +6,7 @@ import {
   type AgentState,
   type AgentUpdate,
   type ApprovalDecision,
+  checkRunInput,
   checkSandbox,
   createAgent,
   describeStatus,
@@ -111,6 +112,7 @@ export class McpRuns {
     listener: RunListener,
     signal: AbortSignal,
   ): Promise<RunOutcome> {
+    checkRunInput(given.input);
     const input = RunInputSchema.parse(given.input);
     const settings: Settings = parseSettings({
       ...given.settings,

@@ -147,7 +147,10 @@ async function answer(work: () => Promise<CallToolResult>): Promise<CallToolResu
 const SolveInputSchema = RunInputSchema.extend({
   threadId: z.string().min(1).optional().describe("Thread id for the run (default: a new random id)"),
   settings: ClientSettingsSchema.optional().describe("Run settings; each one left out keeps its default"),
-});
+})
+  // A field the tool does not have reaches `solve`, which refuses it by name (a setting given beside
+  // the task, `maxAttempts`, ran with the default before, silently).
+  .loose();
 
 const ResumeInputSchema = z.object({
   threadId: z.string().min(1).describe("The thread of the run to continue"),
