@@ -393,3 +393,36 @@ describe("selfheal mcp as the README's config runs it, after npm install -g of t
     }
   });
 });
+
+describe("selfheal mcp --http beyond loopback", () => {
+  it("makes a token, shows it once, and serves only the client that sends it", async () => {
+    const child = spawn(
+      process.execPath,
+      [BIN, "mcp", "--http", "--host", "0.0.0.0", "--port", "0", "--db", join(scratchDir("mcp-token"), "runs.db")],
+      {
+        env: cleanEnv(modelEnv()),
+        cwd: scratchDir("cwd"),
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr?.on("data", (chunk) => (stderr += chunk));
+    try {
+      await waitFor(() => /Bearer \S+\n/.test(stderr), "the token line");
+      const url = new URL(/at (http:\/\/\S+)/.exec(stderr)![1]!.replace("0.0.0.0", "127.0.0.1"));
+      const token = /Authorization: Bearer (\S+)\n/.exec(stderr)![1]!;
+      expect(token.length).toBeGreaterThanOrEqual(40);
+      const client = new Client({ name: "selfheal-token-test", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+      );
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("solve");
+      await client.close();
+      const stranger = new Client({ name: "stranger", version: "1.0.0" });
+      await expect(stranger.connect(new StreamableHTTPClientTransport(url))).rejects.toThrow(/401|nauthorized/);
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((resolve) => child.once("exit", resolve));
+    }
+  }, 120_000);
+});

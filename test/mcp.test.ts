@@ -1,6 +1,7 @@
 import { request } from "node:http";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -135,6 +136,41 @@ describe("the MCP server over HTTP", () => {
       req.end(body);
     });
   }
+
+  it("beyond loopback needs a bearer token, and refuses a client without it or with a wrong one before any work", async () => {
+    const store = await openRunStore({ kind: "sqlite", path: join(scratchDir("mcp"), "runs.db") });
+    const runs = new McpRuns({ store });
+    await expect(serveHttp(runs, { version: "test" }, { host: "0.0.0.0", port: 0 })).rejects.toThrow(
+      "serving MCP on 0.0.0.0, beyond this machine, needs a bearer token",
+    );
+    const token = "a-long-random-token-for-this-test";
+    const server = await serveHttp(runs, { version: "test" }, { host: "0.0.0.0", port: 0, token });
+    const url = new URL(server.url.replace("0.0.0.0", "127.0.0.1"));
+    const connectWith = async (headers: Record<string, string>) => {
+      const client = new Client({ name: "test", version: "1" });
+      await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
+      return client;
+    };
+    try {
+      expect(server.loopback).toBe(false);
+      const client = await connectWith({ Authorization: `Bearer ${token}` });
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("solve");
+      await client.close();
+      for (const headers of [{}, { Authorization: "Bearer wrong" }, { Authorization: token }] as Record<
+        string,
+        string
+      >[]) {
+        await expect(connectWith(headers), JSON.stringify(headers)).rejects.toThrow(/401|nauthorized/);
+      }
+      const bare = await post(server.url.replace("0.0.0.0", "127.0.0.1"), JSON.stringify({ jsonrpc: "2.0", id: 1 }));
+      expect(bare.status).toBe(401);
+      expect(JSON.parse(bare.text).error.message).toBe("unauthorized: send Authorization: Bearer <token>");
+    } finally {
+      await server.close();
+      await runs.close();
+      await store.close();
+    }
+  });
 
   it("asks for initialize first, and refuses a body past its bound without reading it all", async () => {
     const store = await openRunStore({ kind: "sqlite", path: join(scratchDir("mcp"), "runs.db") });

@@ -1,9 +1,10 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { UsageError } from "../index.js";
 import type { McpRuns } from "./runs.js";
 import { createMcpServer } from "./server.js";
 
@@ -25,7 +26,7 @@ export async function serveStdio(runs: McpRuns, info: ServerInfo): Promise<void>
 export interface HttpServer {
   /** Where clients connect, e.g. http://127.0.0.1:3000/mcp. */
   url: string;
-  /** False when it listens beyond this machine, with no Host check: anyone who reaches it can run programs here. */
+  /** False when it listens beyond this machine: no Host check, and every request must carry the token. */
   loopback: boolean;
   close(): Promise<void>;
 }
@@ -36,6 +37,17 @@ function jsonRpcError(res: ServerResponse, status: number, message: string): voi
   res
     .writeHead(status, { "content-type": "application/json" })
     .end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
+}
+
+/**
+ * Whether the request carries `Authorization: Bearer <token>`. Both sides are hashed first, so the
+ * comparison takes the same time whatever the length or the first wrong character of a guess.
+ */
+function carriesToken(req: IncomingMessage, token: string): boolean {
+  const header = req.headers.authorization;
+  const given = typeof header === "string" && header.startsWith("Bearer ") ? header.slice("Bearer ".length) : "";
+  const digest = (text: string) => createHash("sha256").update(text).digest();
+  return timingSafeEqual(digest(given), digest(token)) && given.length > 0;
 }
 
 /** A request body past this is refused: input files sent as content count, and the default bound on them is 16 MiB. */
@@ -58,13 +70,21 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
  * Serves MCP over Streamable HTTP at `/mcp`: each client gets a session of its own (its own
  * transport and server), and all of them share the runs, the store and the sandboxes. On a
  * loopback address, requests must name that address as their Host, which stops a web page from
- * reaching the server through DNS rebinding.
+ * reaching the server through DNS rebinding. Beyond loopback a `token` is required: each call runs
+ * programs here and spends the model budget, so a request without `Authorization: Bearer <token>`
+ * is refused (401) before its body is read or any work is done.
  */
 export async function serveHttp(
   runs: McpRuns,
   info: ServerInfo,
-  options: { host: string; port: number },
+  options: { host: string; port: number; token?: string },
 ): Promise<HttpServer> {
+  const { token } = options;
+  if (!LOOPBACK.has(options.host) && !token) {
+    throw new UsageError(
+      `serving MCP on ${options.host}, beyond this machine, needs a bearer token: anyone who reaches the port could run programs here`,
+    );
+  }
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   let allowedHosts: string[] | undefined;
 
@@ -72,6 +92,10 @@ export async function serveHttp(
     if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") {
       res.writeHead(404).end();
       return;
+    }
+    if (token && !carriesToken(req, token)) {
+      res.setHeader("www-authenticate", 'Bearer realm="selfheal"');
+      return jsonRpcError(res, 401, "unauthorized: send Authorization: Bearer <token>");
     }
     const sessionId = req.headers["mcp-session-id"];
     let transport = typeof sessionId === "string" ? sessions.get(sessionId) : undefined;

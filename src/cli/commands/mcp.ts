@@ -1,8 +1,12 @@
+import { randomBytes } from "node:crypto";
 import type { Command } from "commander";
 import { openRunStore, resolveStoreLocation } from "../../store/index.js";
 import { addModelCallOptions, type ModelCallFlags, modelCallsFromFlags, positiveInteger } from "../options.js";
 import { addStoreOptions, type StoreFlags } from "../session.js";
 import { EXIT } from "../stream-run.js";
+
+/** The bearer token HTTP clients must send; required beyond loopback, where one is made if this is unset. */
+const MCP_TOKEN_VARIABLE = "SELFHEAL_MCP_TOKEN";
 
 interface McpFlags extends StoreFlags, ModelCallFlags {
   http?: boolean;
@@ -38,11 +42,17 @@ async function serveMcp(flags: McpFlags, version: string): Promise<number> {
       await serveStdio(runs, { version });
       return EXIT.passed;
     }
-    const server = await serveHttp(runs, { version }, { host: flags.host, port: flags.port });
+    // Beyond loopback a token is required: $SELFHEAL_MCP_TOKEN, else one made now and shown once.
+    const chosen = process.env[MCP_TOKEN_VARIABLE]?.trim() || undefined;
+    const beyondLoopback = !["127.0.0.1", "localhost", "::1"].includes(flags.host);
+    const token = chosen ?? (beyondLoopback ? randomBytes(32).toString("base64url") : undefined);
+    const server = await serveHttp(runs, { version }, { host: flags.host, port: flags.port, token });
     process.stderr.write(`selfheal mcp: serving MCP over Streamable HTTP at ${server.url}\n`);
-    if (!server.loopback) {
+    if (token) {
       process.stderr.write(
-        `selfheal mcp: warning: ${flags.host} is not a loopback address and the server asks no credentials: anyone who can reach it can run programs on this machine\n`,
+        chosen
+          ? `selfheal mcp: clients must send Authorization: Bearer <the token in $${MCP_TOKEN_VARIABLE}>\n`
+          : `selfheal mcp: clients must send Authorization: Bearer ${token}\n(set $${MCP_TOKEN_VARIABLE} to choose it; this one is shown only now)\n`,
       );
     }
     await untilStopped();
