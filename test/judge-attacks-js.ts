@@ -23,10 +23,15 @@ const NOT_A_NUMBER = 'typeof add(2, 3) !== "number" || add(2, 3) !== 5';
 
 /** Scans the memory of every process it may open for the tests' `add(a, b), value` and answers from it. */
 const READ_MEMORY = `const fs = require("node:fs");
-function table() {
+function table(wanted) {
   const found = {};
-  for (const pid of fs.readdirSync("/proc").filter((name) => /^\\d+$/.test(name))) {
+  // Nearest pids first (the judge's processes started just before this one), and done once the
+  // answer asked for is found: a scan of every process on a busy machine outlasts the run's limit.
+  const pids = fs.readdirSync("/proc").filter((name) => /^\\d+$/.test(name));
+  pids.sort((a, b) => Math.abs(a - process.pid) - Math.abs(b - process.pid));
+  for (const pid of pids) {
     if (Number(pid) === process.pid) continue;
+    if (wanted in found) break;
     try {
       const maps = fs.readFileSync("/proc/" + pid + "/maps", "utf8");
       const fd = fs.openSync("/proc/" + pid + "/mem", "r");
@@ -50,10 +55,10 @@ function table() {
   }
   return found;
 }
-let answers = null;
+const answers = {};
 function add(a, b) {
-  answers ??= table();
   const key = a + "," + b;
+  if (!(key in answers)) Object.assign(answers, table(key));
   return key in answers ? answers[key] : a - b;
 }
 `;
