@@ -132,6 +132,16 @@ describe("configuration errors up front", () => {
     120_000,
   );
 
+  it("says what cancel is for when the store is SQLite, where there is no queue", async () => {
+    const { dir, db } = workspace();
+    const result = await runCli(["cancel", "some-thread", "--db", db], { cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      "selfheal: cancel stops runs given to the queue (`selfheal submit`, which needs the PostgreSQL store: --postgres URL or $SELFHEAL_POSTGRES_URL); a run started with `selfheal run` stops with Ctrl-C in its terminal, and `resume` continues it",
+    );
+    expect(existsSync(db)).toBe(false);
+  });
+
   // Issue 38: this one used to be checked only after the run record was saved, and the record then
   // failed every later listing of the store.
   it("refuses --approve with --candidates 2 before anything is saved", async () => {

@@ -1,11 +1,17 @@
 import type { Command } from "commander";
+import { resolveStoreLocation } from "../../store/index.js";
 import { EXIT } from "../exit.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
-import { addStoreOptions } from "../session.js";
+import { addStoreOptions, UsageError } from "../session.js";
 import { summaryOf } from "./catalog.js";
 
 /** `selfheal cancel`: a queued run is never started; a running one stops as on Ctrl-C, checkpoints kept. */
 export async function cancelRuns(threadIds: string[], flags: QueueFlags): Promise<number> {
+  if (resolveStoreLocation(flags).kind !== "postgres") {
+    throw new UsageError(
+      "cancel stops runs given to the queue (`selfheal submit`, which needs the PostgreSQL store: --postgres URL or $SELFHEAL_POSTGRES_URL); a run started with `selfheal run` stops with Ctrl-C in its terminal, and `resume` continues it",
+    );
+  }
   const location = resolveQueueLocation(flags);
   const cancelled = new Set(await withQueue(location, { supervise: false }, (queue) => queue.cancel(threadIds)));
   for (const threadId of threadIds) {

@@ -62,7 +62,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "cancel",
     operands: "<thread...>",
-    summary: "cancel queued or running runs; a running one stops at once, its checkpoints kept",
+    summary: "cancel runs given to the queue (selfheal submit); a running one stops at once, its checkpoints kept",
     load: async () => (await import("./cancel.js")).registerCancelCommand,
   },
   {
