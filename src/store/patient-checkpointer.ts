@@ -94,21 +94,43 @@ export class PatientCheckpointer extends BaseCheckpointSaver {
     if (threadId !== undefined) await this.patience.beforeWrite?.(threadId);
   }
 
+  /**
+   * Any other operation of the same store (a run record, a lease), waited for the same way: the
+   * store's `patiently` is this.
+   */
+  readonly patiently = <T>(operation: string, attempt: () => Promise<T>, boundSeconds: number): Promise<T> =>
+    this.waitUpTo(operation, attempt, boundSeconds);
+
   private wait<T>(
     operation: string,
     config: RunnableConfig,
     attempt: () => Promise<T>,
     outsideARun = DEFAULT_STORE_WAIT_SECONDS,
   ): Promise<T> {
-    const threadId = threadOf(config);
+    return this.waitUpTo(
+      operation,
+      attempt,
+      boundOf(config, outsideARun),
+      threadOf(config),
+      (config as { signal?: AbortSignal }).signal,
+    );
+  }
+
+  private waitUpTo<T>(
+    operation: string,
+    attempt: () => Promise<T>,
+    boundSeconds: number,
+    threadId?: string,
+    signal?: AbortSignal,
+  ): Promise<T> {
     return waitForStore(attempt, {
       operation,
       threadId,
-      boundMs: boundOf(config, outsideARun) * 1000,
+      boundMs: boundSeconds * 1000,
       isOutage: this.patience.isOutage,
       where: this.patience.where,
       report: (event) => this.patience.waits.report(event),
-      signal: (config as { signal?: AbortSignal }).signal,
+      signal,
     });
   }
 }

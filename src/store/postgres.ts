@@ -4,7 +4,7 @@ import pg from "pg";
 import { StoreConnectionError } from "../core/errors.js";
 import { postgresLeases } from "./lease.js";
 import { describeLocation, type StoreLocation } from "./location.js";
-import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, StoreWaits, waitForStore } from "./outage.js";
+import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, StoreWaits } from "./outage.js";
 import { PatientCheckpointer } from "./patient-checkpointer.js";
 import { quietConnectionErrors } from "./pg-connections.js";
 import { listedRecord, type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
@@ -76,14 +76,7 @@ export async function openPostgresStore(location: Extract<StoreLocation, { kind:
     },
     lease: leases.lease,
     onWait: (listener) => waits.on(listener),
-    patiently: (operation, attempt, boundSeconds) =>
-      waitForStore(attempt, {
-        operation,
-        boundMs: boundSeconds * 1000,
-        isOutage: isPostgresOutage,
-        where: describeLocation(location),
-        report: (event) => waits.report(event),
-      }),
+    patiently: checkpointer.patiently,
     async close() {
       await pool.end();
     },

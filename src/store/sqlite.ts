@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { StoreConnectionError } from "../core/errors.js";
 import { sqliteLeases } from "./lease.js";
 import { isDirectory, type StoreLocation } from "./location.js";
-import { isSqliteOutage, StoreWaits, waitForStore } from "./outage.js";
+import { isSqliteOutage, StoreWaits } from "./outage.js";
 import { PatientCheckpointer } from "./patient-checkpointer.js";
 import { listedRecord, type RunRow, type RunStore, recordFromRow, rowValues } from "./run-store.js";
 
@@ -108,14 +108,7 @@ export function openSqliteStore(location: Extract<StoreLocation, { kind: "sqlite
     },
     lease: leases.lease,
     onWait: (listener) => waits.on(listener),
-    patiently: (operation, attempt, boundSeconds) =>
-      waitForStore(attempt, {
-        operation,
-        boundMs: boundSeconds * 1000,
-        isOutage: isSqliteOutage,
-        where: location.path,
-        report: (event) => waits.report(event),
-      }),
+    patiently: checkpointer.patiently,
     async close() {
       db.close();
     },
