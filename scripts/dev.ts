@@ -100,7 +100,9 @@ async function main(): Promise<number> {
   }
 
   // Its own process group: the server starts workers of its own, and a group is how all of them
-  // are stopped together; a terminal's Ctrl-C no longer reaches it, so signals are passed on.
+  // are stopped together; a terminal's Ctrl-C no longer reaches it, so signals are passed on. A
+  // SIGTERM to `npm run dev` reaches this launcher because package.json execs it: with a shell
+  // between, npm signalled the shell, which died and left the launcher and the server running.
   const server = spawn(
     process.execPath,
     [LANGGRAPH_CLI, "dev", "--no-browser", "--port", String(options.port), "--host", options.host, ...options.rest],

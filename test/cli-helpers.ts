@@ -12,9 +12,13 @@ export interface CliResult {
   stderr: string;
 }
 
-/** The parent's environment without any model configuration, plus what the test adds. */
+/**
+ * The parent's environment without any model configuration, plus what the test adds. npm's own
+ * variables go too: `npm test` sets them, and a binary started by path, as from a shell, sees none.
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
+  for (const key of ["npm_command", "npm_lifecycle_event", "npm_package_name"]) delete env[key];
   // The colour switches too: each test says which look it expects.
   for (const key of [
     "OPENAI_API_KEY",

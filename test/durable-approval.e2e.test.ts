@@ -4,7 +4,7 @@ import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askForApproval } from "../src/cli/approval-prompt.js";
 import type { ApprovalRequest } from "../src/index.js";
-import { runCli, runInTerminal } from "./cli-helpers.js";
+import { BIN, runCli, runInTerminal } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
@@ -45,7 +45,7 @@ describe("approval across processes, without a terminal", () => {
     );
     expect(paused.code).toBe(3);
     expect(paused.stderr).toContain(`awaiting approval of attempt 1 in thread ${thread}`);
-    expect(paused.stderr).toContain(`selfheal resume ${thread}`);
+    expect(paused.stderr).toContain(`node ${BIN} resume ${thread}`);
     expect(JSON.parse(paused.stdout)).toMatchObject({
       status: "awaiting_approval",
       threadId: thread,
@@ -150,7 +150,7 @@ describe("approval in a terminal", () => {
       { env },
     );
     expect(result.code).toBe(130);
-    expect(result.stdout).toContain(`stopped; the run is saved: continue it with \`selfheal resume ${thread} --db`);
+    expect(result.stdout).toContain(`stopped; the run is saved: continue it with \`node ${BIN} resume ${thread} --db`);
     const resumed = await runCli(["resume", thread, "--db", db, "--approve", "--json"], { env });
     expect(resumed.code).toBe(0);
     expect(JSON.parse(resumed.stdout)).toMatchObject({ status: "passed", attempt: 1 });

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, runCli, startCli, waitFor } from "./cli-helpers.js";
+import { BIN, freePort, runCli, startCli, waitFor } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
@@ -81,7 +81,7 @@ describe("durable runs: crash and resume", () => {
     running.child.kill("SIGINT");
     const stopped = await running.done;
     expect(stopped.code).toBe(130);
-    expect(stopped.stderr).toContain(`stopped; the run is saved: continue it with \`selfheal resume ${thread} --db`);
+    expect(stopped.stderr).toContain(`stopped; the run is saved: continue it with \`node ${BIN} resume ${thread} --db`);
 
     const resumed = await runCli(["resume", thread, "--db", db, "--json"], { env, cwd: dir });
     expect(resumed.code).toBe(0);
@@ -106,7 +106,7 @@ describe("durable runs: crash and resume", () => {
         `generator model call failed: could not connect to the server at ${env.OPENAI_BASE_URL} (ECONNREFUSED)`,
       ),
     });
-    expect(down.stderr).toContain(`selfheal resume ${thread}`);
+    expect(down.stderr).toContain(`node ${BIN} resume ${thread}`);
 
     // The server comes up on that port; its first answer is a 500, which the client retries.
     const stub = await startOpenAIStub(

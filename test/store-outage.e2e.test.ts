@@ -238,7 +238,7 @@ describe.skipIf(POSTGRES_MISSING !== null)(
       expect(shortWait!.code, shortWait!.stderr).toBe(75);
       expect(shortWait!.stderr).toContain("did not answer for 5 s");
       const thread = `${outcome.schema}-cli-1`;
-      expect(shortWait!.stderr).toContain(`continue it with \`selfheal resume ${thread}\``);
+      expect(shortWait!.stderr).toContain(`continue it with \`node ${BIN} resume ${thread}\``);
       expect(shortWait!.stderr).not.toMatch(/\n\s+at /);
       const resumed = await runCli(["resume", thread, "--json"], { env: outcome.env, cwd: outcome.dir });
       expect(resumed.code, resumed.stderr).toBe(0);
@@ -374,7 +374,7 @@ describe("a SQLite store whose file another process holds locked", () => {
     const { result, db, dir, env, thread } = await runWhileLocked(8_000, ["--store-wait", "2"]);
     expect(result.code, result.stderr).toBe(75);
     expect(result.stderr).toMatch(/did not answer for 2 s while .* \(database is locked/);
-    expect(result.stderr).toContain(`continue it with \`selfheal resume ${thread} --db`);
+    expect(result.stderr).toContain(`continue it with \`node ${BIN} resume ${thread} --db`);
     expect(result.stderr).not.toMatch(/\n\s+at /);
     const resumed = await runCli(["resume", thread, "--db", db, "--json"], { env, cwd: dir });
     expect(resumed.code, resumed.stderr).toBe(0);

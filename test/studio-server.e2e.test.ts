@@ -16,9 +16,12 @@ import { scratchDir } from "./scratch.js";
 // started by `npm run dev`'s launcher (scripts/dev.ts) and driven over HTTP with the official SDK;
 // only the model behind it is a local stub.
 
-/** `npm run dev -- ...args`, without npm in between: its own process group, so a test can clean up after it. */
+/**
+ * `npm run dev -- ...args`, through the real npm as a user starts it (a SIGTERM to npm's pid must
+ * reach the server), in a process group of its own, so a test can clean up after it.
+ */
 function startDev(args: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", "scripts/dev.ts", ...args], {
+  return spawn("npm", ["run", "--silent", "dev", "--", ...args], {
     cwd: REPO,
     detached: true,
     env: cleanEnv(env),
@@ -107,7 +110,8 @@ describe("the LangGraph server (what Studio talks to)", () => {
   afterAll(async () => {
     // The last test stops the launcher; this is for a run that failed before it.
     if (server?.pid && server.exitCode === null && server.signalCode === null) {
-      const groups = processesUnder(server.pid, "parent");
+      const launchers = processesUnder(server.pid, "parent");
+      const groups = launchers.flatMap((launcher) => processesUnder(launcher, "parent"));
       for (const pid of [server.pid, ...groups]) {
         try {
           process.kill(-pid, "SIGKILL");
@@ -352,14 +356,19 @@ describe("the LangGraph server (what Studio talks to)", () => {
   });
 
   // Last in this block: it stops the server the tests above use.
-  it("stops the server and every worker it started when the launcher gets SIGTERM", async () => {
-    // The launcher's child that leads its own group: langgraph-cli (esbuild, for tsx, is a child too).
-    const group = processesUnder(server.pid!, "parent").find((pid) => processesUnder(pid, "group").includes(pid));
+  it("stops the server and every worker it started when npm run dev's pid gets SIGTERM, and the port closes", async () => {
+    // npm's child is the launcher (scripts/dev.ts); its child that leads a group of its own is
+    // langgraph-cli, with its workers (esbuild, for tsx, is a child of the launcher too).
+    const [launcher] = processesUnder(server.pid!, "parent");
+    expect(launcher).toBeDefined();
+    const group = processesUnder(launcher!, "parent").find((pid) => processesUnder(pid, "group").includes(pid));
     expect(group).toBeDefined();
     expect(processesUnder(group!, "group").length).toBeGreaterThan(1);
     server.kill("SIGTERM");
     expect(await exited(server)).not.toBeNull();
     await waitFor(() => processesUnder(group!, "group").length === 0, "the server's process group to be gone", 15_000);
+    await waitFor(() => statFields(launcher!) === null, "the launcher to exit", 15_000);
+    await expect(fetch(`http://127.0.0.1:${port}/ok`)).rejects.toThrow();
   });
 });
 

@@ -11,6 +11,7 @@ import {
   type ThreadLease,
 } from "../store/index.js";
 import { EXIT } from "./exit.js";
+import { cliCommand, shellWord } from "./invocation.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
 export interface StoreFlags {
@@ -93,12 +94,13 @@ export async function threadExists(store: RunStore, threadId: string): Promise<b
 }
 
 /**
- * The command that continues a thread. A store chosen by flag is repeated (a PostgreSQL URL as a
- * placeholder: it may hold a password); one chosen by environment is found again the same way.
+ * The command that continues a thread, as the user can type it where they are. A store chosen by
+ * flag is repeated (a PostgreSQL URL as a placeholder: it may hold a password); one chosen by
+ * environment is found again the same way.
  */
 export function resumeCommandFor(threadId: string, flags: StoreFlags): string {
-  const store = flags.postgres ? " --postgres URL" : flags.db ? ` --db ${JSON.stringify(flags.db)}` : "";
-  return `selfheal resume ${threadId}${store}`;
+  const store = flags.postgres ? " --postgres URL" : flags.db ? ` --db ${shellWord(flags.db)}` : "";
+  return `${cliCommand()} resume ${threadId}${store}`;
 }
 
 /**

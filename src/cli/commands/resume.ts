@@ -19,6 +19,7 @@ import { forkCheckpoint, type RunStore } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { scriptedDemoModelFor } from "../data-demo-model.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
+import { cliCommand } from "../invocation.js";
 import {
   addModelCallOptions,
   addOutputOptions,
@@ -195,7 +196,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   const plan = planResume(snapshot, agent);
   if ("finished" in plan) {
     reporter.note(
-      `thread ${target} already ended: ${plan.finished.status}; to try again from an earlier point, pick a checkpoint from \`selfheal history ${target}\` and use --from`,
+      `thread ${target} already ended: ${plan.finished.status}; to try again from an earlier point, pick a checkpoint from \`${cliCommand()} history ${target}\` and use --from`,
     );
     const summary = { ...summarizeRun(plan.finished, target), ...extraSummary };
     process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : summary.code);
@@ -240,11 +241,13 @@ async function forkRun(
     throw new UsageError(`thread ${target} already exists; name a new one with --thread`);
   const snapshot = await agent.getState({ configurable: { thread_id: threadId, checkpoint_id: checkpointId } });
   if (snapshot.config.configurable?.checkpoint_id !== checkpointId || !snapshot.createdAt) {
-    throw new UsageError(`thread ${threadId} has no checkpoint ${checkpointId}; see \`selfheal history ${threadId}\``);
+    throw new UsageError(
+      `thread ${threadId} has no checkpoint ${checkpointId}; see \`${cliCommand()} history ${threadId}\``,
+    );
   }
   if (snapshot.next.length === 0) {
     throw new UsageError(
-      `checkpoint ${checkpointId} is where the run ended; pick an earlier one from \`selfheal history ${threadId}\``,
+      `checkpoint ${checkpointId} is where the run ended; pick an earlier one from \`${cliCommand()} history ${threadId}\``,
     );
   }
   await forkCheckpoint(store.checkpointer, { threadId, checkpointId }, target);
