@@ -45,6 +45,18 @@ describe("selfheal run --record / --replay", () => {
     expect(filesIn(viaEnv)).toEqual(filesIn(dir));
     for (const text of filesIn(dir)) expect(text).not.toContain(SECRET);
 
+    // Replayed with another model: the miss names the recording's model, and the hint speaks of the
+    // recording, not of a model server to wait for.
+    const otherModel = await runCli([...args, "--replay", dir, "--model", "qwen2.5-coder:7b"]);
+    expect(otherModel.code).toBe(1);
+    expect(otherModel.stderr).toContain(
+      `it was recorded with "gpt-4o-mini", and this run asks "qwen2.5-coder:7b": replay with the model it was recorded with (--model on the CLI)`,
+    );
+    expect(otherModel.stderr).toContain(
+      "a replay answers only the requests that were recorded: replay with the task and settings of the recorded run, or record this one anew with --record and a model",
+    );
+    expect(otherModel.stderr).not.toMatch(/model server|OPENAI_BASE_URL/);
+
     const nowhere = join(scratchDir("calls"), "never-recorded");
     const missing = await runCli([...args, "--replay", nowhere]);
     expect(missing).toMatchObject({ code: 2, stderr: `selfheal: no recorded model calls at ${nowhere}\n` });

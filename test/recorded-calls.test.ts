@@ -13,6 +13,7 @@ import {
   createAgent,
   createSandbox,
   ModelCallLog,
+  ModelCallMissError,
   type ModelCallsMode,
   parseSettings,
   RecordedChatModel,
@@ -112,10 +113,41 @@ describe("recorded model calls", () => {
     expect(changed.final.status).toBe("model_error");
     expect(changed.final.reason).toMatch(
       new RegExp(
-        `^The generator model call failed: ModelCallMissError: no recorded reply for model request [0-9a-f]{32} in ${dir}: gpt-4o-mini, 2 message\\(s\\), last: ".*Print ann's score\\.`,
+        `^The generator model call failed: ModelCallMissError: no recorded reply for model request [0-9a-f]{32} in ${dir}: gpt-4o-mini, 2 message\\(s\\), last: ".*Print ann's score\\."; it holds 2 request\\(s\\) for "gpt-4o-mini", none asking this: the task, a setting or a prompt changed since it was recorded`,
       ),
     );
     expect(changed.final.attempt).toBe(0);
+  });
+
+  it("says which model a recording was made with when the replay asks another", async () => {
+    const dir = scratchDir("calls");
+    const recorder = (model: string) =>
+      new RecordedChatModel({
+        log: new ModelCallLog({ record: dir }),
+        inner: new ScriptedChatModel(["hello"]),
+        model,
+        temperature: 0,
+      });
+    await recorder("qwen2.5-coder:7b").invoke([new HumanMessage("Say hello.")]);
+    await recorder("llama3").invoke([new HumanMessage("Say hello.")]);
+    const player = new RecordedChatModel({
+      log: new ModelCallLog({ replay: dir }),
+      model: "gpt-4o-mini",
+      temperature: 0,
+    });
+    const miss = await player.invoke([new HumanMessage("Say hello.")]).catch((error: Error) => error);
+    expect(miss).toBeInstanceOf(ModelCallMissError);
+    expect((miss as Error).message).toMatch(
+      /; it was recorded with "(qwen2\.5-coder:7b", "llama3|llama3", "qwen2\.5-coder:7b)", and this run asks "gpt-4o-mini": replay with the model it was recorded with \(--model on the CLI\)$/,
+    );
+    const empty = new RecordedChatModel({
+      log: new ModelCallLog({ replay: scratchDir("calls") }),
+      model: "m",
+      temperature: 0,
+    });
+    await expect(empty.invoke([new HumanMessage("Say hello.")])).rejects.toThrow(
+      /; the folder holds no recorded request$/,
+    );
   });
 
   it("replays a benchmark run with no model: the same report, task for task", async () => {
@@ -162,7 +194,9 @@ describe("recorded model calls", () => {
 
     const player = new RecordedChatModel({ log: new ModelCallLog({ replay: dir }), model: "m", temperature: 0 });
     expect([(await player.invoke(asked)).content, (await player.invoke(asked)).content]).toEqual(["first", "second"]);
-    await expect(player.invoke(asked)).rejects.toThrow(/\(asked 3 times, recorded fewer\)/);
+    await expect(player.invoke(asked)).rejects.toThrow(
+      /\(asked 3 times, recorded fewer\) in .*; the run asks more than the recorded one did$/,
+    );
     // Another temperature is another request.
     const warmer = new RecordedChatModel({ log: new ModelCallLog({ replay: dir }), model: "m", temperature: 1 });
     await expect(warmer.invoke(asked)).rejects.toThrow(/^no recorded reply for model request [0-9a-f]{32} in /);

@@ -12,6 +12,7 @@ import {
 } from "../store/index.js";
 import { EXIT } from "./exit.js";
 import { cliCommand, shellWord } from "./invocation.js";
+import { describeModelCalls, type ModelCallFlags } from "./options.js";
 
 /** Where the CLI keeps runs; shared by every command that reads or writes them. */
 export interface StoreFlags {
@@ -134,6 +135,17 @@ export function describeModel(
     settings.criticModel && settings.criticModel !== settings.model ? `critic ${settings.criticModel}` : "",
   ].filter(Boolean);
   return `model ${describeModelEndpoint(`${settings.model}${others.length ? ` (${others.join(", ")})` : ""}`, env)}`;
+}
+
+/** The progress lines that say where a run's model answers come from: the model and its server, or a recording. */
+export function describeModelSource(
+  settings: Pick<Settings, "model" | "fixerModel" | "criticModel">,
+  flags: ModelCallFlags,
+  options: { scripted: boolean },
+): string[] {
+  const calls = describeModelCalls(flags);
+  if (flags.replay) return [calls!];
+  return [describeModel(settings, options), ...(calls ? [calls] : [])];
 }
 
 /**

@@ -47,6 +47,8 @@ export interface RunOptions {
   threadId?: string;
   /** The command that continues this thread, shown when the run stops before it ends. */
   resumeCommand?: string;
+  /** The folder a replayed run's model calls come from: a model error is then a miss, not a server down. */
+  replayedFrom?: string;
   /** Decides approval requests; without one the run stops awaiting approval (exit 3). */
   approve?: ApprovalHandler;
   /** The state a resumed run starts from, so progress counts on from its attempts and tokens. */
@@ -285,7 +287,11 @@ export async function streamRun(
 
   const final = outcome.state;
   reporter.finished(final);
-  if (final.status === "model_error" && options.resumeCommand) {
+  if (final.status === "model_error" && options.replayedFrom) {
+    reporter.note(
+      `a replay answers only the requests that were recorded: replay with the task and settings of the recorded run, or record this one anew with --record and a model`,
+    );
+  } else if (final.status === "model_error" && options.resumeCommand) {
     reporter.note(
       `the run is saved: \`${options.resumeCommand}\` repeats the ${final.resumeFrom ?? "failed"} call once the model server answers`,
     );

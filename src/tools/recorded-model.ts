@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { BaseChatModel } from "@langchain/core/language_models/chat_models";
@@ -87,10 +87,25 @@ export class ModelCallLog {
     const reply = this.read(key)?.replies[index];
     if (!reply) {
       throw new ModelCallMissError(
-        `no recorded reply for model request ${key}${index > 0 ? ` (asked ${index + 1} times, recorded fewer)` : ""} in ${this.dir}: ${describeRequest(request)}`,
+        `no recorded reply for model request ${key}${index > 0 ? ` (asked ${index + 1} times, recorded fewer)` : ""} in ${this.dir}: ${describeRequest(request)}; ${index > 0 ? "the run asks more than the recorded one did" : this.whyMissed(request)}`,
       );
     }
     return reply;
+  }
+
+  /** What the folder holds against what was asked: another model, or the same model asked other things. */
+  private whyMissed(request: RecordedRequest): string {
+    const models = new Map<string, number>();
+    for (const name of readdirSync(this.dir).filter((file) => file.endsWith(".json"))) {
+      const model = this.read(name.slice(0, -".json".length))?.request?.model;
+      if (typeof model === "string") models.set(model, (models.get(model) ?? 0) + 1);
+    }
+    if (models.size === 0) return "the folder holds no recorded request";
+    if (!models.has(request.model)) {
+      const recorded = [...models.keys()].map((model) => JSON.stringify(model)).join(", ");
+      return `it was recorded with ${recorded}, and this run asks ${JSON.stringify(request.model)}: replay with the model it was recorded with (--model on the CLI)`;
+    }
+    return `it holds ${models.get(request.model)} request(s) for ${JSON.stringify(request.model)}, none asking this: the task, a setting or a prompt changed since it was recorded`;
   }
 
   record(request: RecordedRequest, reply: RecordedReply): void {

@@ -34,7 +34,7 @@ import { ProgressReporter } from "../progress.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
-  describeModel,
+  describeModelSource,
   noSuchRunError,
   resumeCommandFor,
   type StoreFlags,
@@ -205,7 +205,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   const values: AgentState = snapshot.values;
   // A fork checked its sandbox before it was made.
   if (!flags.from) await checkSandbox({ kind: settings.sandbox, languages: [values.language] });
-  reporter.note(describeModel(settings, { scripted: resume.scripted }));
+  for (const line of describeModelSource(settings, flags, { scripted: resume.scripted })) reporter.note(line);
   reporter.note(
     `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, left)})`,
   );
@@ -216,6 +216,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
       out: flags.out,
       threadId: target,
       resumeCommand: resumeCommandFor(target, flags),
+      replayedFrom: flags.replay,
       approve: approvalHandler(decision),
       from: values,
       extraSummary,

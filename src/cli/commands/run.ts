@@ -23,7 +23,6 @@ import {
   addOutputOptions,
   addReportOption,
   addSettingOptions,
-  describeModelCalls,
   type ModelCallFlags,
   modelCallsFromFlags,
   packagesFromFlags,
@@ -35,7 +34,7 @@ import { choosePython, modulesSuggested } from "../python-choice.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
-  describeModel,
+  describeModelSource,
   resumeCommandFor,
   type StoreFlags,
   threadExists,
@@ -149,9 +148,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       await store.saveRun({ threadId, task: input.task, settings: stored, createdAt: new Date().toISOString() });
       const reporter = new ProgressReporter();
       if (scripted) reporter.warn(scripted.banner);
-      if (!flags.replay) reporter.note(describeModel(settings, { scripted: Boolean(scripted) }));
-      const calls = describeModelCalls(flags);
-      if (calls) reporter.note(calls);
+      for (const line of describeModelSource(settings, flags, { scripted: Boolean(scripted) })) reporter.note(line);
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       if (python) reporter.note(python.note);
       if (python?.warning) reporter.warn(python.warning);
@@ -171,6 +168,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
             artifactsTo: flags.artifacts,
             threadId,
             resumeCommand: resumeCommandFor(threadId, flags),
+            replayedFrom: flags.replay,
             approve: canAskPerson() ? terminalApprover() : undefined,
             signal: ctrlC.signal,
             watchStore: store.onWait,
