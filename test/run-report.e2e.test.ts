@@ -156,9 +156,7 @@ describe.skipIf(noChromium !== null)(
       const nodes = await page.$$eval("#graph-path g.node", (groups) =>
         groups.map((group) => group.getAttribute("data-node")),
       );
-      expect(nodes).toEqual(
-        expect.arrayContaining(["__start__", "generator", "executor", "critic", "fixer", "finish", "__end__"]),
-      );
+      expect(nodes).toEqual(["__start__", "generator", "executor", "critic", "fixer", "finish", "__end__"]);
       const taken = await page.$$eval("#graph-path path.edge.taken", (paths) =>
         Object.fromEntries(
           paths.map((path) => [path.getAttribute("data-edge"), Number(path.getAttribute("data-count"))]),
@@ -169,6 +167,26 @@ describe.skipIf(noChromium !== null)(
       expect(taken["critic>generator"]).toBe(1);
       expect(taken["critic>finish"]).toBe(1);
       expect(taken["finish>__end__"]).toBe(1);
+    });
+
+    it("fits the path through the graph on a 1280 px page, and shrinks it on a narrow one", async () => {
+      const fits = () =>
+        page.$eval("#graph-path", (svg) => {
+          const figure = svg.closest("figure")!;
+          return {
+            right: svg.getBoundingClientRect().right,
+            figureRight: figure.getBoundingClientRect().right,
+            pageScrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+          };
+        });
+      for (const width of [1280, 700]) {
+        await page.setViewport({ width, height: 900 });
+        const seen = await fits();
+        expect(seen.right, `at ${width} px`).toBeLessThanOrEqual(seen.figureRight + 0.5);
+        // The page's own tables may be wider than a narrow window; at 1280 px nothing is.
+        if (width === 1280) expect(seen.pageScrolls).toBe(false);
+      }
+      await page.setViewport({ width: 1200, height: 900 });
     });
 
     it("looks like a report in a screenshot: many colours, not one blank page", async () => {

@@ -12,7 +12,14 @@ import {
   ScriptedChatModel,
   type TestIsolation,
 } from "../src/index.js";
-import { detailedAttempts, edgeCounts, type RunStep, renderRunReport, traceRun } from "../src/report/index.js";
+import {
+  detailedAttempts,
+  edgeCounts,
+  type RunStep,
+  renderGraphPath,
+  renderRunReport,
+  traceRun,
+} from "../src/report/index.js";
 import { openRunStore } from "../src/store/index.js";
 import { fence, ranWithArtifacts } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
@@ -174,6 +181,43 @@ describe("a run's report, from its steps", () => {
       "critic>__end__": 1,
     });
     expect(edgeCounts({ path, status: "awaiting approval" }, nodes).has("critic>__end__")).toBe(false);
+  });
+
+  it("draws only the nodes the run visited, in the graph's order, with end last", () => {
+    // The graph's own order puts nodes this run never reached between finish and end.
+    const nodes = [
+      "__start__",
+      "generator",
+      "executor",
+      "critic",
+      "fixer",
+      "candidate",
+      "join",
+      "finish",
+      "approval",
+      "__end__",
+    ];
+    const edges = [
+      { source: "critic", target: "fixer" },
+      { source: "critic", target: "approval" },
+      { source: "fixer", target: "executor" },
+      { source: "critic", target: "finish" },
+    ];
+    const path = ["generator", "executor", "critic", "finish"];
+    const svg = renderGraphPath({ path, status: "passed", graph: { nodes, edges } });
+    expect([...svg.matchAll(/data-node="([^"]+)"/g)].map((match) => match[1])).toEqual([
+      "__start__",
+      "generator",
+      "executor",
+      "critic",
+      "finish",
+      "__end__",
+    ]);
+    // A graph edge between two drawn nodes is drawn dashed; one to a node not drawn is not drawn.
+    expect(svg).toContain('data-edge="critic&gt;finish" data-count="1"');
+    expect(svg).not.toContain('data-edge="critic&gt;fixer"');
+    expect(svg).not.toContain("approval");
+    expect(svg).toMatch(/<svg id="graph-path" [^>]*width="828" height="[0-9]+" style="max-width:100%;height:auto"/);
   });
 
   it("details every attempt of a short run, and only the first 5 and last 15 of a long one", () => {
