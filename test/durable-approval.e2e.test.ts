@@ -115,15 +115,16 @@ describe("approval in a terminal", () => {
   });
   afterAll(() => stub.close());
 
-  it("shows each program and takes approve or reject-with-reason from the keyboard", async () => {
+  it("shows each program and takes approve or reject-with-reason from the keyboard, as single keys", async () => {
     const db = join(scratchDir("tty"), "runs.db");
     const question = "decide later (q)? ";
+    // A key with no Enter; then `r` with the reason typed straight on, before its prompt shows.
     const result = await runInTerminal(
       ["run", "Print a line.", "--approve", "--db", db, "--sandbox", "process"],
       [
-        { after: question, type: "r\n" },
-        { after: "reason (the fixer gets it like an error): ", type: "not this one\n" },
-        { after: question, type: "a\n" },
+        { after: question, type: "x" },
+        { after: "press a, r, e or q", type: "rnot this one\r" },
+        { after: "the changes since attempt 1:", type: "a" },
       ],
       { env: { OPENAI_BASE_URL: stub.url } },
     );

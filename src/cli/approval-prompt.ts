@@ -119,6 +119,50 @@ class AnswerReader {
     return new Promise((resolve) => (this.waiting = resolve));
   }
 
+  /**
+   * One key, without Enter, on a terminal (the question reads like single keys, and `r` then the
+   * reason typed straight on must reach the reason); a line elsewhere, as piped answers are lines.
+   * What was typed after the key is left for the next question; an Enter on its own is ignored.
+   */
+  async askKey(question: string): Promise<string | undefined> {
+    const input = this.io.input as NodeJS.ReadStream;
+    if (!input.isTTY || typeof input.setRawMode !== "function") return this.ask(question);
+    if (this.ended) return undefined;
+    this.pause();
+    this.io.output.write(question);
+    return new Promise((resolve) => {
+      const done = (answer: string | undefined) => {
+        input.off("data", onData);
+        input.setRawMode(false);
+        input.pause();
+        this.waiting = undefined;
+        resolve(answer);
+      };
+      const onData = (chunk: Buffer | string) => {
+        const typed = chunk.toString();
+        const key = typed.replace(/^[\r\n]+/, "")[0];
+        if (key === undefined) return;
+        if (key === "\x03" || key === "\x04") {
+          // Ctrl-C stops the run; Ctrl-D leaves it waiting, as the end of the input does.
+          this.interrupted = key === "\x03";
+          this.ended = true;
+          this.io.output.write("\n");
+          return done(undefined);
+        }
+        this.io.output.write(`${/^[\x20-\x7e]$/.test(key) ? key : ""}\n`);
+        done(key);
+        // Put back once this listener is off: a flowing stream hands it straight back to listeners.
+        const rest = typed.slice(typed.indexOf(key) + 1).replace(/^[\r\n]/, "");
+        if (rest) input.unshift(Buffer.from(rest));
+      };
+      // interrupt() (SIGINT from elsewhere) ends the wait as it ends a line's.
+      this.waiting = done;
+      input.setRawMode(true);
+      input.on("data", onData);
+      input.resume();
+    });
+  }
+
   /** Hands the terminal to another program; what was already typed stays queued. */
   pause(): void {
     const rl = this.rl;
@@ -180,7 +224,7 @@ export async function askForApproval(
   context.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     for (;;) {
-      const answer = await answers.ask(
+      const answer = await answers.askKey(
         colors.bold("approve (a), reject with a reason (r), edit in your editor (e), or decide later (q)? "),
       );
       if (answers.interrupted) return "interrupted";
@@ -212,7 +256,7 @@ export async function askForApproval(
         case "later":
           return "later";
         default:
-          say("answer a, r, e or q");
+          say(io.input.isTTY ? "press a, r, e or q" : "answer a, r, e or q");
       }
     }
   } finally {
