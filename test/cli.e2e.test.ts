@@ -200,7 +200,9 @@ describe("selfheal run against an OpenAI-compatible server", () => {
     );
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(`model stub-model at ${stub.url}`);
-    expect(result.stderr).toMatch(/^✗ attempt 1 {2}AssertionError/m);
+    expect(result.stderr).toMatch(
+      /^✗ attempt 1 {2}AssertionError: failed check at line \d+: inc\(1\) returned 3, expected 2 {2}\(/m,
+    );
     expect(result.stderr).toMatch(/^✓ attempt 2 {2}passed/m);
     expect(result.stderr).toContain(
       "\n✓ passed after 2 attempts  375 tokens (320 in, 55 out), 2 model calls; tests in their own process\n",

@@ -216,6 +216,48 @@ describe("ProgressReporter off a terminal", () => {
   });
 });
 
+describe("the line a failed check ends its attempt in", () => {
+  const sandbox = createSandbox({ kind: "process" });
+  afterAll(() => sandbox.close());
+
+  /** A real run of a wrong program against its tests, streamed into a reporter; the attempt's line. */
+  async function attemptLine(language: "python" | "javascript", program: string, tests: string) {
+    const { reporter, text } = plainReporter();
+    const model = new ScriptedChatModel([fence(program, language)]);
+    const stream = await createAgent({ model, sandbox }).stream(
+      { task: "Write the function.", language, tests },
+      { context: { maxAttempts: 1 }, streamMode: "updates" },
+    );
+    for await (const chunk of stream)
+      for (const [node, update] of Object.entries(chunk)) reporter.update(node, update as AgentUpdate);
+    return text()
+      .split("\n")
+      .find((line) => line.startsWith("✗ attempt 1"));
+  }
+
+  it("says what a bare Python assert computed and wanted, where its message is empty", async () => {
+    const line = await attemptLine(
+      "python",
+      "def count_vowels(word):\n    return 0",
+      'word = "aeiou"\nassert count_vowels(word) == 5\n',
+    );
+    expect(line).toMatch(
+      /^✗ attempt 1 {2}AssertionError: failed check at line \d+: count_vowels\(word\) returned 0, expected 5 \(where word is 'aeiou'\) {2}\(\d+ ms, \d+ tokens so far\)$/,
+    );
+  });
+
+  it("says what a node:assert check computed and wanted, not the first of its message's lines", async () => {
+    const line = await attemptLine(
+      "javascript",
+      "function countVowels(word) {\n  return 0;\n}",
+      'const assert = require("node:assert");\nassert.strictEqual(countVowels("aeiou"), 5);\n',
+    );
+    expect(line).toMatch(
+      /^✗ attempt 1 {2}AssertionError: failed check at line \d+: countVowels\("aeiou"\) returned 0, expected 5 {2}\(\d+ ms, \d+ tokens so far\)$/,
+    );
+  });
+});
+
 describe("the last line of a run with tests", () => {
   const sandbox = createSandbox({ kind: "process" });
   afterAll(() => sandbox.close());

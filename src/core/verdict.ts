@@ -1,4 +1,5 @@
 import type { TestIsolation } from "./run-result.js";
+import { describeCheck } from "./runtime-values-text.js";
 import type { Critique, Execution } from "./state.js";
 
 /**
@@ -41,6 +42,7 @@ export type RunEvidence = Pick<
   | "failedInTests"
   | "testsCompleted"
   | "exitCalls"
+  | "values"
 >;
 
 export interface VerdictEvidence {
@@ -49,6 +51,18 @@ export interface VerdictEvidence {
   hasTests: boolean;
   /** Findings against this attempt, in the order raised; the first fails a run that was otherwise clean. */
   findings?: readonly VerdictFinding[];
+}
+
+/**
+ * The one line a raised error comes to: a failed check says what was computed and what was wanted
+ * (a bare `assert` has no message at all), and a message of several lines (node:assert's) is
+ * joined into one.
+ */
+function errorHeadline(run: RunEvidence, assertion: boolean): string {
+  const error = run.error!;
+  if (assertion && run.values?.assertion) return `${error.type}: ${describeCheck(run.values.assertion)}`;
+  const message = error.message.replace(/\s*\n\s*/g, " ").trim();
+  return message ? `${error.type}: ${message}` : error.type;
 }
 
 function failed(failure: Failure, summary: string, diagnosis: string): Judgement {
@@ -121,11 +135,7 @@ export function judgeExecution(run: RunEvidence, hasTests: boolean): Judgement {
       : assertion
         ? `An assertion failed${at}: the program computes a wrong result for that case. Fix the logic, not the check, unless the check contradicts the task.`
         : `Raised${at}.`;
-    return failed(
-      { type: run.error.type, message: run.error.message },
-      `${run.error.type}: ${run.error.message}`,
-      diagnosis,
-    );
+    return failed({ type: run.error.type, message: run.error.message }, errorHeadline(run, assertion), diagnosis);
   }
   if (run.status === "killed") {
     return failed(

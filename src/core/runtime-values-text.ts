@@ -1,4 +1,4 @@
-import type { FailedCheck, RuntimeValues, ValuePart } from "../../core/runtime-values.js";
+import type { FailedCheck, RuntimeValues, ValuePart } from "./runtime-values.js";
 
 /** Python's comparison node names as written. */
 const PYTHON_OPS: Record<string, string> = {
@@ -31,7 +31,8 @@ function expectation(computed: ValuePart, wanted: ValuePart): string {
   return `${describePart(computed)}, expected ${wanted.value ?? wanted.expr}`;
 }
 
-function describeCheck(check: FailedCheck): string {
+/** `failed check at line 12: count_vowels(word) returned 0, expected 5`: the one line a failed check comes to. */
+export function describeCheck(check: FailedCheck): string {
   const operands = check.parts.filter((part) => !part.role.startsWith("argument"));
   const where = check.parts
     .filter((part) => part.role.startsWith("argument") && part.value !== undefined && !isLiteral(part))
