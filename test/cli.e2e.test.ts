@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_FIXED_CODE } from "../src/cli/demo-model.js";
@@ -144,13 +144,55 @@ describe("selfheal run: usage and configuration errors exit 2", () => {
     const result = await runCli(["run", "x", "--max-attempts", "x"], { env: { OPENAI_API_KEY: "k" } });
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(
-      "error: option '--max-attempts <n>' argument 'x' is invalid. expected a whole number\n(see `selfheal run --help`)\n",
+      'selfheal: --max-attempts must be a whole number (got "x") (see `selfheal run --help`)\n',
     );
     const unknown = await runCli(["rnu"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/^error: unknown command 'rnu'/);
-    expect(unknown.stderr).toContain("(see `selfheal --help`)");
-    expect(unknown.stderr).not.toContain("Commands:");
+    expect(unknown.stderr).toBe("selfheal: unknown command 'rnu' (Did you mean run?) (see `selfheal --help`)\n");
+  });
+
+  it("says every usage error in one style, one line, exit 2, whoever found it", async () => {
+    const dir = scratchDir("usage");
+    mkdirSync(join(dir, "tests"));
+    const env = { OPENAI_API_KEY: "k" };
+    const cases: Array<[string[], string]> = [
+      // Number("1e1") is 10 and Number("") is 0: neither is a whole number as a person types one.
+      [
+        ["run", "x", "--max-attempts", "1e1"],
+        'selfheal: --max-attempts must be a whole number (got "1e1") (see `selfheal run --help`)',
+      ],
+      [
+        ["run", "x", "--max-attempts", "2.5"],
+        'selfheal: --max-attempts must be a whole number (got "2.5") (see `selfheal run --help`)',
+      ],
+      [
+        ["run", "x", "--timeout", ""],
+        'selfheal: --timeout must be a whole number (got "") (see `selfheal run --help`)',
+      ],
+      [["run", "x", "--max-attempts"], "selfheal: --max-attempts needs a value (see `selfheal run --help`)"],
+      [
+        ["run", "x", "--sandbox", "nope"],
+        'selfheal: --sandbox must be one of auto, bwrap, process, container, gvisor (got "nope") (see `selfheal run --help`)',
+      ],
+      [["run"], "selfheal: missing required argument 'task' (see `selfheal run --help`)"],
+      [["run", "x", "--bogus"], "selfheal: unknown option '--bogus' (see `selfheal run --help`)"],
+      [
+        ["run", "x", "-l", "cobol"],
+        'selfheal: --language must be one of python, javascript (got "cobol") (see `selfheal run --help`)',
+      ],
+      [
+        ["runs", "--limit", "0x10"],
+        'selfheal: --limit must be a whole number of at least 1 (got "0x10") (see `selfheal runs --help`)',
+      ],
+      [["run", "x", "--max-attempts", "0"], "selfheal: --max-attempts must be at least 1 (got 0)"],
+      [["run", "x", "--tests", join(dir, "tests")], `selfheal: --tests ${join(dir, "tests")} is a folder; give a file`],
+      [["run", "x", "--tests", join(dir, "none.py")], `selfheal: --tests ${join(dir, "none.py")}: no such file`],
+      [["run", "x", "--input", join(dir, "none.csv")], `selfheal: --input ${join(dir, "none.csv")}: no such file`],
+    ];
+    for (const [args, line] of cases) {
+      const result = await runCli(args, { env, cwd: dir });
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 2, stderr: `${line}\n` });
+    }
   });
 
   it("prints the package's version", async () => {

@@ -38,7 +38,7 @@ describe("configuration errors up front", () => {
     });
     expect(result.code).toBe(2);
     expect(result.stderr.trim()).toBe(
-      `selfheal: --input: input data: ${join(dir, "data")} is a directory; give a file (one --input per file)`,
+      `selfheal: --input ${join(dir, "data")} is a folder; give a file (one --input per file)`,
     );
     expect(existsSync(db)).toBe(false);
   });

@@ -60,7 +60,12 @@ describe("the run input of a data task", () => {
 describe("loading inputs", () => {
   it("says which input file is missing", async () => {
     const loaded = await loadInputs({ "sales.csv": { path: "/nonexistent/sales.csv" } }, 1000);
-    expect(loaded).toEqual({ ok: false, reason: "input sales.csv: no such file: /nonexistent/sales.csv" });
+    expect(loaded).toEqual({ ok: false, reason: "input /nonexistent/sales.csv: no such file" });
+    // An input named apart from its file names both.
+    expect(await loadInputs({ "sales.csv": { path: "/nonexistent/2024.csv" } }, 1000)).toEqual({
+      ok: false,
+      reason: "input sales.csv (/nonexistent/2024.csv): no such file",
+    });
   });
 
   it("refuses inputs over the size limit without reading them", async () => {

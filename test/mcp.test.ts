@@ -90,7 +90,7 @@ describe("the MCP tools", () => {
     const { client } = await connect(model);
     const result = await solve(client, { task: "Sum a.csv.", inputs: { "a.csv": { path: "/no/such/a.csv" } } });
     expect(result.isError).toBe(true);
-    expect(textOf(result)).toMatch(/^inputs: .*a\.csv/);
+    expect(textOf(result)).toBe("input /no/such/a.csv: no such file");
     expect(model.prompts).toHaveLength(0);
   });
 

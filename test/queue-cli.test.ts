@@ -73,7 +73,7 @@ describe("where the queue lives", () => {
 describe("selfheal worker's intervals", () => {
   it("refuses to poll faster than pg-boss allows, and a heartbeat of no time at all", () => {
     expect(secondsAtLeast(0.5)("2")).toBe(2);
-    expect(() => secondsAtLeast(0.5)("0.1")).toThrow("expected a number of seconds, at least 0.5");
+    expect(() => secondsAtLeast(0.5)("0.1")).toThrow("must be a number of seconds, at least 0.5");
     expect(() => secondsAtLeast(0.1)("0")).toThrow("at least 0.1");
     expect(() => secondsAtLeast(0.1)("soon")).toThrow("at least 0.1");
   });

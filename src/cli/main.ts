@@ -13,14 +13,27 @@ export function packageVersion(): string {
 }
 
 /**
- * A usage error is one line and a pointer to the help of the command it came from, not the
- * whole help: the message is what a person needs to read, and it would scroll away.
+ * A usage error from commander in the CLI's own style: one line, `selfheal: ` and the message, an
+ * invalid value said as `--flag must be ... (got X)`, as the settings say theirs, and a pointer to
+ * the help of the command it came from (not the whole help, which would scroll the message away).
  */
+export function usageLine(commanderText: string, helpCommand: string): string {
+  const message = commanderText.replace(/^error:\s*/, "").trim();
+  // commander names an option by all its flags and its value (`-l, --language <lang>`): the long one says it.
+  const flag = (flags: string) => flags.split(/[\s,|]+/).find((word) => word.startsWith("--")) ?? flags;
+  const invalid = /^option '([^']*)' argument '([\s\S]*)' is invalid\. ([\s\S]*)$/.exec(message);
+  const missing = /^option '([^']*)' argument missing$/.exec(message);
+  const said = invalid
+    ? `${flag(invalid[1]!)} ${invalid[3]!.replace(/^Allowed choices are ([\s\S]*?)\.?$/, "must be one of $1")} (got ${JSON.stringify(invalid[2])})`
+    : missing
+      ? `${flag(missing[1]!)} needs a value`
+      : message;
+  return `${said.replace(/\s*\n\s*/g, " ")} (see \`${helpCommand} --help\`)`;
+}
+
 function pointToHelp(command: Command, path: string): void {
   const red = colorsFor(terminalStyle(process.stderr)).red;
-  command
-    .showHelpAfterError(`(see \`${path} --help\`)`)
-    .configureOutput({ outputError: (text, write) => write(text.replace(/^error:/, red("error:"))) });
+  command.configureOutput({ outputError: (text, write) => write(`${red("selfheal:")} ${usageLine(text, path)}\n`) });
   for (const sub of command.commands) pointToHelp(sub, `${path} ${sub.name()}`);
 }
 

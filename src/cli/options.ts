@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import {
@@ -14,6 +15,7 @@ import {
   type SettingsInput,
   SettingsSchema,
   STRATEGIES,
+  UsageError,
 } from "../settings.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
@@ -38,32 +40,43 @@ export interface SettingFlags {
   storeWait?: number;
 }
 
-export function positiveInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a whole number of at least 1");
+/**
+ * A whole number as a person types one: digits, with a sign at most. `Number()` alone also takes
+ * `1e1`, `0x10`, ` 5 ` and the empty string (0), so `--max-attempts 1e1` ran ten attempts while
+ * `2.5` was refused.
+ */
+function wholeNumber(value: string, atLeast?: number): number {
+  const parsed = /^[+-]?\d+$/.test(value) ? Number(value) : Number.NaN;
+  const wanted = atLeast === undefined ? "a whole number" : `a whole number of at least ${atLeast}`;
+  if (!Number.isSafeInteger(parsed) || (atLeast !== undefined && parsed < atLeast))
+    throw new InvalidArgumentError(`must be ${wanted}`);
   return parsed;
 }
+
+export const positiveInteger = (value: string): number => wholeNumber(value, 1);
+export const nonNegativeInteger = (value: string): number => wholeNumber(value, 0);
+export const integer = (value: string): number => wholeNumber(value);
 
 /** A parser for a number of seconds no smaller than `min` (pg-boss polls at most every 0.5 s). */
 export function secondsAtLeast(min: number): (value: string) => number {
   return (value) => {
-    const parsed = Number(value);
-    if (!Number.isFinite(parsed) || parsed < min)
-      throw new InvalidArgumentError(`expected a number of seconds, at least ${min}`);
+    const parsed = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
+    if (!(parsed >= min)) throw new InvalidArgumentError(`must be a number of seconds, at least ${min}`);
     return parsed;
   };
 }
 
-export function nonNegativeInteger(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError("expected a whole number of at least 0");
-  return parsed;
-}
-
-export function integer(value: string): number {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed)) throw new InvalidArgumentError("expected a whole number");
-  return parsed;
+/**
+ * The text of a file a flag names, or a usage error that says what is wrong with the path: not
+ * there, a folder, or unreadable.
+ */
+export async function readFlagFile(flag: string, path: string): Promise<string> {
+  const info = await stat(path).catch(() => undefined);
+  if (!info) throw new UsageError(`${flag} ${path}: no such file`);
+  if (info.isDirectory()) throw new UsageError(`${flag} ${path} is a folder; give a file`);
+  return readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => {
+    throw new UsageError(`${flag} ${path}: cannot read it (${error.code ?? error.message})`);
+  });
 }
 
 /**

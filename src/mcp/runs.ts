@@ -119,7 +119,7 @@ export class McpRuns {
       artifactsDir: artifactsFolder(this.store.location),
     });
     const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
-    if (!inputs.ok) throw new UsageError(`inputs: ${inputs.reason}`);
+    if (!inputs.ok) throw new UsageError(inputs.reason);
     this.checkModel();
     await checkSandbox({ kind: settings.sandbox, languages: [input.language] });
     const threadId = given.threadId ?? randomUUID();

@@ -1,5 +1,5 @@
 import { readFile, stat } from "node:fs/promises";
-import { resolve } from "node:path";
+import { basename, resolve } from "node:path";
 
 import { type InputSource, mediaTypeOf, pathInsideWorkDir } from "../core/data-files.js";
 import type { InputFile } from "../sandbox/types.js";
@@ -46,12 +46,10 @@ export async function loadInputs(
     if ("content" in source) bytes = Buffer.byteLength(source.content);
     else {
       const info = await stat(resolve(cwd, source.path)).catch(() => null);
-      if (info?.isDirectory())
-        return {
-          ok: false,
-          reason: `input ${name}: ${source.path} is a directory; give a file (one --input per file)`,
-        };
-      if (!info?.isFile()) return { ok: false, reason: `input ${name}: no such file: ${source.path}` };
+      // The path alone says which input it is, unless the input is named apart from its file.
+      const input = basename(source.path) === name ? `input ${source.path}` : `input ${name} (${source.path})`;
+      if (info?.isDirectory()) return { ok: false, reason: `${input} is a folder; give a file (one --input per file)` };
+      if (!info?.isFile()) return { ok: false, reason: `${input}: no such file` };
       bytes = info.size;
     }
     total += bytes;

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { Command as GraphCommand, type StateSnapshot } from "@langchain/langgraph";
 import type { Command } from "commander";
 import {
@@ -27,6 +26,7 @@ import {
   addSettingOptions,
   type ModelCallFlags,
   modelCallsFromFlags,
+  readFlagFile,
   type SettingFlags,
   settingsWithFlags,
 } from "../options.js";
@@ -68,9 +68,7 @@ async function decisionFromFlags(flags: ResumeFlags): Promise<ApprovalDecision |
     return parsed.data;
   }
   if (flags.edit !== undefined) {
-    const code = await readFile(flags.edit, "utf8").catch(() => {
-      throw new UsageError(`--edit: cannot read ${flags.edit}`);
-    });
+    const code = await readFlagFile("--edit", flags.edit);
     const parsed = ApprovalDecisionSchema.safeParse({ action: "edit", code });
     if (!parsed.success) throw new UsageError(`--edit: ${flags.edit} is empty`);
     return parsed.data;

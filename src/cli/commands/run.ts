@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { basename, resolve } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { type Command, Option } from "commander";
@@ -26,6 +25,7 @@ import {
   type ModelCallFlags,
   modelCallsFromFlags,
   packagesFromFlags,
+  readFlagFile,
   type SettingFlags,
   settingsWithFlags,
 } from "../options.js";
@@ -92,11 +92,7 @@ export interface ScriptedRun {
 
 /** `selfheal run` and `selfheal demo`: a new run in a new (or named) thread, checkpointed at every step. */
 export async function startRun(task: string, flags: RunFlags, scripted?: ScriptedRun): Promise<number> {
-  const tests = flags.tests
-    ? await readFile(flags.tests, "utf8").catch(() => {
-        throw new UsageError(`--tests: cannot read ${flags.tests}`);
-      })
-    : undefined;
+  const tests = flags.tests ? await readFlagFile("--tests", flags.tests) : undefined;
   const input = validateInput({
     task,
     language: flags.language,
@@ -115,7 +111,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
   );
   // A missing or oversized input is a usage error now, not a failed run after a model call.
   const inputs = await loadInputs(input.inputs ?? {}, flagged.maxInputBytes);
-  if (!inputs.ok) throw new UsageError(`--input: ${inputs.reason}`);
+  if (!inputs.ok) throw new UsageError(inputs.reason.replace(/^input /, "--input "));
   if (flags.artifacts) checkArtifactsDir(flags.artifacts);
   // A replay answers from its folder: no model is built.
   const modelCalls = modelCallsFromFlags(flags);

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
 import { z } from "zod";
 import { formatIssues, LANGUAGES, RunInputSchema, type Settings } from "../../index.js";
@@ -11,6 +10,7 @@ import {
   integer,
   nonNegativeInteger,
   positiveInteger,
+  readFlagFile,
   type SettingFlags,
   settingsWithFlags,
 } from "../options.js";
@@ -59,20 +59,14 @@ export function parseTaskLines(text: string, file: string): SubmittedTask[] {
 async function tasksFromFlags(task: string | undefined, flags: SubmitFlags): Promise<SubmittedTask[]> {
   if (task && flags.file) throw new UsageError("give a task or --file, not both");
   if (flags.file) {
-    const text = await readFile(flags.file, "utf8").catch(() => {
-      throw new UsageError(`--file: cannot read ${flags.file}`);
-    });
+    const text = await readFlagFile("--file", flags.file);
     const tasks = parseTaskLines(text, flags.file);
     if (tasks.length === 0) throw new UsageError(`--file: ${flags.file} has no tasks`);
     if (flags.thread) throw new UsageError("--thread names one run: give each line of --file a thread instead");
     return tasks.map((line) => ({ ...line, priority: line.priority ?? flags.priority }));
   }
   if (!task) throw new UsageError("give a task, or --file with one JSON task per line");
-  const tests = flags.tests
-    ? await readFile(flags.tests, "utf8").catch(() => {
-        throw new UsageError(`--tests: cannot read ${flags.tests}`);
-      })
-    : undefined;
+  const tests = flags.tests ? await readFlagFile("--tests", flags.tests) : undefined;
   const parsed = SubmittedTaskSchema.safeParse({
     task,
     language: flags.language,
