@@ -85,12 +85,40 @@ describe("selfheal report", () => {
     const report = await runCli(["report", threadId, "--out", later, "--open"], {
       cwd: dir,
       // An empty PATH: no xdg-open to find (the CLI itself starts from process.execPath).
-      env: { PATH: scratchDir("empty-path") },
+      env: { PATH: scratchDir("empty-path"), DISPLAY: ":0" },
     });
     expect(report.code).toBe(0);
     expect(report.stderr).toContain(`wrote the report of ${threadId} to ${later}`);
     expect(report.stderr).toMatch(/cannot open it here: xdg-open is not installed/);
     expect(readFileSync(later, "utf8").match(/<tr class="attempt-row/g)).toHaveLength(2);
+
+    // xdg-open there, but no display to open on: said, not left to xdg-open to fail unseen.
+    const bin = scratchDir("bin");
+    const opened = join(dir, "opened.txt");
+    const opener = (exitCode: number) =>
+      writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\necho "$1" > ${opened}\nexit ${exitCode}\n`, { mode: 0o755 });
+    opener(0);
+    const path = `${bin}:${process.env.PATH}`;
+    const headless = await runCli(["report", threadId, "--out", later, "--open"], { cwd: dir, env: { PATH: path } });
+    expect(headless.code).toBe(0);
+    expect(headless.stderr).toContain(
+      `selfheal: cannot open it here: there is no display ($DISPLAY and $WAYLAND_DISPLAY are unset); open ${later} in a browser\n`,
+    );
+    expect(existsSync(opened)).toBe(false);
+    // A display: xdg-open gets the file; when it fails, its exit code is said.
+    const shown = await runCli(["report", threadId, "--out", later, "--open"], {
+      cwd: dir,
+      env: { PATH: path, DISPLAY: ":0" },
+    });
+    expect(shown.stderr).not.toMatch(/open/);
+    expect(readFileSync(opened, "utf8")).toBe(`${later}\n`);
+    opener(3);
+    const failing = await runCli(["report", threadId, "--out", later, "--open"], {
+      cwd: dir,
+      env: { PATH: path, DISPLAY: ":0" },
+    });
+    expect(failing.code).toBe(0);
+    expect(failing.stderr).toContain(`selfheal: xdg-open could not open ${later} (exit code 3)\n`);
   });
 
   it("writes the report of a fork made by resume --from --report, starting from the copied checkpoint", async () => {
@@ -195,6 +223,14 @@ describe("selfheal run: usage and configuration errors exit 2", () => {
     }
   });
 
+  it("says in the help of run how to point it at a model", async () => {
+    const help = await runCli(["run", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("OPENAI_API_KEY=sk-...");
+    expect(help.stdout).toContain("OPENAI_BASE_URL=http://localhost:11434/v1");
+    expect(help.stdout).toContain("selfheal demo");
+  });
+
   it("prints the package's version", async () => {
     const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
     const result = await runCli(["--version"]);
@@ -242,6 +278,10 @@ describe("selfheal run against an OpenAI-compatible server", () => {
     );
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(`model stub-model at ${stub.url}`);
+    // Which sandbox ran the programs, the one auto picked.
+    expect(result.stderr).toMatch(
+      /^sandbox bwrap \(picked by auto\): memory, processes, cpu, disk, syscalls limited for the whole run$/m,
+    );
     expect(result.stderr).toMatch(
       /^✗ attempt 1 {2}AssertionError: failed check at line \d+: inc\(1\) returned 3, expected 2 {2}\(/m,
     );

@@ -147,6 +147,23 @@ describe("an LLM review that cannot be had is never a pass", () => {
     expect(result.resumeFrom).toBe("critic");
   });
 
+  it("books a review call whose answer is JSON but no review, and says in one line what it lacks", async () => {
+    const reviewer = await server(() => ({
+      content: JSON.stringify({ verdict: "approve" }),
+      usage: { prompt_tokens: 70, completion_tokens: 6 },
+    }));
+    const agent = await agentWithReviewerAt(reviewer.url);
+    const result = await agent.invoke({ task }, { context: parseSettings({ llmReview: true }) });
+    expect(result.status).toBe("model_error");
+    expect(result.reason).toBe(
+      "The critic model call returned no readable review (LLM review): passed: Invalid input: expected boolean, received undefined; reasons: Invalid input: expected array, received undefined; fixHint: Invalid input: expected string, received undefined",
+    );
+    expect(reviewer.requests).toHaveLength(1);
+    expect(result.usage.byNode.critic).toMatchObject({ outputTokens: 0, calls: 1 });
+    expect(result.usage.byNode.critic?.inputTokens).toBeGreaterThan(50);
+    expect(result.usage.calls).toBe(2);
+  });
+
   it("ends as budget_exhausted, not passed, when no budget is left for the review", async () => {
     const reviewer = await server(() => ({ content: approval }));
     const agent = await agentWithReviewerAt(reviewer.url, {

@@ -87,6 +87,44 @@ describe("ProgressReporter off a terminal", () => {
     expect(text()).toContain("candidates: 2 of 3 candidates print the same");
   });
 
+  it("keeps a candidate's traceback in one block while the others print at the same time", () => {
+    const { reporter, text } = plainReporter();
+    const line = (candidate: number, stream: "stdout" | "stderr", text: string) =>
+      reporter.output({ kind: "output", attempt: 1, stream, line: text, candidate });
+    line(0, "stderr", "Traceback (most recent call last):");
+    line(1, "stdout", "started");
+    line(0, "stderr", '  File "main.py", line 2');
+    line(1, "stderr", "Traceback (most recent call last):");
+    line(0, "stderr", "KeyError: 'bob'");
+    line(1, "stderr", "ZeroDivisionError: division by zero");
+    reporter.update("candidate", {});
+    expect(text().split("\n").slice(0, 6)).toEqual([
+      "    │ #2 started",
+      "    ! #1 Traceback (most recent call last):",
+      '    ! #1   File "main.py", line 2',
+      "    ! #1 KeyError: 'bob'",
+      "    ! #2 Traceback (most recent call last):",
+      "    ! #2 ZeroDivisionError: division by zero",
+    ]);
+  });
+
+  it("speaks of the candidates' agreement only when their round is the one the run ended in", () => {
+    const choice = {
+      round: 1,
+      size: 3,
+      chosen: 0,
+      passed: 0,
+      groups: [],
+      agreement: "3 of 3 candidates print the same",
+    };
+    const repaired = plainReporter();
+    repaired.reporter.finished(finalState({ attempt: 2, candidateChoice: choice }));
+    expect(repaired.text()).not.toContain("candidates:");
+    const lastRound = plainReporter();
+    lastRound.reporter.finished(finalState({ attempt: 1, candidateChoice: choice }));
+    expect(lastRound.text()).toContain("candidates: 3 of 3 candidates print the same");
+  });
+
   it("writes no escape codes when stderr is not a terminal, even though stdout may be", () => {
     const { reporter, text } = plainReporter(terminalStyle({ isTTY: false }, { TERM: "xterm-256color" }));
     twoAttempts(reporter);

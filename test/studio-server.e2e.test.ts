@@ -140,6 +140,10 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "inputs",
       "expect",
     ]);
+    // LangGraph makes a graph's input schema partial, so the form learns from the description that task is needed.
+    expect(schemas.input_schema?.properties?.task).toMatchObject({
+      description: expect.stringMatching(/^Required\. /),
+    });
     // The kept artifacts are part of the state Studio shows.
     expect(Object.keys(schemas.state_schema?.properties ?? {})).toContain("artifacts");
 
@@ -216,7 +220,11 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "packages",
       "packageInstall",
     ]);
-    for (const [name, setting] of Object.entries(settings)) expect(setting, name).toHaveProperty("default");
+    for (const [name, setting] of Object.entries(settings)) {
+      expect(setting, name).toHaveProperty("default");
+      // Studio shows it beside the field.
+      expect(setting.description, name).toMatch(/^[A-Z].{10,}/);
+    }
     expect(settings).toMatchObject({
       maxAttempts: { type: "integer", default: 4, minimum: 1, maximum: 100 },
       tokenBudget: { type: "integer", default: 40_000, minimum: 1 },

@@ -95,9 +95,18 @@ export function sandboxOption(): Option {
 }
 
 /** No defaults given to commander: an absent flag must stay undefined, so `resume` keeps the run's own setting. */
+/** Where a run's model is set, which no flag says: the help of every command that calls one ends with it. */
+export const MODEL_HELP = `
+Which model answers:
+  OPENAI_API_KEY=sk-...                       OpenAI (the model is --model or $SELFHEAL_MODEL)
+  OPENAI_BASE_URL=http://localhost:11434/v1   any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio)
+  selfheal demo                               a scripted model: no key, no server
+\`selfheal doctor\` says which one a run would call.`;
+
 export function addSettingOptions(command: Command): Command {
   const defaults = settingDefaults();
   return command
+    .addHelpText("after", MODEL_HELP)
     .option("--max-attempts <n>", `programs to execute before giving up (default ${defaults.maxAttempts})`, integer)
     .option("--token-budget <n>", `total tokens the run may spend (default ${defaults.tokenBudget})`, integer)
     .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, integer)

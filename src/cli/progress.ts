@@ -51,6 +51,8 @@ export class ProgressReporter {
   private testIsolation: TestIsolation | undefined;
   /** Modules a missing-module hint was shown for. */
   private readonly hinted = new Set<string>();
+  /** Stderr lines of candidates running at once, held until that candidate is quiet (see `output`). */
+  private readonly held = new Map<number, { lines: OutputEvent[]; timer: NodeJS.Timeout }>();
 
   constructor(options: ReporterOptions = {}) {
     this.stream = options.stream ?? process.stderr;
@@ -98,7 +100,38 @@ export class ProgressReporter {
     }
   }
 
+  /**
+   * A line the program printed. Candidates of a round run at once, so a candidate's stderr lines
+   * are held until it prints to stdout, is quiet for a moment, or a step ends: its traceback then
+   * comes as one block, not cut by the lines of the others.
+   */
   output(event: OutputEvent): void {
+    const candidate = event.candidate;
+    if (candidate === undefined || event.stream === "stdout") {
+      if (candidate !== undefined) this.release(candidate);
+      this.writeOutput(event);
+      return;
+    }
+    const held = this.held.get(candidate) ?? { lines: [], timer: undefined as unknown as NodeJS.Timeout };
+    clearTimeout(held.timer);
+    held.lines.push(event);
+    held.timer = setTimeout(() => this.release(candidate), HOLD_QUIET_MS).unref();
+    this.held.set(candidate, held);
+  }
+
+  private release(candidate: number): void {
+    const held = this.held.get(candidate);
+    if (!held) return;
+    this.held.delete(candidate);
+    clearTimeout(held.timer);
+    for (const line of held.lines) this.writeOutput(line);
+  }
+
+  private releaseAll(): void {
+    for (const candidate of [...this.held.keys()].sort((a, b) => a - b)) this.release(candidate);
+  }
+
+  private writeOutput(event: OutputEvent): void {
     const gutter = event.stream === "stderr" ? this.colors.red("!") : this.colors.dim("│");
     // Candidates of a round print at the same time: each line says whose it is.
     const who = event.candidate === undefined ? "" : `${this.colors.dim(`#${event.candidate + 1}`)} `;
@@ -106,6 +139,7 @@ export class ProgressReporter {
   }
 
   update(node: string, update: AgentUpdate): void {
+    this.releaseAll();
     if (Array.isArray(update.usage)) {
       for (const call of update.usage) this.tokens += call.inputTokens + call.outputTokens;
     }
@@ -165,8 +199,10 @@ export class ProgressReporter {
         `${red("✗")} ${bold(red(`${state.status} after ${attempts}`))}${reason ? `: ${reason}` : ""}  ${usage}`,
       );
     }
-    // Agreement among candidates is the confidence a run without tests can show.
-    if (state.candidateChoice) this.note(`candidates: ${state.candidateChoice.agreement}`);
+    // Agreement among candidates is the confidence a run without tests can show; a round before
+    // the last one no longer speaks for the program the run ended with.
+    if (state.candidateChoice && state.candidateChoice.round === state.attempt)
+      this.note(`candidates: ${state.candidateChoice.agreement}`);
   }
 
   /** A dim rule over the program that goes to stdout, so it stands apart from the progress. */
@@ -176,6 +212,7 @@ export class ProgressReporter {
 
   /** Ends the spinner; call before anything else takes the terminal (a prompt, an editor, the result). */
   stop(): void {
+    this.releaseAll();
     this.activity = undefined;
     this.spinner?.stop();
     clearInterval(this.heartbeat);
@@ -216,6 +253,9 @@ export class ProgressReporter {
     if (spinning) this.spinner?.render();
   }
 }
+
+/** How long a candidate's stderr is held after its last line: a traceback is written in one go. */
+const HOLD_QUIET_MS = 150;
 
 const firstLine = (text: string) => text.split("\n")[0] ?? "";
 

@@ -1,5 +1,5 @@
 import { type Command, Option } from "commander";
-import { describeModelEndpoint, type Settings, UsageError } from "../index.js";
+import { createSandbox, describeModelEndpoint, type SandboxKind, type Settings, UsageError } from "../index.js";
 import {
   describeLocation,
   openRunStore,
@@ -135,6 +135,29 @@ export function describeModel(
     settings.criticModel && settings.criticModel !== settings.model ? `critic ${settings.criticModel}` : "",
   ].filter(Boolean);
   return `model ${describeModelEndpoint(`${settings.model}${others.length ? ` (${others.join(", ")})` : ""}`, env)}`;
+}
+
+const LIMITS = ["memory", "processes", "cpu", "disk", "syscalls"] as const;
+
+/**
+ * The progress line that says which sandbox runs the programs (the one `auto` picked, too) and how
+ * far its limits hold; `selfheal doctor` shows by what.
+ */
+export async function describeSandboxChoice(kind: SandboxKind): Promise<string> {
+  const sandbox = createSandbox({ kind, prewarm: false });
+  try {
+    const isolation = sandbox.describe();
+    const scoped = (scope: "run" | "process" | "none") => LIMITS.filter((name) => isolation[name].scope === scope);
+    const [whole, perProcess, none] = [scoped("run"), scoped("process"), scoped("none")];
+    const held = [
+      whole.length > 0 ? `${whole.join(", ")} limited for the whole run` : "",
+      perProcess.length > 0 ? `${perProcess.join(", ")} per process` : "",
+      none.length > 0 ? `nothing limits ${none.join(", ")}` : "",
+    ].filter(Boolean);
+    return `sandbox ${isolation.kind}${kind === "auto" ? " (picked by auto)" : ""}: ${held.join("; ")}`;
+  } finally {
+    await sandbox.close();
+  }
 }
 
 /** The progress lines that say where a run's model answers come from: the model and its server, or a recording. */

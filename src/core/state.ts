@@ -132,7 +132,9 @@ export const RunInputSchema = z.object({
     .string({ error: "task must be a string" })
     .trim()
     .min(1, "task must not be empty")
-    .describe("What the program must do"),
+    // Studio's form shows every input field as optional (LangGraph makes a graph's input schema
+    // partial), so the description says what the form cannot.
+    .describe("Required. What the program must do, in plain words"),
   /** Language the program is written in. */
   language: z
     .enum(LANGUAGES, { error: `language must be one of: ${LANGUAGES.join(", ")}` })

@@ -16,7 +16,7 @@ import { planPromptCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { describeError, describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
 import { invokeWithinLimits } from "../tools/models.js";
-import { countTokens } from "../tools/tokens.js";
+import { countTokens, messageText } from "../tools/tokens.js";
 import { artifactObjections, proposedArtifacts } from "./artifact-check.js";
 import { buildReviewPrompt, type Review, ReviewSchema } from "./critic.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
@@ -44,6 +44,32 @@ function isUnreadableReview(error: unknown): boolean {
     error instanceof Error &&
     (error instanceof SyntaxError || /ZodError$/.test(error.name) || error.name === "OutputParserException")
   );
+}
+
+/**
+ * A review call that was answered, but not with a review: the call is booked (it was made and
+ * answered), and the reason says in one line what the answer lacks.
+ */
+function unreadableReview(problem: unknown, usage: ModelCallUsage): ReviewOutcome {
+  const issues = (problem as { issues?: unknown } | null)?.issues;
+  const detail = Array.isArray(issues)
+    ? issues
+        .map(
+          (issue: { path?: unknown[]; message?: string }) =>
+            `${issue.path?.join(".") || "the reply"}: ${issue.message}`,
+        )
+        .join("; ")
+    : typeof problem === "string"
+      ? problem
+      : describeError(problem);
+  return {
+    stop: {
+      status: "model_error",
+      reason: `The critic model call returned no readable review (LLM review): ${detail}`,
+      resumeFrom: "critic",
+      usage: [usage],
+    },
+  };
 }
 
 async function reviewWithModel(
@@ -77,18 +103,19 @@ async function reviewWithModel(
     )) as { raw?: AIMessage; parsed?: Review } | Review;
     const parsed = "parsed" in result ? result.parsed : (result as Review);
     const raw = "raw" in result ? result.raw : undefined;
-    const review = ReviewSchema.parse(parsed);
     const reported = raw?.usage_metadata;
     // Some OpenAI-compatible servers send zero usage, which the client turns into empty fields.
-    const usage =
+    const usage: ModelCallUsage =
       reported && reported.input_tokens + reported.output_tokens > 0
         ? { node: "critic", inputTokens: reported.input_tokens, outputTokens: reported.output_tokens }
         : {
             node: "critic",
             inputTokens: await plan.promptTokens(),
-            outputTokens: await countTokens(JSON.stringify(review)),
+            outputTokens: await countTokens(raw ? messageText(raw) : JSON.stringify(parsed ?? "")),
           };
-    return { review, usage };
+    const review = ReviewSchema.safeParse(parsed);
+    if (review.success) return { review: review.data, usage };
+    return unreadableReview(parsed == null ? "the reply is not JSON in the review's schema" : review.error, usage);
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;
     // Garbage is a model fault too, not a rejection: failing the attempt would send a program that
@@ -96,10 +123,18 @@ async function reviewWithModel(
     // reviewer. model_error says who failed, keeps the checkpoint, and resume asks again (with
     // another criticModel if this one cannot answer in the schema).
     // An unreadable review is the model's answer, not the server's fault: its own error says most.
-    const reason = isUnreadableReview(error)
-      ? `returned no readable review (LLM review): ${describeError(error)}`
-      : `failed (LLM review): ${describeModelFailure(error, { endpoint: modelEndpoint(model), timeoutMs: settings.modelTimeoutMs })}`;
-    return { stop: { status: "model_error", reason: `The critic model call ${reason}`, resumeFrom: "critic" } };
+    if (isUnreadableReview(error)) {
+      // The client threw the reply away when it did not parse: its prompt is counted, its answer cannot be.
+      return unreadableReview(error, { node: "critic", inputTokens: await plan.promptTokens(), outputTokens: 0 });
+    }
+    const reason = describeModelFailure(error, { endpoint: modelEndpoint(model), timeoutMs: settings.modelTimeoutMs });
+    return {
+      stop: {
+        status: "model_error",
+        reason: `The critic model call failed (LLM review): ${reason}`,
+        resumeFrom: "critic",
+      },
+    };
   }
 }
 
@@ -142,7 +177,7 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
         settings,
         runtime.signal,
       );
-      // Nothing of this attempt is booked yet, so resuming at the critic judges it once, not twice.
+      // Only the review call itself is booked, so resuming at the critic judges the attempt once, not twice.
       if ("stop" in outcome) return outcome.stop;
       usage.push(outcome.usage);
       if (!outcome.review.passed) {

@@ -60,20 +60,39 @@ export async function reportAtEnd(store: RunStore, threadId: string, out: string
   if (await writeRunReport(store, threadId, out)) process.stderr.write(`selfheal: wrote the run report to ${out}\n`);
 }
 
+/** How long a viewer that has not exited yet gets to fail before it counts as opened. */
+const VIEWER_GRACE_MS = 3_000;
+
 /**
- * Opens a file in the desktop's viewer, if there is one: a server or a container has no
- * xdg-open, and then this says so instead of failing the command that already wrote the file.
+ * Opens a file in the desktop's viewer, if there is one, or says why not (one line) instead of
+ * failing the command that already wrote the file: a server or a container has no xdg-open, or no
+ * display for it to open on (it then fails on its own, with nothing on the screen).
  */
-export function openInViewer(path: string, platform: NodeJS.Platform = process.platform): Promise<string | undefined> {
+export function openInViewer(
+  path: string,
+  platform: NodeJS.Platform = process.platform,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string | undefined> {
   const opener = platform === "darwin" ? "open" : platform === "win32" ? "explorer" : "xdg-open";
+  if (opener === "xdg-open" && !env.DISPLAY && !env.WAYLAND_DISPLAY)
+    return Promise.resolve(
+      `cannot open it here: there is no display ($DISPLAY and $WAYLAND_DISPLAY are unset); open ${path} in a browser`,
+    );
   return new Promise((resolve) => {
-    const child = spawn(opener, [path], { stdio: "ignore", detached: true });
+    const child = spawn(opener, [path], { stdio: "ignore", detached: true, env });
     child.once("error", (error: NodeJS.ErrnoException) =>
       resolve(error.code === "ENOENT" ? `cannot open it here: ${opener} is not installed` : error.message),
     );
     child.once("spawn", () => {
+      const grace = setTimeout(() => resolve(undefined), VIEWER_GRACE_MS);
+      child.once("exit", (code) => {
+        clearTimeout(grace);
+        // explorer.exe answers 1 even when it opened the file.
+        resolve(
+          code === 0 || opener === "explorer" ? undefined : `${opener} could not open ${path} (exit code ${code})`,
+        );
+      });
       child.unref();
-      resolve(undefined);
     });
   });
 }

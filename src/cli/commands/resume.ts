@@ -35,6 +35,7 @@ import {
   abortOnCtrlC,
   addStoreOptions,
   describeModelSource,
+  describeSandboxChoice,
   noSuchRunError,
   resumeCommandFor,
   type StoreFlags,
@@ -204,6 +205,7 @@ async function continueThread(target: string, resume: Resumption): Promise<numbe
   // A fork checked its sandbox before it was made.
   if (!flags.from) await checkSandbox({ kind: settings.sandbox, languages: [values.language] });
   for (const line of describeModelSource(settings, flags, { scripted: resume.scripted })) reporter.note(line);
+  reporter.note(await describeSandboxChoice(settings.sandbox));
   reporter.note(
     `thread ${target}: resuming at step ${snapshot.metadata?.step ?? "?"} (${plan.start instanceof GraphCommand ? `${attemptsRun(values.attempt)}; retrying the ${values.resumeFrom} call` : describeResumePoint(values.attempt, left)})`,
   );

@@ -35,6 +35,7 @@ import {
   abortOnCtrlC,
   addStoreOptions,
   describeModelSource,
+  describeSandboxChoice,
   resumeCommandFor,
   type StoreFlags,
   threadExists,
@@ -147,6 +148,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
       for (const line of describeModelSource(settings, flags, { scripted: Boolean(scripted) })) reporter.note(line);
       reporter.note(`thread ${threadId} (checkpoints in ${describeLocation(store.location)})`);
       if (python) reporter.note(python.note);
+      reporter.note(await describeSandboxChoice(settings.sandbox));
       if (python?.warning) reporter.warn(python.warning);
       const ctrlC = abortOnCtrlC();
       try {
