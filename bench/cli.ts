@@ -2,7 +2,8 @@
  * How long the CLI takes to start, side by side with a bare `node -e 0`: `--version`, `--help`, a
  * usage error and `runs` over a store holding a few runs (the demo, run first, not timed). Each
  * command runs `--repeat` times in turn; the table shows the median and its ratio to bare Node.
- * Targets: `--version` and `--help` within 3x a bare Node start, `runs` under 1 s. Asserts nothing.
+ * Targets (issue 38): every command that opens no store within 2x a bare Node start, a usage error
+ * included, and `runs` on a small store under 500 ms. Asserts nothing.
  *
  *   npm run bench:cli [-- --repeat 9]
  *
@@ -33,10 +34,11 @@ interface Contender {
 
 const contenders: Contender[] = [
   { name: "node -e 0", argv: ["-e", "0"] },
-  { name: "selfheal --version", argv: [BIN, "--version"], target: { timesNode: 3 } },
-  { name: "selfheal --help", argv: [BIN, "--help"], target: { timesNode: 3 } },
-  { name: "selfheal run (usage error)", argv: [BIN, "run"] },
-  { name: "selfheal runs (3 runs stored)", argv: [BIN, "runs", "--db", db], target: { ms: 1000 } },
+  { name: "selfheal --version", argv: [BIN, "--version"], target: { timesNode: 2 } },
+  { name: "selfheal --help", argv: [BIN, "--help"], target: { timesNode: 2 } },
+  { name: "selfheal run (usage error)", argv: [BIN, "run"], target: { timesNode: 2 } },
+  { name: "selfheal run --help", argv: [BIN, "run", "--help"], target: { timesNode: 2 } },
+  { name: "selfheal runs (3 runs stored)", argv: [BIN, "runs", "--db", db], target: { ms: 500 } },
 ];
 
 function timeOnce(argv: string[]): number {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { packagesFromFlags, settingsWithFlags } from "../src/cli/options.js";
-import { describeModel } from "../src/cli/session.js";
+import { describeModel } from "../src/cli/run-lines.js";
 import { InvalidSettingsError } from "../src/core/errors.js";
 
 describe("settings from flags", () => {

@@ -3,7 +3,11 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, REPO } from "./cli-helpers.js";
+import { createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
+import { openRunStore } from "../src/store/index.js";
+import { cleanEnv, REPO, runCli } from "./cli-helpers.js";
+import { fence } from "./helpers.js";
+import { scratchDir } from "./scratch.js";
 
 /** Module hooks that append every resolved URL to the file named in `data.log`. */
 const RECORDER = `
@@ -21,7 +25,7 @@ export async function resolve(specifier, context, nextResolve) {
  * the CLI's bin with those arguments (the process exits when the command ends); with `use`, after
  * running that code with the entry's exports as `entry` and a scratch folder as `dir`.
  */
-function packagesLoadedBy(entry: string, argv?: string[], use?: string): Set<string> {
+function packagesLoadedBy(entry: string, argv?: string[], use?: string, exitCode = 0): Set<string> {
   const dir = mkdtempSync(join(tmpdir(), "selfheal-imports-"));
   const log = join(dir, "resolved.txt");
   try {
@@ -37,8 +41,8 @@ function packagesLoadedBy(entry: string, argv?: string[], use?: string): Set<str
       env: { PATH: cleanEnv().PATH ?? "" },
       encoding: "utf8",
     });
-    expect(result.stderr).toBe("");
-    expect(result.status).toBe(0);
+    if (exitCode === 0) expect(result.stderr).toBe("");
+    expect(result.status, result.stderr).toBe(exitCode);
     const packages = new Set<string>();
     for (const url of readFileSync(log, "utf8").split("\n")) {
       const name = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
@@ -125,6 +129,63 @@ describe("the CLI's start", () => {
       expect(loaded, argv[0]).toContain("commander");
       for (const name of HEAVY) expect(loaded, `${argv[0]} loaded ${name}`).not.toContain(name);
     }
+  });
+
+  it("finds a usage error of run, and shows its help, before the graph, LangChain or a store load", () => {
+    for (const [argv, exitCode] of [
+      [["run"], 2],
+      [["run", "x", "--max-attempts", "2.5"], 2],
+      [["run", "--help"], 0],
+    ] as const) {
+      const loaded = packagesLoadedBy("./src/cli/bin.ts", [...argv], undefined, exitCode);
+      for (const name of HEAVY.filter((name) => name !== "zod"))
+        expect(loaded, `${argv.join(" ")} loaded ${name}`).not.toContain(name);
+    }
+  });
+
+  it("lists finished runs from their checkpoints, without loading the graph or a model client", async () => {
+    const dir = scratchDir("runs-store");
+    const db = join(dir, "runs.db");
+    const store = await openRunStore({ kind: "sqlite", path: db });
+    const sandbox = createSandbox({ kind: "process" });
+    try {
+      const agent = createAgent({
+        model: new ScriptedChatModel([fence("print(1)")]),
+        sandbox,
+        checkpointer: store.checkpointer,
+      });
+      await agent.invoke({ task: "Print 1." }, { configurable: { thread_id: "finished" } });
+    } finally {
+      await sandbox.close();
+      await store.close();
+    }
+    const loaded = packagesLoadedBy("./src/cli/bin.ts", ["runs", "--db", db]);
+    expect(loaded).toContain("better-sqlite3");
+    for (const name of ["@langchain/langgraph", "@langchain/openai", "pg-boss"])
+      expect(loaded, `runs loaded ${name}`).not.toContain(name);
+
+    // A run paused for approval has not ended: the graph says so, and loads for it.
+    const again = await openRunStore({ kind: "sqlite", path: db });
+    try {
+      const agent = createAgent({
+        model: new ScriptedChatModel([fence("print(2)")]),
+        checkpointer: again.checkpointer,
+      });
+      await agent.invoke(
+        { task: "Print 2." },
+        { configurable: { thread_id: "paused" }, context: parseSettings({ approval: true }) },
+      );
+    } finally {
+      await again.close();
+    }
+    const listed = await runCli(["runs", "--db", db, "--json"]);
+    const statuses = Object.fromEntries(
+      (JSON.parse(listed.stdout) as Array<{ threadId: string; status: string }>).map((row) => [
+        row.threadId,
+        row.status,
+      ]),
+    );
+    expect(statuses).toEqual({ finished: "passed", paused: "awaiting approval" });
   });
 
   it("loads the command a person runs and not the others: doctor needs no store, no queue, no report", () => {

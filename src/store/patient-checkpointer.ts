@@ -4,7 +4,7 @@ import {
   type Checkpoint,
   type CheckpointMetadata,
   type CheckpointTuple,
-} from "@langchain/langgraph";
+} from "@langchain/langgraph-checkpoint";
 import { DEFAULT_STORE_WAIT_SECONDS } from "../core/settings.js";
 import { type OutageTest, type StoreWaits, waitForStore } from "./outage.js";
 

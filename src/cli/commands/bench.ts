@@ -50,7 +50,8 @@ import {
 } from "../options.js";
 import { queueRunner } from "../queue-bench.js";
 import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
-import { addStoreOptions, closeSandboxes, withStore } from "../session.js";
+import { closeSandboxes } from "../run-lines.js";
+import { addStoreOptions, withStore } from "../session.js";
 import { summaryOf } from "./catalog.js";
 
 /** `repair,resample,mixed`: the strategies to compare, the first the main run's. */

@@ -4,7 +4,7 @@ import { createDemoModel, DEMO_BANNER, DEMO_TASK } from "../demo-model.js";
 import { addReportOption, sandboxOption } from "../options.js";
 import { addStoreOptions, type StoreFlags } from "../session.js";
 import { summaryOf } from "./catalog.js";
-import { type RunFlags, startRun } from "./run.js";
+import { type RunFlags, startRun } from "./start-run.js";
 
 type DemoFlags = StoreFlags & Pick<RunFlags, "json" | "sandbox" | "artifacts" | "report"> & { data?: boolean };
 

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { type Agent, type AgentState, createAgent } from "../../index.js";
 import { EXIT } from "../exit.js";
 import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
+import { formatTable } from "../table.js";
 import { summaryOf } from "./catalog.js";
 
 /** One checkpoint of a thread, as `selfheal history` shows it. */
@@ -85,18 +86,6 @@ export async function readCheckpoints(
 }
 
 /** Plain left-aligned columns: easy to read, and to `grep`/`awk` in a script. */
-export function formatTable(header: string[], rows: string[][]): string {
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-      .join("  ")
-      .trimEnd();
-  return `${[line(header), ...rows.map(line)].join("\n")}\n`;
-}
-
 export function formatCheckpoints(rows: CheckpointRow[]): string {
   return formatTable(
     ["step", "node", "attempt", "status", "next", "checkpoint"],

@@ -1,14 +1,13 @@
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { createAgent, type Settings } from "../../index.js";
+import { createAgent, describeStatus, type Settings } from "../../index.js";
 import { type RunTrace, renderRunReport, traceRun } from "../../report/index.js";
 import type { RunStore } from "../../store/index.js";
 import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
 import { checkOutputFile, EXIT } from "../stream-run.js";
 import { summaryOf } from "./catalog.js";
 import { readCheckpoints } from "./history.js";
-import { describeStatus } from "./runs.js";
 
 /** The model names a run's settings name, each once. */
 function modelsOf(settings: Settings | undefined): string[] {

@@ -31,11 +31,10 @@ import {
   settingsWithFlags,
 } from "../options.js";
 import { ProgressReporter } from "../progress.js";
+import { describeModelSource, describeSandboxChoice } from "../run-lines.js";
 import {
   abortOnCtrlC,
   addStoreOptions,
-  describeModelSource,
-  describeSandboxChoice,
   noSuchRunError,
   resumeCommandFor,
   type StoreFlags,

@@ -1,13 +1,13 @@
 import type { Command } from "commander";
-import { type Agent, type AgentState, createAgent, describeStatus } from "../../index.js";
+import type { Agent, AgentState } from "../../index.js";
 import type { QueuedRun } from "../../queue/index.js";
 import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
 import { EXIT } from "../exit.js";
 import { positiveInteger } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation } from "../queue-session.js";
 import { addStoreOptions, withExistingStore } from "../session.js";
+import { formatTable } from "../table.js";
 import { summaryOf } from "./catalog.js";
-import { formatTable } from "./history.js";
 
 /** One thread, as `selfheal runs` shows it. */
 export interface RunRow {
@@ -23,17 +23,18 @@ export interface RunRow {
   queue?: Omit<QueuedRun, "threadId" | "output">;
 }
 
-export { describeStatus };
-
 /**
  * Every thread in the store: the ones the CLI started or forked, and any other run a program
- * checkpointed there (found by its first, input checkpoint). Newest update first.
+ * checkpointed there (found by its first, input checkpoint). Newest update first. A thread whose
+ * last checkpoint says how it ended is read from that checkpoint alone; only the others (running,
+ * stopped mid-way, awaiting approval) need the graph to say what comes next, so it loads only for them.
  */
 export async function listRuns(
   store: RunStore,
-  agent: Agent,
   limit: number,
   queued: QueuedRun[] = [],
+  graph: () => Promise<Agent> = async () =>
+    (await import("../../index.js")).createAgent({ checkpointer: store.checkpointer }),
 ): Promise<RunRow[]> {
   // A thread submitted again after a cancel has several jobs; the newest (listed last) is the one that counts.
   const jobs = new Map(queued.map(({ threadId, output: _output, ...job }) => [threadId, job]));
@@ -43,29 +44,45 @@ export async function listRuns(
     const threadId = tuple.config.configurable?.thread_id;
     if (typeof threadId === "string") threadIds.add(threadId);
   }
+  let agent: Agent | undefined;
   const rows: RunRow[] = [];
   for (const threadId of threadIds) {
     const record = records.get(threadId);
     // A row that cannot be read shows as such; the listing goes on.
-    let snapshot: Awaited<ReturnType<Agent["getState"]>>;
+    let state: { values: Partial<AgentState>; status: string; createdAt?: string };
     try {
-      snapshot = await agent.getState({ configurable: { thread_id: threadId } });
+      const config = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+      const head = await store.checkpointer.getTuple(config);
+      const values = (head?.checkpoint.channel_values ?? {}) as Partial<AgentState>;
+      const interrupted = head?.pendingWrites?.some(([, channel]) => channel === "__interrupt__") ?? false;
+      // As describeStatus reads a snapshot: a status other than running, and no pause, is how it ended.
+      if (head && values.status && values.status !== "running" && !interrupted) {
+        state = { values, status: values.status, createdAt: head.checkpoint.ts };
+      } else {
+        agent ??= await graph();
+        const snapshot = await agent.getState({ configurable: { thread_id: threadId } });
+        const { describeStatus } = await import("../../index.js");
+        state = {
+          values: snapshot.values,
+          status: snapshot.createdAt ? describeStatus(snapshot) : "not started",
+          createdAt: snapshot.createdAt,
+        };
+      }
     } catch (error) {
       const status = `unreadable: ${error instanceof Error ? error.message : String(error)}`;
       rows.push({ threadId, task: record?.task ?? "", status, attempts: 0, tokens: 0, updatedAt: record?.createdAt });
       continue;
     }
-    const values: Partial<AgentState> = snapshot.values;
+    const { values } = state;
     const job = jobs.get(threadId);
-    const checkpointStatus = snapshot.createdAt ? describeStatus(snapshot) : "not started";
-    const runStatus = record?.unreadable ? `${checkpointStatus} (${record.unreadable})` : checkpointStatus;
+    const runStatus = record?.unreadable ? `${state.status} (${record.unreadable})` : state.status;
     rows.push({
       threadId,
       task: values.task ?? record?.task ?? "",
       status: job ? describeQueuedStatus(job, runStatus) : runStatus,
       attempts: values.attempt ?? 0,
       tokens: values.usage?.totalTokens ?? 0,
-      updatedAt: snapshot.createdAt ?? record?.createdAt,
+      updatedAt: state.createdAt ?? record?.createdAt,
       ...(record?.forkedFrom ? { forkedFrom: record.forkedFrom } : {}),
       ...(job ? { queue: job } : {}),
     });
@@ -136,7 +153,7 @@ export function registerRunsCommand(program: Command): void {
           store.location.kind === "postgres"
             ? await (await import("../../queue/index.js")).readQueuedRuns(resolveQueueLocation(flags))
             : undefined;
-        const rows = await listRuns(store, createAgent({ checkpointer: store.checkpointer }), flags.limit, queued);
+        const rows = await listRuns(store, flags.limit, queued);
         process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
         return EXIT.passed;
       },
