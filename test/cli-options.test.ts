@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { packagesFromFlags, settingsWithFlags } from "../src/cli/options.js";
+import { packagesFromFlags, settingsWithFlags } from "../src/cli/flag-settings.js";
 import { describeModel } from "../src/cli/run-lines.js";
 import { InvalidSettingsError } from "../src/core/errors.js";
 

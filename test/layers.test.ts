@@ -11,6 +11,8 @@ const SRC = resolve(import.meta.dirname, "../src");
 const ENTRIES = [
   "index.ts",
   "settings.ts",
+  // Internal: the settings' names and defaults without the schema, for the CLI's flag declarations.
+  "names.ts",
   "store/index.ts",
   "report/index.ts",
   "queue/index.ts",

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 
-import { settingsWithFlags } from "../src/cli/options.js";
+import { settingsWithFlags } from "../src/cli/flag-settings.js";
 import { InvalidSettingsError } from "../src/core/errors.js";
 import { createAgent, createSandbox, DEFAULT_LIMITS, parseSettings } from "../src/index.js";
 import { bwrapMissing } from "./capabilities.js";

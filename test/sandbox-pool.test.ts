@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { settingsWithFlags } from "../src/cli/options.js";
+import { settingsWithFlags } from "../src/cli/flag-settings.js";
 import { InvalidSettingsError } from "../src/core/errors.js";
 import { processIsRunning, processStartTime } from "../src/core/process.js";
 import { createAgent, createSandbox, parseSettings, SharedSandboxes } from "../src/index.js";

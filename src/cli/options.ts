@@ -2,21 +2,8 @@ import { existsSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import {
-  checkSettingCombinations,
-  InvalidSettingsError,
-  LANGUAGES,
-  type Language,
-  type ModelCallsMode,
-  type Packages,
-  PackagesSchema,
-  SANDBOX_KINDS,
-  type Settings,
-  type SettingsInput,
-  SettingsSchema,
-  STRATEGIES,
-  UsageError,
-} from "../settings.js";
+import { flagDefaults, InvalidSettingsError, SANDBOX_KINDS, STRATEGIES, UsageError } from "../names.js";
+import type { ModelCallsMode, SettingsInput } from "../settings.js";
 
 /** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
 export interface SettingFlags {
@@ -79,22 +66,11 @@ export async function readFlagFile(flag: string, path: string): Promise<string> 
   });
 }
 
-/**
- * The defaults `--help` shows, read from the settings schema so the two cannot drift apart. The
- * model name and model timeout come from the environment when it sets them, and show so.
- */
-export function settingDefaults(): Settings {
-  return SettingsSchema.parse({});
-}
-
 /** The `--sandbox` flag, on every command that runs programs. */
 export function sandboxOption(): Option {
-  return new Option("--sandbox <kind>", `sandbox backend (default ${settingDefaults().sandbox})`).choices(
-    SANDBOX_KINDS,
-  );
+  return new Option("--sandbox <kind>", `sandbox backend (default ${flagDefaults().sandbox})`).choices(SANDBOX_KINDS);
 }
 
-/** No defaults given to commander: an absent flag must stay undefined, so `resume` keeps the run's own setting. */
 /** Where a run's model is set, which no flag says: the help of every command that calls one ends with it. */
 export const MODEL_HELP = `
 Which model answers:
@@ -103,8 +79,13 @@ Which model answers:
   selfheal demo                               a scripted model: no key, no server
 \`selfheal doctor\` says which one a run would call.`;
 
+/**
+ * The setting flags. No defaults given to commander: an absent flag must stay undefined, so
+ * `resume` keeps the run's own setting; the help shows the defaults. An environment that sets a
+ * bad model timeout fails here, as it would fail the run.
+ */
 export function addSettingOptions(command: Command): Command {
-  const defaults = settingDefaults();
+  const defaults = flagDefaults();
   return command
     .addHelpText("after", MODEL_HELP)
     .option("--max-attempts <n>", `programs to execute before giving up (default ${defaults.maxAttempts})`, integer)
@@ -179,48 +160,6 @@ export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
 }
 
-/** The flag that sets each setting, so an error names what the person typed. */
-const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
-  maxAttempts: "--max-attempts",
-  tokenBudget: "--token-budget",
-  timeoutMs: "--timeout",
-  modelTimeoutMs: "--model-timeout",
-  model: "--model",
-  sandbox: "--sandbox",
-  sandboxPoolSize: "--sandbox-pool",
-  llmReview: "--llm-review",
-  candidates: "--candidates",
-  strategy: "--strategy",
-  python: "--python",
-  memoryMb: "--memory-mb",
-  cpuSeconds: "--cpu-seconds",
-  maxProcesses: "--max-processes",
-  maxFileMb: "--max-file-mb",
-  maxDiskMb: "--max-disk-mb",
-  maxOutputBytes: "--max-output-bytes",
-  storeWaitSeconds: "--store-wait",
-};
-
-/**
- * The settings of a run: `base` (stored or preset settings) with the given flags laid over it.
- * A bad value that came from a flag is reported under the flag's name, with the value given
- * (`--max-attempts must be at least 1 (got 0)`); any other under its setting key.
- */
-export function settingsWithFlags(base: Partial<SettingsInput>, flags: SettingFlags): Settings {
-  const fromFlags = settingsFromFlags(flags);
-  const result = SettingsSchema.safeParse({ ...base, ...fromFlags });
-  if (result.success) return checkSettingCombinations(result.data);
-  const problems = result.error.issues.map((issue) => {
-    const key = String(issue.path[0] ?? "");
-    const flag = key in fromFlags ? FLAG_FOR_SETTING[key as keyof SettingsInput] : undefined;
-    const field = flag ?? (issue.path.join(".") || "settings");
-    const rest = key !== "" && issue.message.startsWith(key) ? issue.message.slice(key.length) : `: ${issue.message}`;
-    const given = flag ? ` (got ${JSON.stringify(fromFlags[key as keyof SettingsInput])})` : "";
-    return `${field}${rest}${given}`;
-  });
-  throw new InvalidSettingsError(problems.join("; "));
-}
-
 /** Where a command's result goes: the code on stdout, or JSON, or a file. */
 /** `--report FILE`, for the commands that run: `run`, `demo`, `resume`. */
 export function addReportOption(command: Command): Command {
@@ -231,29 +170,6 @@ export function addOutputOptions(command: Command): Command {
   return command
     .option("--json", "print a JSON result instead of the code")
     .option("-o, --out <file>", "write the result to a file instead of stdout");
-}
-
-/**
- * `--allow-package` values as the `packages` setting: `python:NAME` or `javascript:NAME` for a
- * language, a bare NAME for the run's own language (an npm scope's `@` is no prefix).
- */
-export function packagesFromFlags(specs: readonly string[] | undefined, runLanguage: Language): Packages {
-  const packages: Packages = { python: [], javascript: [] };
-  for (const given of specs ?? []) {
-    const colon = given.indexOf(":");
-    const prefix = colon === -1 ? "" : given.slice(0, colon);
-    const language = (LANGUAGES as readonly string[]).includes(prefix) ? (prefix as Language) : runLanguage;
-    packages[language].push(language === prefix ? given.slice(colon + 1) : given);
-  }
-  const result = PackagesSchema.safeParse(packages);
-  if (!result.success) {
-    const problems = result.error.issues.map((issue) => {
-      const [language, index] = issue.path as [Language, number];
-      return `--allow-package ${JSON.stringify(packages[language][index])}: ${issue.message}`;
-    });
-    throw new InvalidSettingsError(problems.join("; "));
-  }
-  return result.data;
 }
 
 /** `--record DIR` / `--replay DIR`, on the commands that call a model. */

@@ -1,27 +1,20 @@
 import { z } from "zod";
 import { ArtifactCollectionSchema } from "./data-files.js";
+import { LANGUAGES, SANDBOX_KINDS, TEST_ISOLATIONS } from "./setting-names.js";
 
 /**
  * The shapes every layer shares, declared once as zod schemas with their types inferred: the
  * sandbox produces a RunResult, the state stores it (as an Execution), the nodes read it.
  */
 
-/** Languages a sandbox can run. Python is the default everywhere. */
-export const LANGUAGES = ["python", "javascript"] as const;
+export { LANGUAGES, SANDBOX_KINDS, TEST_ISOLATIONS };
+
 export const LanguageSchema = z.enum(LANGUAGES);
 export type Language = z.infer<typeof LanguageSchema>;
 
-/** Which backend to use; `auto` picks bwrap when it works here, else the plain process. */
-export const SANDBOX_KINDS = ["auto", "bwrap", "process", "container", "gvisor"] as const;
 export const SandboxKindSchema = z.enum(SANDBOX_KINDS);
 export type SandboxKind = z.infer<typeof SandboxKindSchema>;
 
-/**
- * How acceptance tests are joined to the program: `process`, in a process of their own that the
- * program cannot reach (the default; see docs/security.md), or `shared`, appended to the program and
- * run in its process as HumanEval does.
- */
-export const TEST_ISOLATIONS = ["process", "shared"] as const;
 export const TestIsolationSchema = z.enum(TEST_ISOLATIONS);
 export type TestIsolation = z.infer<typeof TestIsolationSchema>;
 

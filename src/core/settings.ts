@@ -3,33 +3,28 @@ import { z } from "zod";
 import { InvalidSettingsError } from "./errors.js";
 import { DEFAULT_LIMITS, LIMIT_BOUNDS, SANDBOX_POOL_SIZE, type SandboxLimits } from "./limits.js";
 import { SandboxKindSchema, TestIsolationSchema } from "./run-result.js";
+import {
+  DEFAULT_MODEL_TIMEOUT_MS,
+  DEFAULT_STORE_WAIT_SECONDS,
+  defaultModelName,
+  MAX_MODEL_TIMEOUT_MS,
+  MIN_MODEL_TIMEOUT_MS,
+  modelTimeoutFromEnv,
+  SETTING_DEFAULTS,
+  STRATEGIES,
+  type Strategy,
+} from "./setting-names.js";
 
-const defaultModelName = () => process.env.SELFHEAL_MODEL ?? "gpt-4o-mini";
+export {
+  DEFAULT_MODEL_TIMEOUT_MS,
+  DEFAULT_STORE_WAIT_SECONDS,
+  MAX_MODEL_TIMEOUT_MS,
+  MIN_MODEL_TIMEOUT_MS,
+  modelTimeoutFromEnv,
+  STRATEGIES,
+  type Strategy,
+};
 
-export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
-export const MIN_MODEL_TIMEOUT_MS = 100;
-export const MAX_MODEL_TIMEOUT_MS = 3_600_000;
-
-/**
- * The default per-request model timeout, from `SELFHEAL_MODEL_TIMEOUT_MS`; a bad value is a
- * configuration error, not a silent default.
- */
-export function modelTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.SELFHEAL_MODEL_TIMEOUT_MS?.trim();
-  if (raw === undefined || raw === "") return DEFAULT_MODEL_TIMEOUT_MS;
-  const ms = Number(raw);
-  if (!Number.isInteger(ms) || ms < MIN_MODEL_TIMEOUT_MS || ms > MAX_MODEL_TIMEOUT_MS) {
-    throw new InvalidSettingsError(
-      `SELFHEAL_MODEL_TIMEOUT_MS must be a whole number of milliseconds from ${MIN_MODEL_TIMEOUT_MS} to ${MAX_MODEL_TIMEOUT_MS}, got "${raw}"`,
-    );
-  }
-  return ms;
-}
-
-/**
- * The most attempts one run may take. The graph's recursion limit is derived from it, so any valid
- * setting ends through the routers (failed, stuck, budget) and never through GraphRecursionError.
- */
 export const MAX_ATTEMPTS_LIMIT = 100;
 
 /** The most candidates one round may write in parallel: each is a model call and a sandbox run at once. */
@@ -45,8 +40,6 @@ export const MAX_SANDBOX_CONCURRENCY = 16;
  * `candidates` fresh programs every round and never repairs; `mixed` writes, every round after the
  * first, one repair of the chosen program beside `candidates - 1` fresh ones.
  */
-export const STRATEGIES = ["repair", "resample", "mixed"] as const;
-export type Strategy = (typeof STRATEGIES)[number];
 
 export const DEFAULT_PACKAGE_INSTALL_TIMEOUT_MS = 120_000;
 
@@ -93,7 +86,6 @@ export type PackageInstall = z.infer<typeof PackageInstallSchema>;
 /** A day: a run that waits longer for its database is better stopped and resumed. */
 const MAX_STORE_WAIT_SECONDS = 86_400;
 /** Three minutes: longer than a managed PostgreSQL's restart or failover takes. */
-export const DEFAULT_STORE_WAIT_SECONDS = 180;
 
 function boundedInteger(name: string, min: number, max: number, fallback: number) {
   return z
@@ -120,20 +112,20 @@ export const SettingsSchema = z.strictObject({
    * Rounds before the run gives up as `failed`. A round is one program, or with `candidates` > 1
    * one fan-out of candidates written and run in parallel; a repair after it is a round too.
    */
-  maxAttempts: boundedInteger("maxAttempts", 1, MAX_ATTEMPTS_LIMIT, 4).describe(
+  maxAttempts: boundedInteger("maxAttempts", 1, MAX_ATTEMPTS_LIMIT, SETTING_DEFAULTS.maxAttempts).describe(
     "Rounds (a program, or a round of candidates) before the run gives up",
   ),
   /**
    * Programs written and run in parallel in the first round (and in every round, with `resample`
    * or `mixed`); the verdict judges each, and a pass by any ends the run. 1: one program at a time.
    */
-  candidates: boundedInteger("candidates", 1, MAX_CANDIDATES, 1).describe(
+  candidates: boundedInteger("candidates", 1, MAX_CANDIDATES, SETTING_DEFAULTS.candidates).describe(
     "Programs written and run in parallel in a round; a pass by any ends the run",
   ),
   /** What follows a round in which no candidate passed; see STRATEGIES. */
   strategy: z
     .enum(STRATEGIES, { error: `strategy must be one of: ${STRATEGIES.join(", ")}` })
-    .default("repair")
+    .default(SETTING_DEFAULTS.strategy)
     .describe("What follows a round in which no candidate passed: repair, resample or mixed"),
   /**
    * Calls the model proposes once per run (in the first round of candidates, beside them) to tell
@@ -153,7 +145,7 @@ export const SettingsSchema = z.strictObject({
     .int("tokenBudget must be a whole number")
     // No model call fits in 0 tokens: such a run could only end budget_exhausted before its first program.
     .min(1, "tokenBudget must be at least 1")
-    .default(40_000)
+    .default(SETTING_DEFAULTS.tokenBudget)
     .describe("Total tokens the run may spend on model calls"),
   /** How many times in a row one error may repeat before a fresh rewrite, then `stuck`. */
   repeatLimit: z
@@ -194,7 +186,7 @@ export const SettingsSchema = z.strictObject({
   model: z
     .string()
     .min(1, "model must not be empty")
-    .default(defaultModelName)
+    .default(() => defaultModelName())
     .describe("Model name for the generator (and for the fixer and critic unless they are named)"),
   /** Model name for the fixer; defaults to `model`. */
   fixerModel: z.string().min(1).nullable().default(null).describe("Model name for the fixer; empty: the model"),
@@ -285,7 +277,7 @@ export const SettingsSchema = z.strictObject({
     .default(false)
     .describe("Also record the calls the tests make of the functions of the program (Python)"),
   /** Sandbox backend: bwrap when usable, else a plain subprocess. */
-  sandbox: SandboxKindSchema.default("auto").describe(
+  sandbox: SandboxKindSchema.default(SETTING_DEFAULTS.sandbox).describe(
     "Sandbox backend: auto (bwrap when usable, else process), bwrap, process, container, gvisor",
   ),
   /**

@@ -39,6 +39,7 @@ import {
   UsageError,
 } from "../../index.js";
 import { type RunTrace, renderRunReport } from "../../report/index.js";
+import { settingDefaults } from "../flag-settings.js";
 import {
   addModelCallOptions,
   type ModelCallFlags,
@@ -46,7 +47,6 @@ import {
   nonNegativeInteger,
   positiveInteger,
   sandboxOption,
-  settingDefaults,
 } from "../options.js";
 import { queueRunner } from "../queue-bench.js";
 import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";

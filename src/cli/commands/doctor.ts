@@ -14,8 +14,9 @@ import {
   type SandboxIsolation,
   type SandboxKind,
 } from "../../index.js";
+import { flagDefaults } from "../../names.js";
 import { EXIT } from "../exit.js";
-import { sandboxOption, settingDefaults } from "../options.js";
+import { sandboxOption } from "../options.js";
 import { summaryOf } from "./catalog.js";
 
 const LIMITS = ["memory", "processes", "cpu", "disk", "syscalls"] as const;
@@ -46,7 +47,7 @@ export function formatPythons(pythons: readonly PythonFound[], defaultExecutable
 
 /** Where runs send their model calls, from the environment, as `run` shows it. */
 export function describeModelConfig(env: NodeJS.ProcessEnv = process.env): string {
-  const endpoint = describeModelEndpoint(settingDefaults().model, env);
+  const endpoint = describeModelEndpoint(flagDefaults().model, env);
   return hasModelConfig(env)
     ? `model: ${endpoint}\n`
     : `model: ${endpoint}, but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: \`selfheal run\` needs one (\`selfheal demo\` does not)\n`;
@@ -86,7 +87,7 @@ export function registerDoctorCommand(program: Command): void {
         const pythons = await findPythons();
         const byDefault = pythons.find((found) => found.source !== "system")?.executable;
         const model = {
-          endpoint: describeModelEndpoint(settingDefaults().model),
+          endpoint: describeModelEndpoint(flagDefaults().model),
           configured: hasModelConfig(),
         };
         const problems = await problemsOf(flags.sandbox ?? "auto");

@@ -18,6 +18,7 @@ import { forkCheckpoint, type RunStore } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { scriptedDemoModelFor } from "../data-demo-model.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
+import { settingsWithFlags } from "../flag-settings.js";
 import { cliCommand } from "../invocation.js";
 import {
   addModelCallOptions,
@@ -28,7 +29,6 @@ import {
   modelCallsFromFlags,
   readFlagFile,
   type SettingFlags,
-  settingsWithFlags,
 } from "../options.js";
 import { ProgressReporter } from "../progress.js";
 import { describeModelSource, describeSandboxChoice } from "../run-lines.js";

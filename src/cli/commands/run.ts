@@ -1,5 +1,5 @@
 import { type Command, Option } from "commander";
-import { LANGUAGES } from "../../settings.js";
+import { LANGUAGES } from "../../names.js";
 import { addModelCallOptions, addOutputOptions, addReportOption, addSettingOptions } from "../options.js";
 import { addStoreOptions } from "../store-options.js";
 import { summaryOf } from "./catalog.js";

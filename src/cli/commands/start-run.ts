@@ -15,14 +15,8 @@ import {
 import { artifactsFolder, describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
-import {
-  type ModelCallFlags,
-  modelCallsFromFlags,
-  packagesFromFlags,
-  readFlagFile,
-  type SettingFlags,
-  settingsWithFlags,
-} from "../options.js";
+import { packagesFromFlags, settingsWithFlags } from "../flag-settings.js";
+import { type ModelCallFlags, modelCallsFromFlags, readFlagFile, type SettingFlags } from "../options.js";
 import { ProgressReporter } from "../progress.js";
 import { choosePython, modulesSuggested } from "../python-choice.js";
 import { describeModelSource, describeSandboxChoice } from "../run-lines.js";

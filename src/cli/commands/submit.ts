@@ -5,6 +5,7 @@ import { formatIssues, LANGUAGES, RunInputSchema, type Settings } from "../../in
 import { DEFAULT_DELIVERY, type DeliveryPolicy, type RunJobData } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
 import { EXIT } from "../exit.js";
+import { settingsWithFlags } from "../flag-settings.js";
 import {
   addSettingOptions,
   integer,
@@ -12,7 +13,6 @@ import {
   positiveInteger,
   readFlagFile,
   type SettingFlags,
-  settingsWithFlags,
 } from "../options.js";
 import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
 import { addStoreOptions, threadExists, UsageError, withStore } from "../session.js";

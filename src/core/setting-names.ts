@@ -1,0 +1,66 @@
+import { InvalidSettingsError } from "./errors.js";
+import { DEFAULT_LIMITS, SANDBOX_POOL_SIZE } from "./limits.js";
+
+/**
+ * The run settings' names, choices and defaults, with no schema behind them: the settings schema
+ * (settings.ts) takes its choices and defaults from here, and the CLI declares its flags from here,
+ * so a usage error is found before zod, let alone the graph, loads.
+ */
+
+/** Languages a sandbox can run. Python is the default everywhere. */
+export const LANGUAGES = ["python", "javascript"] as const;
+
+/** Which backend to use; `auto` picks bwrap when it works here, else the plain process. */
+export const SANDBOX_KINDS = ["auto", "bwrap", "process", "container", "gvisor"] as const;
+
+/**
+ * How acceptance tests are joined to the program: `process`, in a process of their own that the
+ * program cannot reach (the default; see docs/security.md), or `shared`, appended to the program and
+ * run in its process as HumanEval does.
+ */
+export const TEST_ISOLATIONS = ["process", "shared"] as const;
+
+/** What follows a round in which no candidate passed. */
+export const STRATEGIES = ["repair", "resample", "mixed"] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+
+export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
+export const MIN_MODEL_TIMEOUT_MS = 100;
+export const MAX_MODEL_TIMEOUT_MS = 3_600_000;
+
+export function modelTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SELFHEAL_MODEL_TIMEOUT_MS?.trim();
+  if (raw === undefined || raw === "") return DEFAULT_MODEL_TIMEOUT_MS;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < MIN_MODEL_TIMEOUT_MS || ms > MAX_MODEL_TIMEOUT_MS) {
+    throw new InvalidSettingsError(
+      `SELFHEAL_MODEL_TIMEOUT_MS must be a whole number of milliseconds from ${MIN_MODEL_TIMEOUT_MS} to ${MAX_MODEL_TIMEOUT_MS}, got "${raw}"`,
+    );
+  }
+  return ms;
+}
+
+export const defaultModelName = (env: NodeJS.ProcessEnv = process.env): string => env.SELFHEAL_MODEL ?? "gpt-4o-mini";
+
+export const DEFAULT_STORE_WAIT_SECONDS = 180;
+
+/** Defaults the settings schema gives as they are (the limits' are in limits.ts). */
+export const SETTING_DEFAULTS = Object.freeze({
+  maxAttempts: 4,
+  candidates: 1,
+  strategy: "repair" as Strategy,
+  tokenBudget: 40_000,
+  sandbox: "auto" as (typeof SANDBOX_KINDS)[number],
+});
+
+/** The defaults of the settings the CLI has flags for; the model's two read the environment. */
+export function flagDefaults(env: NodeJS.ProcessEnv = process.env) {
+  return {
+    ...SETTING_DEFAULTS,
+    sandboxPoolSize: SANDBOX_POOL_SIZE.default,
+    storeWaitSeconds: DEFAULT_STORE_WAIT_SECONDS,
+    model: defaultModelName(env),
+    modelTimeoutMs: modelTimeoutFromEnv(env),
+    ...DEFAULT_LIMITS,
+  };
+}

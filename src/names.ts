@@ -1,0 +1,12 @@
+// The run settings' names, choices and defaults and the error classes, with nothing behind them:
+// the CLI declares its flags from here, so `--help` and a usage error load no schema (zod), no
+// graph and no database driver. Internal: the public `selfheal/settings` has all of it and the schema.
+
+export { InvalidSettingsError, UsageError } from "./core/errors.js";
+export {
+  flagDefaults,
+  LANGUAGES,
+  SANDBOX_KINDS,
+  STRATEGIES,
+  type Strategy,
+} from "./core/setting-names.js";
