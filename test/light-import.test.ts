@@ -131,11 +131,13 @@ describe("the CLI's start", () => {
     }
   });
 
-  it("finds a usage error of run, and shows its help, before the schema, the graph, LangChain or a store load", () => {
+  it("finds a usage error of run and resume, and shows run's help, before the schema, the graph, LangChain or a store load", () => {
     for (const [argv, exitCode] of [
       [["run"], 2],
       [["run", "x", "--max-attempts", "2.5"], 2],
       [["run", "--help"], 0],
+      [["resume"], 2],
+      [["resume", "t", "--bogus"], 2],
     ] as const) {
       const loaded = packagesLoadedBy("./src/cli/bin.ts", [...argv], undefined, exitCode);
       for (const name of HEAVY) expect(loaded, `${argv.join(" ")} loaded ${name}`).not.toContain(name);
