@@ -217,8 +217,10 @@ describe("selfheal run: usage and configuration errors exit 2", () => {
       [["run", "x", "--tests", join(dir, "none.py")], `selfheal: --tests ${join(dir, "none.py")}: no such file`],
       [["run", "x", "--input", join(dir, "none.csv")], `selfheal: --input ${join(dir, "none.csv")}: no such file`],
     ];
-    for (const [args, line] of cases) {
-      const result = await runCli(args, { env, cwd: dir });
+    // Each its own process, started together: they share nothing.
+    const results = await Promise.all(cases.map(([args]) => runCli(args, { env, cwd: dir })));
+    for (const [index, [args, line]] of cases.entries()) {
+      const result = results[index]!;
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 2, stderr: `${line}\n` });
     }
   });
