@@ -7,6 +7,7 @@ export {
   flagDefaults,
   LANGUAGES,
   SANDBOX_KINDS,
+  type SandboxKind,
   STRATEGIES,
   type Strategy,
 } from "./core/setting-names.js";

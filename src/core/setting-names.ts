@@ -12,6 +12,7 @@ export const LANGUAGES = ["python", "javascript"] as const;
 
 /** Which backend to use; `auto` picks bwrap when it works here, else the plain process. */
 export const SANDBOX_KINDS = ["auto", "bwrap", "process", "container", "gvisor"] as const;
+export type SandboxKind = (typeof SANDBOX_KINDS)[number];
 
 /**
  * How acceptance tests are joined to the program: `process`, in a process of their own that the

@@ -82,7 +82,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     operands: "",
     summary:
       "say which sandbox would run code here and which of its limits hold, which Pythons there are, and which model server runs would call",
-    load: async () => (await import("./doctor.js")).registerDoctorCommand,
+    load: async () => (await import("./doctor-command.js")).registerDoctorCommand,
   },
   {
     name: "mcp",

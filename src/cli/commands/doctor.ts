@@ -1,5 +1,3 @@
-import type { Command } from "commander";
-
 import {
   checkSandbox,
   createSandbox,
@@ -16,8 +14,6 @@ import {
 } from "../../index.js";
 import { flagDefaults } from "../../names.js";
 import { EXIT } from "../exit.js";
-import { sandboxOption } from "../options.js";
-import { summaryOf } from "./catalog.js";
 
 const LIMITS = ["memory", "processes", "cpu", "disk", "syscalls"] as const;
 const SCOPE_WORDS = { run: "whole run", process: "per process", none: "none" } as const;
@@ -74,36 +70,30 @@ async function problemsOf(kind: SandboxKind, env: NodeJS.ProcessEnv = process.en
   return problems;
 }
 
-export function registerDoctorCommand(program: Command): void {
-  program
-    .command("doctor")
-    .description(summaryOf("doctor"))
-    .addOption(sandboxOption())
-    .option("--json", "print JSON")
-    .action(async (flags: { sandbox?: SandboxKind; json?: boolean }) => {
-      const sandbox = createSandbox({ kind: flags.sandbox ?? "auto", prewarm: false });
-      try {
-        const isolation = sandbox.describe();
-        const pythons = await findPythons();
-        const byDefault = pythons.find((found) => found.source !== "system")?.executable;
-        const model = {
-          endpoint: describeModelEndpoint(flagDefaults().model),
-          configured: hasModelConfig(),
-        };
-        const problems = await problemsOf(flags.sandbox ?? "auto");
-        const verdict =
-          problems.length === 0
-            ? "ready: nothing stops a run here\n"
-            : `not ready:\n${problems.map((problem) => `  - ${problem}\n`).join("")}`;
-        process.stdout.write(
-          flags.json
-            ? `${JSON.stringify({ ...isolation, pythons, defaultPython: byDefault ?? null, model, problems }, null, 2)}\n`
-            : `${formatIsolation(isolation)}${formatPythons(pythons, byDefault)}${describeModelConfig()}${verdict}`,
-        );
-        // A script can ask `selfheal doctor` whether runs can start here.
-        process.exitCode = problems.length === 0 ? EXIT.passed : EXIT.failed;
-      } finally {
-        await sandbox.close();
-      }
-    });
+/** `selfheal doctor`'s work, once its flags are read (doctor-command.ts declares them). */
+export async function runDoctor(flags: { sandbox?: SandboxKind; json?: boolean }): Promise<void> {
+  const sandbox = createSandbox({ kind: flags.sandbox ?? "auto", prewarm: false });
+  try {
+    const isolation = sandbox.describe();
+    const pythons = await findPythons();
+    const byDefault = pythons.find((found) => found.source !== "system")?.executable;
+    const model = {
+      endpoint: describeModelEndpoint(flagDefaults().model),
+      configured: hasModelConfig(),
+    };
+    const problems = await problemsOf(flags.sandbox ?? "auto");
+    const verdict =
+      problems.length === 0
+        ? "ready: nothing stops a run here\n"
+        : `not ready:\n${problems.map((problem) => `  - ${problem}\n`).join("")}`;
+    process.stdout.write(
+      flags.json
+        ? `${JSON.stringify({ ...isolation, pythons, defaultPython: byDefault ?? null, model, problems }, null, 2)}\n`
+        : `${formatIsolation(isolation)}${formatPythons(pythons, byDefault)}${describeModelConfig()}${verdict}`,
+    );
+    // A script can ask `selfheal doctor` whether runs can start here.
+    process.exitCode = problems.length === 0 ? EXIT.passed : EXIT.failed;
+  } finally {
+    await sandbox.close();
+  }
 }
