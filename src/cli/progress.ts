@@ -112,11 +112,12 @@ export class ProgressReporter {
       this.writeOutput(event);
       return;
     }
-    const held = this.held.get(candidate) ?? { lines: [], timer: undefined as unknown as NodeJS.Timeout };
-    clearTimeout(held.timer);
-    held.lines.push(event);
-    held.timer = setTimeout(() => this.release(candidate), HOLD_QUIET_MS).unref();
-    this.held.set(candidate, held);
+    const held = this.held.get(candidate);
+    clearTimeout(held?.timer);
+    this.held.set(candidate, {
+      lines: [...(held?.lines ?? []), event],
+      timer: setTimeout(() => this.release(candidate), HOLD_QUIET_MS).unref(),
+    });
   }
 
   private release(candidate: number): void {

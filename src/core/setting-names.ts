@@ -29,6 +29,10 @@ export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
 export const MIN_MODEL_TIMEOUT_MS = 100;
 export const MAX_MODEL_TIMEOUT_MS = 3_600_000;
 
+/**
+ * The default per-request model timeout, from `SELFHEAL_MODEL_TIMEOUT_MS`; a bad value is a
+ * configuration error, not a silent default.
+ */
 export function modelTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.SELFHEAL_MODEL_TIMEOUT_MS?.trim();
   if (raw === undefined || raw === "") return DEFAULT_MODEL_TIMEOUT_MS;
@@ -51,7 +55,7 @@ export const SETTING_DEFAULTS = Object.freeze({
   candidates: 1,
   strategy: "repair" as Strategy,
   tokenBudget: 40_000,
-  sandbox: "auto" as (typeof SANDBOX_KINDS)[number],
+  sandbox: "auto" as SandboxKind,
 });
 
 /** The defaults of the settings the CLI has flags for; the model's two read the environment. */

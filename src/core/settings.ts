@@ -25,6 +25,10 @@ export {
   type Strategy,
 };
 
+/**
+ * The most attempts one run may take. The graph's recursion limit is derived from it, so any valid
+ * setting ends through the routers (failed, stuck, budget) and never through GraphRecursionError.
+ */
 export const MAX_ATTEMPTS_LIMIT = 100;
 
 /** The most candidates one round may write in parallel: each is a model call and a sandbox run at once. */

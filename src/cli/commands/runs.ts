@@ -29,13 +29,7 @@ export interface RunRow {
  * last checkpoint says how it ended is read from that checkpoint alone; only the others (running,
  * stopped mid-way, awaiting approval) need the graph to say what comes next, so it loads only for them.
  */
-export async function listRuns(
-  store: RunStore,
-  limit: number,
-  queued: QueuedRun[] = [],
-  graph: () => Promise<Agent> = async () =>
-    (await import("../../index.js")).createAgent({ checkpointer: store.checkpointer }),
-): Promise<RunRow[]> {
+export async function listRuns(store: RunStore, limit: number, queued: QueuedRun[] = []): Promise<RunRow[]> {
   // A thread submitted again after a cancel has several jobs; the newest (listed last) is the one that counts.
   const jobs = new Map(queued.map(({ threadId, output: _output, ...job }) => [threadId, job]));
   const records = new Map((await store.listRuns()).map((record) => [record.threadId, record]));
@@ -44,7 +38,8 @@ export async function listRuns(
     const threadId = tuple.config.configurable?.thread_id;
     if (typeof threadId === "string") threadIds.add(threadId);
   }
-  let agent: Agent | undefined;
+  // Loaded at the first thread that has not ended, once.
+  let graph: { agent: Agent; describeStatus: (snapshot: Awaited<ReturnType<Agent["getState"]>>) => string } | undefined;
   const rows: RunRow[] = [];
   for (const threadId of threadIds) {
     const record = records.get(threadId);
@@ -59,12 +54,14 @@ export async function listRuns(
       if (head && values.status && values.status !== "running" && !interrupted) {
         state = { values, status: values.status, createdAt: head.checkpoint.ts };
       } else {
-        agent ??= await graph();
-        const snapshot = await agent.getState({ configurable: { thread_id: threadId } });
-        const { describeStatus } = await import("../../index.js");
+        if (!graph) {
+          const { createAgent, describeStatus } = await import("../../index.js");
+          graph = { agent: createAgent({ checkpointer: store.checkpointer }), describeStatus };
+        }
+        const snapshot = await graph.agent.getState({ configurable: { thread_id: threadId } });
         state = {
           values: snapshot.values,
-          status: snapshot.createdAt ? describeStatus(snapshot) : "not started",
+          status: snapshot.createdAt ? graph.describeStatus(snapshot) : "not started",
           createdAt: snapshot.createdAt,
         };
       }
