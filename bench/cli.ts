@@ -38,6 +38,24 @@ const contenders: Contender[] = [
   { name: "selfheal --help", argv: [BIN, "--help"], target: { timesNode: 2 } },
   { name: "selfheal run (usage error)", argv: [BIN, "run"], target: { timesNode: 2 } },
   { name: "selfheal run --help", argv: [BIN, "run", "--help"], target: { timesNode: 2 } },
+  // The other commands' usage errors: each must be found before the command's work loads.
+  ...[
+    ["resume"],
+    ["history"],
+    ["runs", "--limit", "0"],
+    ["report"],
+    ["submit", "x", "--priority", "1.5"],
+    ["worker", "--concurrency", "0"],
+    ["cancel"],
+    ["demo", "--sandbox", "nowhere"],
+    ["bench", "--strategy", "guess"],
+    ["doctor", "--bogus"],
+    ["mcp", "--port", "x"],
+  ].map((argv) => ({
+    name: `selfheal ${argv[0]} (usage error)`,
+    argv: [BIN, ...argv],
+    target: { timesNode: 2 } as const,
+  })),
   { name: "selfheal runs (3 runs stored)", argv: [BIN, "runs", "--db", db], target: { ms: 500 } },
 ];
 

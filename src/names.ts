@@ -3,6 +3,7 @@
 // graph and no database driver. Internal: the public `selfheal/settings` has all of it and the schema.
 
 export { InvalidSettingsError, UsageError } from "./core/errors.js";
+export { DEFAULT_DELIVERY, DEFAULT_QUEUE_SCHEMA, type DeliveryPolicy } from "./core/queue-schema.js";
 export {
   flagDefaults,
   LANGUAGES,

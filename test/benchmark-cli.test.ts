@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type BenchmarkTask, loadDataset } from "../src/benchmark/dataset.js";
-import { registerBenchCommand } from "../src/cli/commands/bench.js";
+import { registerBenchCommand } from "../src/cli/commands/bench-command.js";
 import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";
 

@@ -17,6 +17,8 @@ const ENTRIES = [
   "report/index.ts",
   "queue/index.ts",
   "benchmark/index.ts",
+  // Internal: the benchmark's dataset and feedback names, for `selfheal bench`'s flag declarations.
+  "benchmark/names.ts",
   "mcp/index.ts",
   "testing/index.ts",
 ];

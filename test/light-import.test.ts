@@ -1,10 +1,15 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { COMMANDS } from "../src/cli/commands/catalog.js";
+import { listRuns } from "../src/cli/commands/runs.js";
 import { createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../src/index.js";
 import { openRunStore } from "../src/store/index.js";
+import { indexOfStore } from "../src/store/run-index.js";
+import { openSqliteIndex } from "../src/store/sqlite-file.js";
 import { cleanEnv, REPO, runCli } from "./cli-helpers.js";
 import { fence } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
@@ -20,6 +25,29 @@ export async function resolve(specifier, context, nextResolve) {
   return resolved;
 }`;
 
+/** The script that imports `entry` (as the CLI's bin with `argv`, if given) and logs what it loads to `log`. */
+function recordingScript(entry: string, log: string, dir: string, argv?: string[], use?: string): string {
+  return [
+    `import { register } from "node:module";`,
+    `register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(RECORDER)}`)}, { data: { log: ${JSON.stringify(log)} } });`,
+    ...(argv ? [`process.argv = ${JSON.stringify([process.execPath, entry, ...argv])};`] : []),
+    `const entry = await import(${JSON.stringify(entry)});`,
+    ...(use ? [`const dir = ${JSON.stringify(dir)};`, use] : []),
+  ].join("\n");
+}
+
+function packagesIn(log: string): Set<string> {
+  const packages = new Set<string>();
+  for (const url of readFileSync(log, "utf8").split("\n")) {
+    const name = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
+    if (name) packages.add(name);
+  }
+  return packages;
+}
+
+const nodeArgs = (script: string) => ["--import", "tsx", "--input-type=module", "-e", script];
+const recordingEnv = () => ({ PATH: cleanEnv().PATH ?? "" });
+
 /**
  * Imports `entry` in a fresh Node process and returns the npm packages it loaded; with `argv`, as
  * the CLI's bin with those arguments (the process exits when the command ends); with `use`, after
@@ -29,26 +57,37 @@ function packagesLoadedBy(entry: string, argv?: string[], use?: string, exitCode
   const dir = mkdtempSync(join(tmpdir(), "selfheal-imports-"));
   const log = join(dir, "resolved.txt");
   try {
-    const script = [
-      `import { register } from "node:module";`,
-      `register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(RECORDER)}`)}, { data: { log: ${JSON.stringify(log)} } });`,
-      ...(argv ? [`process.argv = ${JSON.stringify([process.execPath, entry, ...argv])};`] : []),
-      `const entry = await import(${JSON.stringify(entry)});`,
-      ...(use ? [`const dir = ${JSON.stringify(dir)};`, use] : []),
-    ].join("\n");
-    const result = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    const result = spawnSync(process.execPath, nodeArgs(recordingScript(entry, log, dir, argv, use)), {
       cwd: REPO,
-      env: { PATH: cleanEnv().PATH ?? "" },
+      env: recordingEnv(),
       encoding: "utf8",
     });
     if (exitCode === 0) expect(result.stderr).toBe("");
     if (exitCode !== null) expect(result.status, result.stderr).toBe(exitCode);
-    const packages = new Set<string>();
-    for (const url of readFileSync(log, "utf8").split("\n")) {
-      const name = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
-      if (name) packages.add(name);
-    }
-    return packages;
+    return packagesIn(log);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** packagesLoadedBy for the CLI's bin with `argv`, in a process that runs beside the others a test starts. */
+async function packagesLoadedByAsync(entry: string, argv: string[], exitCode: number): Promise<Set<string>> {
+  const dir = mkdtempSync(join(tmpdir(), "selfheal-imports-"));
+  const log = join(dir, "resolved.txt");
+  try {
+    const child = spawn(process.execPath, nodeArgs(recordingScript(entry, log, dir, argv)), {
+      cwd: REPO,
+      env: recordingEnv(),
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    const [status] = (await once(child, "close")) as [number | null];
+    expect(status, `${argv.join(" ")}: ${stderr}`).toBe(exitCode);
+    if (exitCode === 0) expect(stderr, argv.join(" ")).toBe("");
+    else expect(stderr, argv.join(" ")).toMatch(/^selfheal: [^\n]+\n$/);
+    return packagesIn(log);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -131,38 +170,71 @@ describe("the CLI's start", () => {
     }
   });
 
-  it("finds a usage error of run and resume, and shows run's help, before the schema, the graph, LangChain or a store load", () => {
-    for (const [argv, exitCode] of [
-      [["run"], 2],
-      [["run", "x", "--max-attempts", "2.5"], 2],
-      [["run", "--help"], 0],
-      [["resume"], 2],
-      [["resume", "t", "--bogus"], 2],
-    ] as const) {
-      const loaded = packagesLoadedBy("./src/cli/bin.ts", [...argv], undefined, exitCode);
-      for (const name of HEAVY) expect(loaded, `${argv.join(" ")} loaded ${name}`).not.toContain(name);
+  /** A usage error of each command, written down: the CLI must find each before anything heavy loads. */
+  const USAGE_ERRORS: Record<string, string[][]> = {
+    run: [["run"], ["run", "x", "--max-attempts", "2.5"]],
+    resume: [["resume"], ["resume", "t", "--bogus"]],
+    history: [["history"]],
+    runs: [["runs", "--limit", "0"]],
+    report: [["report"]],
+    submit: [["submit", "x", "--priority", "1.5"]],
+    worker: [["worker", "--concurrency", "0"]],
+    cancel: [["cancel"]],
+    demo: [["demo", "--sandbox", "nowhere"]],
+    bench: [["bench", "--strategy", "guess"]],
+    doctor: [["doctor", "--bogus"]],
+    mcp: [["mcp", "--port", "x"]],
+  };
+
+  it("finds every command's usage error, and shows its help, before the schema, the graph, LangChain or a store load", async () => {
+    expect(Object.keys(USAGE_ERRORS).sort()).toEqual(COMMANDS.map((entry) => entry.name).sort());
+    const cases = Object.entries(USAGE_ERRORS).flatMap(([name, errors]) => [
+      { argv: [name, "--help"], exitCode: 0 },
+      ...errors.map((argv) => ({ argv, exitCode: 2 })),
+    ]);
+    // Started together: each is a process of its own, and the suite's time is the slowest one's.
+    const loaded = await Promise.all(
+      cases.map(({ argv, exitCode }) => packagesLoadedByAsync("./src/cli/bin.ts", argv, exitCode)),
+    );
+    for (const [index, { argv }] of cases.entries()) {
+      for (const name of HEAVY) expect(loaded[index], `${argv.join(" ")} loaded ${name}`).not.toContain(name);
     }
   });
 
-  it("lists finished runs from their checkpoints, without loading the graph or a model client", async () => {
+  it("lists ended runs from SQLite alone, without LangChain, and as the checkpointer reads them", async () => {
     const dir = scratchDir("runs-store");
     const db = join(dir, "runs.db");
     const store = await openRunStore({ kind: "sqlite", path: db });
     const sandbox = createSandbox({ kind: "process" });
     try {
-      const agent = createAgent({
+      const passing = createAgent({
         model: new ScriptedChatModel([fence("print(1)")]),
         sandbox,
         checkpointer: store.checkpointer,
       });
-      await agent.invoke({ task: "Print 1." }, { configurable: { thread_id: "finished" } });
+      await passing.invoke({ task: "Print 1." }, { configurable: { thread_id: "finished" } });
+      const failing = createAgent({
+        model: new ScriptedChatModel([fence("raise SystemExit(3)")]),
+        sandbox,
+        checkpointer: store.checkpointer,
+      });
+      await failing.invoke(
+        { task: "Exit 0." },
+        { configurable: { thread_id: "failed" }, context: parseSettings({ maxAttempts: 1 }) },
+      );
     } finally {
       await sandbox.close();
       await store.close();
     }
     const loaded = packagesLoadedBy("./src/cli/bin.ts", ["runs", "--db", db]);
     expect(loaded).toContain("better-sqlite3");
-    for (const name of ["@langchain/langgraph", "@langchain/openai", "pg-boss"])
+    for (const name of [
+      "@langchain/langgraph",
+      "@langchain/langgraph-checkpoint",
+      "@langchain/core",
+      "@langchain/openai",
+      "pg-boss",
+    ])
       expect(loaded, `runs loaded ${name}`).not.toContain(name);
 
     // A run paused for approval has not ended: the graph says so, and loads for it.
@@ -176,6 +248,17 @@ describe("the CLI's start", () => {
         { task: "Print 2." },
         { configurable: { thread_id: "paused" }, context: parseSettings({ approval: true }) },
       );
+      // The file read alone, and the checkpointer, list the same rows.
+      const fileIndex = openSqliteIndex({ kind: "sqlite", path: db });
+      const fromFile = await listRuns(fileIndex, 50).finally(() => fileIndex.close());
+      const fromCheckpointer = await listRuns(indexOfStore(again), 50);
+      expect(fromFile).toEqual(fromCheckpointer);
+      expect(fromFile.map((row) => [row.threadId, row.status, row.attempts, row.task])).toEqual([
+        ["paused", "awaiting approval", 0, "Print 2."],
+        ["failed", "failed", 1, "Exit 0."],
+        ["finished", "passed", 1, "Print 1."],
+      ]);
+      expect(fromFile.every((row) => row.tokens > 0 || row.threadId === "paused")).toBe(true);
     } finally {
       await again.close();
     }
@@ -186,7 +269,7 @@ describe("the CLI's start", () => {
         row.status,
       ]),
     );
-    expect(statuses).toEqual({ finished: "passed", paused: "awaiting approval" });
+    expect(statuses).toEqual({ finished: "passed", failed: "failed", paused: "awaiting approval" });
   });
 
   it("loads the command a person runs and not the others: doctor needs no store, no queue, no report", () => {

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import { z } from "zod";
 import type { TaskHelpers } from "../index.js";
+import type { DatasetName } from "./names.js";
 
 /** One HumanEval-format task, exactly the fields the JSONL carries. */
 export const BenchmarkTaskSchema = z.object({
@@ -66,7 +67,7 @@ export const NAMED_DATASETS: Record<string, NamedDataset> = {
       ]),
     ),
   },
-};
+} satisfies Record<DatasetName, NamedDataset>;
 
 export interface DatasetLocation {
   /** A name from NAMED_DATASETS (`humaneval` by default) or a path to a `.jsonl` / `.jsonl.gz` file. */

@@ -1,4 +1,5 @@
 import { type BenchmarkTask, buildHiddenTests } from "./dataset.js";
+import { FEEDBACK_MODES, type FeedbackMode } from "./names.js";
 import { buildVisibleTests } from "./visible-tests.js";
 
 // What a task's run is given: the prompt, and its tests under a feedback mode.
@@ -17,13 +18,7 @@ export function buildBenchmarkTask(task: BenchmarkTask): string {
   ].join("\n");
 }
 
-/**
- * What a failed attempt may learn from. `visible`: the task's own examples and the program's
- * self-checks, what a user would have; the hidden tests judge only when the run has ended.
- * `oracle`: the hidden tests are the run's tests, so their failures reach the fixer.
- */
-export const FEEDBACK_MODES = ["visible", "oracle"] as const;
-export type FeedbackMode = (typeof FEEDBACK_MODES)[number];
+export { FEEDBACK_MODES, type FeedbackMode };
 
 export const FEEDBACK_LABELS: Record<FeedbackMode, string> = {
   visible:

@@ -1,20 +1,9 @@
-import type { Command } from "commander";
 import type { QueueLocation, QueueOpenOptions, TaskQueue } from "../queue/index.js";
 // The name rules from the light entry: pg-boss loads when a command opens the queue, not for `runs` on SQLite.
 import { checkSchemaName, DEFAULT_QUEUE_SCHEMA } from "../settings.js";
 import { resolveStoreLocation } from "../store/index.js";
-import { type StoreFlags, UsageError } from "./session.js";
-
-export interface QueueFlags extends StoreFlags {
-  queueSchema?: string;
-}
-
-export function addQueueOptions(command: Command): Command {
-  return command.option(
-    "--queue-schema <name>",
-    `PostgreSQL schema of the queue (default $SELFHEAL_QUEUE_SCHEMA or ${DEFAULT_QUEUE_SCHEMA})`,
-  );
-}
+import type { QueueFlags } from "./queue-options.js";
+import { UsageError } from "./session.js";
 
 /** The queue lives in the PostgreSQL database of the run store, so workers share checkpoints and jobs alike. */
 export function resolveQueueLocation(flags: QueueFlags, env: NodeJS.ProcessEnv = process.env): QueueLocation {

@@ -24,3 +24,19 @@ export function checkSchemaName(schema: string): QueueSchemaName {
   }
   return schema as QueueSchemaName;
 }
+
+/** How the queue delivers a job; in core beside the schema name, so the CLI declares its flags without pg-boss. */
+export interface DeliveryPolicy {
+  /** Deliveries after the first before a job is dead-lettered. A killed worker's delivery counts as one. */
+  retryLimit: number;
+  /** Seconds before the first retry; doubled (with jitter) for each further one. */
+  retryDelaySeconds: number;
+  /**
+   * How long one delivery may stay active. A worker killed mid-run holds its job this long before
+   * another takes it, so it is also the recovery time; a run still going then is stopped between
+   * steps and continues from its checkpoint on the next delivery.
+   */
+  expireInSeconds: number;
+}
+
+export const DEFAULT_DELIVERY: DeliveryPolicy = { retryLimit: 5, retryDelaySeconds: 10, expireInSeconds: 30 * 60 };

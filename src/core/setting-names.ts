@@ -55,6 +55,7 @@ export const SETTING_DEFAULTS = Object.freeze({
   candidates: 1,
   strategy: "repair" as Strategy,
   tokenBudget: 40_000,
+  temperature: 0.2,
   sandbox: "auto" as SandboxKind,
 });
 

@@ -207,7 +207,7 @@ export const SettingsSchema = z.strictObject({
     .number()
     .min(0, "temperature must be between 0 and 2")
     .max(2, "temperature must be between 0 and 2")
-    .default(0.2)
+    .default(SETTING_DEFAULTS.temperature)
     .describe("Sampling temperature of the model calls"),
   /** Ask the critic model to review runs that have no tests and exited cleanly. */
   llmReview: z

@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import pg from "pg";
 import PgBoss from "pg-boss";
 import { StoreConnectionError } from "../core/errors.js";
-import { checkSchemaName, type QueueSchemaName } from "../core/queue-schema.js";
+import { checkSchemaName, type DeliveryPolicy, type QueueSchemaName } from "../core/queue-schema.js";
 import { DEFAULT_STORE_WAIT_SECONDS } from "../core/settings.js";
 import type { RunInput } from "../core/state.js";
 import { describeLocation } from "../store/location.js";
@@ -27,20 +27,6 @@ export const RUN_QUEUE = "selfheal-runs";
 export const DEAD_LETTER_QUEUE = "selfheal-runs-dead";
 
 /** How jobs are retried and expired; pg-boss stores these on each job when it is sent. */
-export interface DeliveryPolicy {
-  /** Deliveries after the first before a job is dead-lettered. A killed worker's delivery counts as one. */
-  retryLimit: number;
-  /** Seconds before the first retry; doubled (with jitter) for each further one. */
-  retryDelaySeconds: number;
-  /**
-   * How long one delivery may stay active. A worker killed mid-run holds its job this long before
-   * another takes it, so it is also the recovery time; a run still going then is stopped between
-   * steps and continues from its checkpoint on the next delivery.
-   */
-  expireInSeconds: number;
-}
-
-export const DEFAULT_DELIVERY: DeliveryPolicy = { retryLimit: 5, retryDelaySeconds: 10, expireInSeconds: 30 * 60 };
 
 /** What a job carries: the thread to run and the input it starts from. Settings live in the run store. */
 export interface RunJobData {

@@ -1,7 +1,7 @@
 // `selfheal/store`: where runs live. Its own entry because it loads the SQLite and PostgreSQL
 // drivers (better-sqlite3 is a native addon), which `import "selfheal"` must not pay for.
 import type { StoreLocation } from "./location.js";
-import type { RunStore } from "./run-store.js";
+import type { RunIndex, RunStore } from "./run-store.js";
 
 export { ThreadBusyError } from "../core/errors.js";
 export { forkCheckpoint } from "./fork.js";
@@ -21,11 +21,20 @@ export {
   type StoreWaitEvent,
   type StoreWaitListener,
 } from "./outage.js";
-export type { RunRecord, RunStore, ThreadLease } from "./run-store.js";
+export type { RunIndex, RunRecord, RunStore, ThreadHead, ThreadLease } from "./run-store.js";
 
 /** Opens (and on first use creates) the run store; call `close()` when done. */
 export async function openRunStore(location: StoreLocation): Promise<RunStore> {
   // Each driver loads when its store is opened: a command on SQLite never loads pg, and the reverse.
   if (location.kind === "sqlite") return (await import("./sqlite.js")).openSqliteStore(location);
   return (await import("./postgres.js")).openPostgresStore(location);
+}
+
+/**
+ * Opens what a listing of the store reads: on SQLite the file alone, without LangGraph's saver
+ * (see sqlite-file.ts); elsewhere the store itself. Call \`close()\` when done.
+ */
+export async function openRunIndex(location: StoreLocation): Promise<RunIndex> {
+  if (location.kind === "sqlite") return (await import("./sqlite-file.js")).openSqliteIndex(location);
+  return (await import("./run-index.js")).indexOfStore(await openRunStore(location));
 }

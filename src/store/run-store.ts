@@ -46,6 +46,33 @@ export interface RunStore {
   close(): Promise<void>;
 }
 
+/**
+ * A thread's last checkpoint as a listing reads it: its state's plain values and when it was
+ * written, or \`unread\` where only the checkpointer can read it.
+ */
+export interface ThreadHead {
+  threadId: string;
+  values?: Record<string, unknown>;
+  createdAt?: string;
+  /** The run is paused at an interrupt (an approval) at this checkpoint. */
+  interrupted: boolean;
+  unread?: boolean;
+}
+
+/**
+ * What a listing of runs reads, without the checkpointer where the store allows: SQLite's is read
+ * with the driver alone, so \`selfheal runs\` does not load LangGraph. \`openStore\` gives the
+ * whole store, for a thread only the graph can describe; \`close\` closes it too.
+ */
+export interface RunIndex {
+  location: StoreLocation;
+  listRuns(): Promise<RunRecord[]>;
+  /** Every thread that has checkpoints, each at its last one. */
+  listHeads(): Promise<ThreadHead[]>;
+  openStore(): Promise<RunStore>;
+  close(): Promise<void>;
+}
+
 export interface RunRow {
   thread_id: string;
   task: string;

@@ -1,14 +1,12 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { SingleBar } from "cli-progress";
-import { type Command, InvalidArgumentError, Option } from "commander";
 import {
   BENCH_SANDBOX_LIMITS,
   type BenchmarkReport,
   type BenchmarkTask,
   DatasetError,
   FEEDBACK_LABELS,
-  FEEDBACK_MODES,
   type FeedbackMode,
   formatBenchmarkTable,
   formatVerifyReport,
@@ -34,36 +32,17 @@ import {
   type Sandbox,
   type SandboxKind,
   type Settings,
-  STRATEGIES,
   type Strategy,
   UsageError,
 } from "../../index.js";
 import { type RunTrace, renderRunReport } from "../../report/index.js";
-import { settingDefaults } from "../flag-settings.js";
-import {
-  addModelCallOptions,
-  type ModelCallFlags,
-  modelCallsFromFlags,
-  nonNegativeInteger,
-  positiveInteger,
-  sandboxOption,
-} from "../options.js";
+import { type ModelCallFlags, modelCallsFromFlags } from "../options.js";
 import { queueRunner } from "../queue-bench.js";
-import { addQueueOptions, resolveQueueLocation, withQueue } from "../queue-session.js";
+import { resolveQueueLocation, withQueue } from "../queue-session.js";
 import { closeSandboxes } from "../run-lines.js";
-import { addStoreOptions, withStore } from "../session.js";
-import { summaryOf } from "./catalog.js";
+import { withStore } from "../session.js";
 
-/** `repair,resample,mixed`: the strategies to compare, the first the main run's. */
-function strategyList(value: string): Strategy[] {
-  const names = value.split(",").map((name) => name.trim());
-  const unknown = names.find((name) => !(STRATEGIES as readonly string[]).includes(name));
-  if (unknown !== undefined)
-    throw new InvalidArgumentError(`expected ${STRATEGIES.join(", ")} or a comma list of them`);
-  return names as Strategy[];
-}
-
-interface BenchFlags extends ModelCallFlags {
+export interface BenchFlags extends ModelCallFlags {
   dataset: string;
   datasetDir?: string;
   limit?: number;
@@ -284,77 +263,13 @@ async function runBenchCommand(flags: BenchFlags): Promise<number> {
   }
 }
 
-/** Adds `selfheal bench` to the CLI; called from main.ts. */
-export function registerBenchCommand(program: Command): Command {
-  const defaults = settingDefaults();
-  const command = program
-    .command("bench")
-    .description(summaryOf("bench"))
-    .option(
-      "--dataset <name|file>",
-      `${Object.keys(NAMED_DATASETS).join(", ")}, or a HumanEval-format .jsonl / .jsonl.gz file`,
-      "humaneval",
-    )
-    .option(
-      "--dataset-dir <dir>",
-      "where named datasets live (default the repository's datasets/, or $SELFHEAL_DATASET_DIR)",
-    )
-    .option("--limit <n>", "run only the first N tasks", positiveInteger)
-    .option(
-      "--tasks <ids>",
-      "run only these tasks, comma-separated (HumanEval/0,HumanEval/5 or 0,5; Mbpp/2 or 2 with mbppplus)",
-    )
-    .option("--concurrency <n>", "tasks run at once", positiveInteger, 2)
-    .option(
-      "--max-attempts <n>",
-      `programs executed per task before giving up (default ${defaults.maxAttempts})`,
-      positiveInteger,
-    )
-    .option("--token-budget <n>", `tokens one task may spend (default ${defaults.tokenBudget})`, positiveInteger)
-    .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, positiveInteger)
-    .option("-m, --model <name>", `model name (default ${defaults.model}; or set $SELFHEAL_MODEL)`)
-    .option(
-      "--temperature <t>",
-      `sampling temperature (default ${defaults.temperature}; pass@k with --samples wants more, e.g. 0.8)`,
-      Number,
-    )
-    .addOption(
-      new Option(
-        "--feedback <mode>",
-        "what failed attempts learn from: visible (docstring examples, self-checks) or oracle (the hidden tests)",
-      )
-        .choices([...FEEDBACK_MODES])
-        .default("visible"),
-    )
-    .option(
-      "--samples <n>",
-      "also draw N independent one-attempt samples per task: pass@k and resampling vs repair",
-      nonNegativeInteger,
-      0,
-    )
-    .option("--candidates <n>", "programs written and run in parallel per round (default 1)", positiveInteger)
-    .option(
-      "--strategy <list>",
-      `after a failed round: ${STRATEGIES.join(", ")}; a comma list runs each task under each and draws one solved-vs-tokens curve each`,
-      strategyList,
-    )
-    .option("--simulated", "use the scripted simulated model (tests the harness; no network, not a model result)")
-    .option("--json <file>", "also write the full report as JSON")
-    .option("--html <file>", "also write a self-contained HTML report with charts (no network needed to view it)")
-    .option(
-      "--verify-dataset",
-      "no model: check that every reference solution passes and every behaviour-changing mutant fails",
-    )
-    .addOption(sandboxOption())
-    .option("--queue", "hand the tasks to `selfheal worker`s through the queue, and gather the same report");
-  return addQueueOptions(addStoreOptions(addModelCallOptions(command))).action(async (flags: BenchFlags) => {
-    try {
-      process.exitCode = await runBenchCommand(flags);
-    } catch (error) {
-      // A bad dataset is a usage problem: say which file and line, and exit 2 like other usage errors.
-      if (!(error instanceof DatasetError)) throw error;
-      process.stderr.write(`selfheal: ${error.message}\n`);
-      process.exitCode = 2;
-    }
-  });
+/** `selfheal bench`; a bad dataset is a usage problem: say which file and line, and exit 2 like other usage errors. */
+export async function benchAction(flags: BenchFlags): Promise<number> {
+  try {
+    return await runBenchCommand(flags);
+  } catch (error) {
+    if (!(error instanceof DatasetError)) throw error;
+    process.stderr.write(`selfheal: ${error.message}\n`);
+    return 2;
+  }
 }

@@ -1,9 +1,8 @@
-import type { Command } from "commander";
 import { resolveStoreLocation } from "../../store/index.js";
 import { EXIT } from "../exit.js";
-import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
-import { addStoreOptions, UsageError } from "../session.js";
-import { summaryOf } from "./catalog.js";
+import type { QueueFlags } from "../queue-options.js";
+import { resolveQueueLocation, withQueue } from "../queue-session.js";
+import { UsageError } from "../session.js";
 
 /** `selfheal cancel`: a queued run is never started; a running one stops as on Ctrl-C, checkpoints kept. */
 export async function cancelRuns(threadIds: string[], flags: QueueFlags): Promise<number> {
@@ -19,15 +18,4 @@ export async function cancelRuns(threadIds: string[], flags: QueueFlags): Promis
     else process.stderr.write(`selfheal: thread ${threadId} has no queued or running job\n`);
   }
   return cancelled.size === threadIds.length ? EXIT.passed : EXIT.failed;
-}
-
-/** `selfheal cancel`. */
-export function registerCancelCommand(program: Command): void {
-  const command = program
-    .command("cancel")
-    .description(summaryOf("cancel"))
-    .argument("<thread...>", "thread ids printed by `selfheal submit`");
-  addQueueOptions(addStoreOptions(command)).action(async (threadIds: string[], flags: QueueFlags) => {
-    process.exitCode = await cancelRuns(threadIds, flags);
-  });
 }

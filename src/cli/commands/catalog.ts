@@ -19,51 +19,51 @@ export const COMMANDS: readonly CommandEntry[] = [
     operands: "<task>",
     summary:
       "solve a task: generate, execute, judge and fix until it passes or a budget says stop; every step is checkpointed",
-    load: async () => (await import("./run.js")).registerRunCommand,
+    load: async () => (await import("./run-command.js")).registerRunCommand,
   },
   {
     name: "resume",
     operands: "<thread>",
     summary:
       "continue a stopped run from its last checkpoint, decide a pending approval, or fork from an earlier checkpoint",
-    load: async () => (await import("./resume.js")).registerResumeCommand,
+    load: async () => (await import("./resume-command.js")).registerResumeCommand,
   },
   {
     name: "history",
     operands: "<thread>",
     summary: "list a thread's checkpoints: step, the node that wrote it, attempt, status, checkpoint id",
-    load: async () => (await import("./history.js")).registerHistoryCommand,
+    load: async () => (await import("./history-command.js")).registerHistoryCommand,
   },
   {
     name: "runs",
     operands: "",
     summary: "list the runs in the store: thread, status, attempts, tokens, last update, task",
-    load: async () => (await import("./runs.js")).registerRunsCommand,
+    load: async () => (await import("./runs-command.js")).registerRunsCommand,
   },
   {
     name: "report",
     operands: "<thread>",
     summary:
       "write a self-contained HTML report of a finished or paused run: every attempt, its diff, output and tokens",
-    load: async () => (await import("./report.js")).registerReportCommand,
+    load: async () => (await import("./report-command.js")).registerReportCommand,
   },
   {
     name: "submit",
     operands: "[task]",
     summary: "enqueue runs for `selfheal worker`s on any machine; prints one thread id per run",
-    load: async () => (await import("./submit.js")).registerSubmitCommand,
+    load: async () => (await import("./submit-command.js")).registerSubmitCommand,
   },
   {
     name: "worker",
     operands: "",
     summary: "take runs from the queue (`selfheal submit`) and run them, on this machine or any other",
-    load: async () => (await import("./worker.js")).registerWorkerCommand,
+    load: async () => (await import("./worker-command.js")).registerWorkerCommand,
   },
   {
     name: "cancel",
     operands: "<thread...>",
     summary: "cancel runs given to the queue (selfheal submit); a running one stops at once, its checkpoints kept",
-    load: async () => (await import("./cancel.js")).registerCancelCommand,
+    load: async () => (await import("./cancel-command.js")).registerCancelCommand,
   },
   {
     name: "demo",
@@ -75,7 +75,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "bench",
     operands: "",
     summary: "benchmark the agent on HumanEval-format tasks with hidden tests, or verify the dataset's judge",
-    load: async () => (await import("./bench.js")).registerBenchCommand,
+    load: async () => (await import("./bench-command.js")).registerBenchCommand,
   },
   {
     name: "doctor",
@@ -90,7 +90,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     summary: "serve the agent to MCP clients (Claude Desktop, Cursor, VS Code): over stdio, or --http",
     load: async () => {
       const [{ registerMcpCommand }, { packageVersion }] = await Promise.all([
-        import("./mcp.js"),
+        import("./mcp-command.js"),
         import("../main.js"),
       ]);
       return (program) => registerMcpCommand(program, packageVersion());

@@ -1,10 +1,8 @@
 import type { Command } from "commander";
-import { createDataDemoModel, DATA_DEMO_BANNER, DATA_DEMO_INPUT, DATA_DEMO_TASK } from "../data-demo-model.js";
-import { createDemoModel, DEMO_BANNER, DEMO_TASK } from "../demo-model.js";
 import { addReportOption, sandboxOption } from "../options.js";
-import { addStoreOptions, type StoreFlags } from "../session.js";
+import { addStoreOptions, type StoreFlags } from "../store-options.js";
 import { summaryOf } from "./catalog.js";
-import { type RunFlags, startRun } from "./start-run.js";
+import type { RunFlags } from "./start-run.js";
 
 type DemoFlags = StoreFlags & Pick<RunFlags, "json" | "sandbox" | "artifacts" | "report"> & { data?: boolean };
 
@@ -18,13 +16,23 @@ export function registerDemoCommand(program: Command): void {
     .option("--artifacts <dir>", "copy the files the kept attempt wrote under out/ into this folder at the end")
     .addOption(sandboxOption());
   addStoreOptions(addReportOption(command)).action(async ({ data, ...flags }: DemoFlags) => {
+    // Loaded once the flags are read, as for `run` (see run-command.ts).
+    const { startRun } = await import("./start-run.js");
+    const python = { ...flags, language: "python" };
     // Checkpointed like any run, so `selfheal runs` and `selfheal history` show the embedded store at work.
-    process.exitCode = data
-      ? await startRun(
-          DATA_DEMO_TASK,
-          { ...flags, language: "python" },
-          { model: createDataDemoModel(), banner: DATA_DEMO_BANNER, input: DATA_DEMO_INPUT },
-        )
-      : await startRun(DEMO_TASK, { ...flags, language: "python" }, { model: createDemoModel(), banner: DEMO_BANNER });
+    if (data) {
+      const demo = await import("../data-demo-model.js");
+      process.exitCode = await startRun(demo.DATA_DEMO_TASK, python, {
+        model: demo.createDataDemoModel(),
+        banner: demo.DATA_DEMO_BANNER,
+        input: demo.DATA_DEMO_INPUT,
+      });
+    } else {
+      const demo = await import("../demo-model.js");
+      process.exitCode = await startRun(demo.DEMO_TASK, python, {
+        model: demo.createDemoModel(),
+        banner: demo.DEMO_BANNER,
+      });
+    }
   });
 }

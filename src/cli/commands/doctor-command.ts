@@ -3,7 +3,7 @@ import type { SandboxKind } from "../../names.js";
 import { sandboxOption } from "../options.js";
 import { summaryOf } from "./catalog.js";
 
-// What `selfheal doctor` takes, declared with nothing heavy behind it (see run.ts): a usage error
+// What `selfheal doctor` takes, declared with nothing heavy behind it (see run-command.ts): a usage error
 // or its help loads no sandbox, schema or graph.
 
 /** `selfheal doctor`. */

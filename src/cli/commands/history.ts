@@ -1,10 +1,8 @@
 import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
-import type { Command } from "commander";
 import { type Agent, type AgentState, createAgent } from "../../index.js";
 import { EXIT } from "../exit.js";
-import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
+import { noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
 import { formatTable } from "../table.js";
-import { summaryOf } from "./catalog.js";
 
 /** One checkpoint of a thread, as `selfheal history` shows it. */
 export interface CheckpointRow {
@@ -100,23 +98,12 @@ export function formatCheckpoints(rows: CheckpointRow[]): string {
   );
 }
 
-/** `selfheal history <thread>`. */
-export function registerHistoryCommand(program: Command): void {
-  const command = program
-    .command("history")
-    .description(summaryOf("history"))
-    .argument("<thread>", "the thread id")
-    .option("--json", "print JSON");
-  addStoreOptions(command).action(async (threadId: string, flags: StoreFlags & { json?: boolean }) => {
-    process.exitCode = await withThreadStore(flags, threadId, async (store) => {
-      const rows = await listCheckpoints(
-        createAgent({ checkpointer: store.checkpointer }),
-        store.checkpointer,
-        threadId,
-      );
-      if (rows.length === 0) throw noSuchRunError(threadId, store.location);
-      process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatCheckpoints(rows));
-      return EXIT.passed;
-    });
+/** `selfheal history <thread>`: the thread's checkpoints, oldest first. */
+export async function showHistory(threadId: string, flags: StoreFlags & { json?: boolean }): Promise<number> {
+  return await withThreadStore(flags, threadId, async (store) => {
+    const rows = await listCheckpoints(createAgent({ checkpointer: store.checkpointer }), store.checkpointer, threadId);
+    if (rows.length === 0) throw noSuchRunError(threadId, store.location);
+    process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatCheckpoints(rows));
+    return EXIT.passed;
   });
 }

@@ -1,14 +1,13 @@
 import { randomBytes } from "node:crypto";
-import type { Command } from "commander";
 import { openRunStore, resolveStoreLocation } from "../../store/index.js";
-import { addModelCallOptions, type ModelCallFlags, modelCallsFromFlags, positiveInteger } from "../options.js";
-import { addStoreOptions, type StoreFlags } from "../session.js";
+import { type ModelCallFlags, modelCallsFromFlags } from "../options.js";
+import type { StoreFlags } from "../store-options.js";
 import { EXIT } from "../stream-run.js";
 
 /** The bearer token HTTP clients must send; required beyond loopback, where one is made if this is unset. */
 const MCP_TOKEN_VARIABLE = "SELFHEAL_MCP_TOKEN";
 
-interface McpFlags extends StoreFlags, ModelCallFlags {
+export interface McpFlags extends StoreFlags, ModelCallFlags {
   http?: boolean;
   port: number;
   host: string;
@@ -32,7 +31,7 @@ function untilStopped(): Promise<void> {
  * serves the client that started it until that client closes stdin; over HTTP, any number of
  * clients until SIGINT or SIGTERM. Stdout belongs to the protocol: every note goes to stderr.
  */
-async function serveMcp(flags: McpFlags, version: string): Promise<number> {
+export async function serveMcp(flags: McpFlags, version: string): Promise<number> {
   // Loaded here, not with the CLI: no other command should pay for the MCP SDK at start-up.
   const { McpRuns, serveHttp, serveStdio } = await import("../../mcp/index.js");
   const store = await openRunStore(resolveStoreLocation(flags));
@@ -62,25 +61,4 @@ async function serveMcp(flags: McpFlags, version: string): Promise<number> {
     await runs.close();
     await store.close();
   }
-}
-
-/** Adds `selfheal mcp` to the CLI; called from main.ts. */
-export function registerMcpCommand(program: Command, version: string): void {
-  const command = program
-    .command("mcp")
-    .description("serve the agent to MCP clients (Claude Desktop, Cursor, VS Code): over stdio, or --http")
-    .option("--http", "serve over Streamable HTTP instead of stdio")
-    .option("--port <port>", "with --http: the port (0: any free one)", portNumber, 3000)
-    .option(
-      "--host <address>",
-      "with --http: the address to listen on; loopback unless you say otherwise",
-      "127.0.0.1",
-    );
-  addStoreOptions(addModelCallOptions(command)).action(async (flags: McpFlags) => {
-    process.exitCode = await serveMcp(flags, version);
-  });
-}
-
-function portNumber(value: string): number {
-  return value === "0" ? 0 : positiveInteger(value);
 }

@@ -1,13 +1,16 @@
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
-import type { Command } from "commander";
 import { createAgent, describeStatus, type Settings } from "../../index.js";
 import { type RunTrace, renderRunReport, traceRun } from "../../report/index.js";
 import type { RunStore } from "../../store/index.js";
-import { addStoreOptions, noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
+import { noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
 import { checkOutputFile, EXIT } from "../stream-run.js";
-import { summaryOf } from "./catalog.js";
 import { readCheckpoints } from "./history.js";
+
+export interface ReportFlags extends StoreFlags {
+  out?: string;
+  open?: boolean;
+}
 
 /** The model names a run's settings name, each once. */
 function modelsOf(settings: Settings | undefined): string[] {
@@ -96,25 +99,17 @@ export function openInViewer(
   });
 }
 
-/** `selfheal report <thread>`. */
-export function registerReportCommand(program: Command): void {
-  const command = program
-    .command("report")
-    .description(summaryOf("report"))
-    .argument("<thread>", "the thread id")
-    .option("-o, --out <file>", "where to write it (default selfheal-report-<thread>.html)")
-    .option("--open", "open it in the desktop's browser once written");
-  addStoreOptions(command).action(async (threadId: string, flags: StoreFlags & { out?: string; open?: boolean }) => {
-    const out = flags.out ?? `selfheal-report-${threadId.replace(/[^A-Za-z0-9_.-]+/g, "-")}.html`;
-    checkOutputFile(out);
-    process.exitCode = await withThreadStore(flags, threadId, async (store) => {
-      if (!(await writeRunReport(store, threadId, out))) throw noSuchRunError(threadId, store.location);
-      process.stderr.write(`selfheal: wrote the report of ${threadId} to ${out}\n`);
-      if (flags.open) {
-        const problem = await openInViewer(out);
-        if (problem) process.stderr.write(`selfheal: ${problem}\n`);
-      }
-      return EXIT.passed;
-    });
+/** `selfheal report <thread>`: writes the run's HTML report, and opens it when asked. */
+export async function writeReportCommand(threadId: string, flags: ReportFlags): Promise<number> {
+  const out = flags.out ?? `selfheal-report-${threadId.replace(/[^A-Za-z0-9_.-]+/g, "-")}.html`;
+  checkOutputFile(out);
+  return await withThreadStore(flags, threadId, async (store) => {
+    if (!(await writeRunReport(store, threadId, out))) throw noSuchRunError(threadId, store.location);
+    process.stderr.write(`selfheal: wrote the report of ${threadId} to ${out}\n`);
+    if (flags.open) {
+      const problem = await openInViewer(out);
+      if (problem) process.stderr.write(`selfheal: ${problem}\n`);
+    }
+    return EXIT.passed;
   });
 }

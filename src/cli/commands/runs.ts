@@ -1,13 +1,17 @@
-import type { Command } from "commander";
 import type { Agent, AgentState } from "../../index.js";
 import type { QueuedRun } from "../../queue/index.js";
-import { describeLocation, type RunRecord, type RunStore } from "../../store/index.js";
+import {
+  describeLocation,
+  openRunIndex,
+  type RunIndex,
+  type RunRecord,
+  resolveStoreLocation,
+  storeExists,
+} from "../../store/index.js";
 import { EXIT } from "../exit.js";
-import { positiveInteger } from "../options.js";
-import { addQueueOptions, type QueueFlags, resolveQueueLocation } from "../queue-session.js";
-import { addStoreOptions, withExistingStore } from "../session.js";
+import type { QueueFlags } from "../queue-options.js";
+import { resolveQueueLocation } from "../queue-session.js";
 import { formatTable } from "../table.js";
-import { summaryOf } from "./catalog.js";
 
 /** One thread, as `selfheal runs` shows it. */
 export interface RunRow {
@@ -25,37 +29,34 @@ export interface RunRow {
 
 /**
  * Every thread in the store: the ones the CLI started or forked, and any other run a program
- * checkpointed there (found by its first, input checkpoint). Newest update first. A thread whose
- * last checkpoint says how it ended is read from that checkpoint alone; only the others (running,
+ * checkpointed there. Newest update first. A thread whose last checkpoint says how it ended is
+ * read from that checkpoint alone (on SQLite without loading LangGraph); only the others (running,
  * stopped mid-way, awaiting approval) need the graph to say what comes next, so it loads only for them.
  */
-export async function listRuns(store: RunStore, limit: number, queued: QueuedRun[] = []): Promise<RunRow[]> {
+export async function listRuns(index: RunIndex, limit: number, queued: QueuedRun[] = []): Promise<RunRow[]> {
   // A thread submitted again after a cancel has several jobs; the newest (listed last) is the one that counts.
   const jobs = new Map(queued.map(({ threadId, output: _output, ...job }) => [threadId, job]));
-  const records = new Map((await store.listRuns()).map((record) => [record.threadId, record]));
-  const threadIds = new Set(records.keys());
-  for await (const tuple of store.checkpointer.list({ configurable: {} }, { filter: { step: -1 } })) {
-    const threadId = tuple.config.configurable?.thread_id;
-    if (typeof threadId === "string") threadIds.add(threadId);
-  }
+  const records = new Map((await index.listRuns()).map((record) => [record.threadId, record]));
+  const heads = new Map((await index.listHeads()).map((head) => [head.threadId, head]));
   // Loaded at the first thread that has not ended, once.
   let graph: { agent: Agent; describeStatus: (snapshot: Awaited<ReturnType<Agent["getState"]>>) => string } | undefined;
   const rows: RunRow[] = [];
-  for (const threadId of threadIds) {
+  for (const threadId of new Set([...records.keys(), ...heads.keys()])) {
     const record = records.get(threadId);
+    const head = heads.get(threadId);
     // A row that cannot be read shows as such; the listing goes on.
     let state: { values: Partial<AgentState>; status: string; createdAt?: string };
     try {
-      const config = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
-      const head = await store.checkpointer.getTuple(config);
-      const values = (head?.checkpoint.channel_values ?? {}) as Partial<AgentState>;
-      const interrupted = head?.pendingWrites?.some(([, channel]) => channel === "__interrupt__") ?? false;
+      const values = (head?.values ?? {}) as Partial<AgentState>;
       // As describeStatus reads a snapshot: a status other than running, and no pause, is how it ended.
-      if (head && values.status && values.status !== "running" && !interrupted) {
-        state = { values, status: values.status, createdAt: head.checkpoint.ts };
+      if (head && !head.unread && values.status && values.status !== "running" && !head.interrupted) {
+        state = { values, status: values.status, createdAt: head.createdAt };
       } else {
         if (!graph) {
-          const { createAgent, describeStatus } = await import("../../index.js");
+          const [{ createAgent, describeStatus }, store] = await Promise.all([
+            import("../../index.js"),
+            index.openStore(),
+          ]);
           graph = { agent: createAgent({ checkpointer: store.checkpointer }), describeStatus };
         }
         const snapshot = await graph.agent.getState({ configurable: { thread_id: threadId } });
@@ -135,31 +136,29 @@ export function formatRuns(rows: RunRow[]): string {
   );
 }
 
-/** `selfheal runs`. */
-export function registerRunsCommand(program: Command): void {
-  const command = program
-    .command("runs")
-    .description(summaryOf("runs"))
-    .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
-    .option("--json", "print JSON");
-  addQueueOptions(addStoreOptions(command)).action(async (flags: QueueFlags & { json?: boolean; limit: number }) => {
-    process.exitCode = await withExistingStore(
-      flags,
-      async (store) => {
-        const queued =
-          store.location.kind === "postgres"
-            ? await (await import("../../queue/index.js")).readQueuedRuns(resolveQueueLocation(flags))
-            : undefined;
-        const rows = await listRuns(store, flags.limit, queued);
-        process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
-        return EXIT.passed;
-      },
-      (location) => {
-        process.stdout.write(
-          flags.json ? "[]\n" : `no runs yet: there is no run store at ${describeLocation(location)}\n`,
-        );
-        return EXIT.passed;
-      },
-    );
-  });
+export interface RunsFlags extends QueueFlags {
+  json?: boolean;
+  limit: number;
+}
+
+/** `selfheal runs`: the store's runs, newest first; an empty list where there is no store yet. */
+export async function showRuns(flags: RunsFlags): Promise<number> {
+  const location = resolveStoreLocation(flags);
+  // Looking creates no database or \`.selfheal/\`.
+  if (!storeExists(location)) {
+    process.stdout.write(flags.json ? "[]\n" : `no runs yet: there is no run store at ${describeLocation(location)}\n`);
+    return EXIT.passed;
+  }
+  const index = await openRunIndex(location);
+  try {
+    const queued =
+      location.kind === "postgres"
+        ? await (await import("../../queue/index.js")).readQueuedRuns(resolveQueueLocation(flags))
+        : undefined;
+    const rows = await listRuns(index, flags.limit, queued);
+    process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
+    return EXIT.passed;
+  } finally {
+    await index.close();
+  }
 }

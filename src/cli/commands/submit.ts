@@ -1,22 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { type Command, Option } from "commander";
 import { z } from "zod";
-import { formatIssues, LANGUAGES, RunInputSchema, type Settings } from "../../index.js";
-import { DEFAULT_DELIVERY, type DeliveryPolicy, type RunJobData } from "../../queue/index.js";
+import { formatIssues, RunInputSchema, type Settings } from "../../index.js";
+import { DEFAULT_DELIVERY, type DeliveryPolicy } from "../../names.js";
+import type { RunJobData } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
 import { EXIT } from "../exit.js";
 import { settingsWithFlags } from "../flag-settings.js";
-import {
-  addSettingOptions,
-  integer,
-  nonNegativeInteger,
-  positiveInteger,
-  readFlagFile,
-  type SettingFlags,
-} from "../options.js";
-import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
-import { addStoreOptions, threadExists, UsageError, withStore } from "../session.js";
-import { summaryOf } from "./catalog.js";
+import { readFlagFile, type SettingFlags } from "../options.js";
+import type { QueueFlags } from "../queue-options.js";
+import { resolveQueueLocation, withQueue } from "../queue-session.js";
+import { threadExists, UsageError, withStore } from "../session.js";
 
 /** One line of `--file tasks.jsonl`: a run's input, and optionally its thread id and priority. */
 export const SubmittedTaskSchema = RunInputSchema.extend({
@@ -25,7 +18,7 @@ export const SubmittedTaskSchema = RunInputSchema.extend({
 });
 export type SubmittedTask = z.input<typeof SubmittedTaskSchema>;
 
-interface SubmitFlags extends SettingFlags, QueueFlags {
+export interface SubmitFlags extends SettingFlags, QueueFlags {
   file?: string;
   language: string;
   tests?: string;
@@ -120,41 +113,4 @@ export async function submitRuns(task: string | undefined, flags: SubmitFlags): 
     );
     return EXIT.passed;
   });
-}
-
-/** `selfheal submit`. */
-export function registerSubmitCommand(program: Command): void {
-  const command = program
-    .command("submit")
-    .description(summaryOf("submit"))
-    .argument("[task]", "what the program must do")
-    .option(
-      "-f, --file <tasks.jsonl>",
-      'one JSON task per line: {"task": ..., "language"?, "tests"?, "thread"?, "priority"?}',
-    )
-    .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
-    .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")
-    .option("--thread <id>", "thread id for this run (default: a new random id)")
-    .option("--priority <n>", "higher runs are taken first (default 0)", integer)
-    .option(
-      "--retries <n>",
-      `deliveries after a failed or lost one before the job is dead-lettered (default ${DEFAULT_DELIVERY.retryLimit})`,
-      nonNegativeInteger,
-    )
-    .option(
-      "--retry-delay <seconds>",
-      `seconds before the first retry, doubled for each further one (default ${DEFAULT_DELIVERY.retryDelaySeconds})`,
-      nonNegativeInteger,
-    )
-    .option(
-      "--expire-in <seconds>",
-      `how long one delivery may run before another worker takes it over (default ${DEFAULT_DELIVERY.expireInSeconds})`,
-      positiveInteger,
-    )
-    .option("--json", "print the thread and job ids as JSON");
-  addQueueOptions(addStoreOptions(addSettingOptions(command))).action(
-    async (task: string | undefined, flags: SubmitFlags) => {
-      process.exitCode = await submitRuns(task, flags);
-    },
-  );
 }

@@ -1,15 +1,13 @@
-import type { Command } from "commander";
 import { checkModelConfig, modelRetriesFromEnv } from "../../index.js";
 import { startWorker, surviveQueueOutages, type TaskQueue, type WorkerEvent, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
 import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
 import { EXIT } from "../exit.js";
-import { positiveInteger, secondsAtLeast } from "../options.js";
-import { addQueueOptions, type QueueFlags, resolveQueueLocation, withQueue } from "../queue-session.js";
-import { addStoreOptions, withStore } from "../session.js";
-import { summaryOf } from "./catalog.js";
+import type { QueueFlags } from "../queue-options.js";
+import { resolveQueueLocation, withQueue } from "../queue-session.js";
+import { withStore } from "../session.js";
 
-interface WorkerFlags extends QueueFlags {
+export interface WorkerFlags extends QueueFlags {
   concurrency: number;
   modelCallsPerMinute?: number;
   burst?: number;
@@ -106,31 +104,4 @@ export async function runWorker(flags: WorkerFlags): Promise<number> {
   return await withStore(flags, (store) =>
     withQueue(location, { maintenanceIntervalSeconds: flags.expiryCheck }, (queue) => work(store, queue, flags)),
   );
-}
-
-/** `selfheal worker`. */
-export function registerWorkerCommand(program: Command): void {
-  const command = program
-    .command("worker")
-    .description(summaryOf("worker"))
-    .option("-c, --concurrency <n>", "runs at once in this worker", positiveInteger, 1)
-    .option(
-      "--model-calls-per-minute <n>",
-      "at most N model calls a minute across every worker that gives the same number (default: no limit)",
-      positiveInteger,
-    )
-    .option("--burst <n>", "model calls allowed at once before the rate applies (default 1)", positiveInteger)
-    .option(
-      "--poll-interval <seconds>",
-      "how often an idle worker looks for jobs (at least 0.5)",
-      secondsAtLeast(0.5),
-      2,
-    )
-    .option("--heartbeat <seconds>", "how often the worker records that it is alive", secondsAtLeast(0.1), 5)
-    .option("--expiry-check <seconds>", "how often the queue looks for jobs whose worker has gone", positiveInteger, 30)
-    .option("--until-empty", "exit once no job is waiting or running")
-    .option("--json", "print one JSON line per event on stdout");
-  addQueueOptions(addStoreOptions(command)).action(async (flags: WorkerFlags) => {
-    process.exitCode = await runWorker(flags);
-  });
 }

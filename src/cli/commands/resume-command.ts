@@ -4,7 +4,7 @@ import { addStoreOptions } from "../store-options.js";
 import { summaryOf } from "./catalog.js";
 import type { ResumeFlags } from "./resume-run.js";
 
-// What `selfheal resume` takes, declared with nothing heavy behind it (see run.ts); the resume
+// What `selfheal resume` takes, declared with nothing heavy behind it (see run-command.ts); the resume
 // itself loads once the flags are read.
 
 /** `selfheal resume <thread>`. */
