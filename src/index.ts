@@ -18,6 +18,7 @@ export {
   StoreConnectionError,
   StoreUnavailableError,
   ThreadBusyError,
+  ThreadHasRunError,
   UsageError,
 } from "./core/errors.js";
 export type { BestAttempt, ErrorObservation, ErrorRecord, HistoryEntry, ModelCallUsage, Usage } from "./core/ledger.js";

@@ -12,3 +12,4 @@ export {
   STRATEGIES,
   type Strategy,
 } from "./core/setting-names.js";
+export { didYouMean } from "./core/spelling.js";

@@ -11,6 +11,7 @@ export {
   type SelfhealErrorCode,
   StoreConnectionError,
   ThreadBusyError,
+  ThreadHasRunError,
   UsageError,
 } from "./core/errors.js";
 export { checkSchemaName, DEFAULT_QUEUE_SCHEMA, type QueueSchemaName } from "./core/queue-schema.js";

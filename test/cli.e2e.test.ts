@@ -177,6 +177,10 @@ describe("selfheal run: usage and configuration errors exit 2", () => {
     const unknown = await runCli(["rnu"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe("selfheal: unknown command 'rnu' (Did you mean run?) (see `selfheal --help`)\n");
+    // The help of an unknown command: the same line, not the whole help.
+    const helpOfUnknown = await runCli(["help", "rnu"]);
+    expect(helpOfUnknown.code).toBe(2);
+    expect(helpOfUnknown.stderr).toBe(unknown.stderr);
   });
 
   it("says every usage error in one style, one line, exit 2, whoever found it", async () => {
@@ -216,6 +220,7 @@ describe("selfheal run: usage and configuration errors exit 2", () => {
       [["run", "x", "--tests", join(dir, "tests")], `selfheal: --tests ${join(dir, "tests")} is a folder; give a file`],
       [["run", "x", "--tests", join(dir, "none.py")], `selfheal: --tests ${join(dir, "none.py")}: no such file`],
       [["run", "x", "--input", join(dir, "none.csv")], `selfheal: --input ${join(dir, "none.csv")}: no such file`],
+      [["resume", "t", "--approve", "--reject", "no"], "selfheal: give only one of --approve, --reject or --edit"],
     ];
     // Each its own process, started together: they share nothing.
     const results = await Promise.all(cases.map(([args]) => runCli(args, { env, cwd: dir })));

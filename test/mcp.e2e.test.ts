@@ -323,6 +323,20 @@ describe("selfheal mcp --http", () => {
     await Promise.all([a.client.close(), b.client.close()]);
   }, 240_000);
 
+  it("says in one line, exit 2, that its port is taken or no port at all, and serves nothing", async () => {
+    const { port } = new URL(url);
+    const taken = await runCli(["mcp", "--http", "--port", port, "--db", join(scratchDir("mcp-taken"), "runs.db")]);
+    expect(taken.stderr).toBe(
+      `selfheal: cannot serve MCP over HTTP: 127.0.0.1:${port} is in use: choose another --port (0 takes any free one)\n`,
+    );
+    expect(taken.code).toBe(2);
+    const outOfRange = await runCli(["mcp", "--http", "--port", "65536"]);
+    expect(outOfRange.stderr).toBe(
+      'selfheal: --port must be a port number from 0 to 65535 (0: any free one) (got "65536") (see `selfheal mcp --help`)\n',
+    );
+    expect(outOfRange.code).toBe(2);
+  }, 60_000);
+
   it("refuses a request whose Host is not the loopback address it serves (DNS rebinding)", async () => {
     const { port } = new URL(url);
     const body = JSON.stringify({

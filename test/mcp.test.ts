@@ -117,6 +117,27 @@ describe("the MCP tools", () => {
     );
     expect(model.prompts).toHaveLength(0);
   });
+
+  it("refuse an argument or a setting no tool takes, by name, with the one it was probably meant to be", async () => {
+    const model = new ScriptedChatModel([fence("print(1)")]);
+    const { client, store } = await connect(model);
+    const misspeltSetting = await solve(client, { task: "Print one.", settings: { maxAttemptz: 1 } });
+    expect(misspeltSetting).toMatchObject({ isError: true });
+    expect(textOf(misspeltSetting)).toBe('unknown setting "maxAttemptz" (did you mean maxAttempts?)');
+    const call = async (name: string, args: Record<string, unknown>) =>
+      textOf((await client.callTool({ name, arguments: args })) as CallToolResult);
+    expect(await call("list_runs", { limt: 5 })).toBe(
+      'list_runs has no argument "limt" (did you mean limit?) (it takes limit)',
+    );
+    expect(await call("run_history", { threadId: "t", verbose: true })).toBe(
+      'run_history has no argument "verbose" (it takes threadId)',
+    );
+    expect(await call("resume", { threadId: "t", settings: { modle: "x" } })).toBe(
+      'unknown setting "modle" (did you mean model?)',
+    );
+    expect(model.prompts).toHaveLength(0);
+    expect(await store.listRuns()).toEqual([]);
+  });
 });
 
 describe("the MCP server over HTTP", () => {

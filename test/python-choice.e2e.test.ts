@@ -52,7 +52,18 @@ describe("which Python runs programs", () => {
     );
     // Once per module, not once per attempt.
     expect(result.stderr.split("hint: matplotlib").length).toBe(2);
-  }, 180_000);
+
+    // The flags the hints name are the demo's own: taken as given, the hint's advice makes it pass.
+    const help = await runCli(["demo", "--help"]);
+    expect(help.stdout).toContain("--python <path>");
+    expect(help.stdout).toContain("--allow-package <spec...>");
+    const advised = await runCli(["demo", "--data", "--python", SYSTEM_PYTHON, "--sandbox", "process", "--json"], {
+      env: { SELFHEAL_PYTHON: bare },
+    });
+    expect(advised.stderr).toContain(`python ${realpathSync(SYSTEM_PYTHON)} (`);
+    expect(advised.code).toBe(0);
+    expect(JSON.parse(advised.stdout)).toMatchObject({ status: "passed" });
+  }, 240_000);
 
   describe("--python", () => {
     let stub: OpenAIStub;

@@ -176,6 +176,21 @@ describe("the LangGraph server (what Studio talks to)", () => {
     const afterFailure = history.find((snapshot) => snapshot.next.includes("fixer"));
     expect(afterFailure?.values).toMatchObject({ attempt: 1, status: "running", critique: { passed: false } });
     expect(stub.requests).toHaveLength(2);
+
+    // A second task on the same thread is refused before anything runs, and the thread keeps its run.
+    const refused = await client.runs
+      .wait(thread.thread_id, assistant.assistant_id, { input: { task: "Print hello and exit 3." } })
+      .then(
+        () => new Error("the second task ran"),
+        (error: Error) => error,
+      );
+    expect(JSON.parse(refused.message.replace(/^Error: /, ""))).toEqual({
+      error: "ThreadHasRunError",
+      message: `thread ${thread.thread_id} already has a run (passed, 2 attempts): give a new task a new thread, and continue this run with a resume (no input)`,
+    });
+    expect(stub.requests).toHaveLength(2);
+    const after = await client.threads.getState<AgentState>(thread.thread_id);
+    expect(after.values).toMatchObject({ task: state.values.task, status: "passed", attempt: 2 });
   }, 120_000);
 
   it("offers every run setting as the context schema, with its default and its bounds", async () => {
@@ -285,6 +300,20 @@ describe("the LangGraph server (what Studio talks to)", () => {
       return JSON.parse(failed.message.replace(/^Error: /, "")) as unknown;
     };
     expect(await errorOf({ task: "" })).toEqual({ error: "InvalidSettingsError", message: "task must not be empty" });
+    // A setting of the wrong type in an assistant's context: the same one line, not zod's issues as JSON.
+    const wrongType = await client.assistants.create({ graphId: "selfheal", context: { maxAttempts: "lots" } });
+    made.assistants.push(wrongType.assistant_id);
+    const thread = await newThread();
+    const failed = await client.runs
+      .wait(thread.thread_id, wrongType.assistant_id, { input: { task: "Print 1." } })
+      .then(
+        () => new Error("the run did not fail"),
+        (error: Error) => error,
+      );
+    expect(JSON.parse(failed.message.replace(/^Error: /, ""))).toEqual({
+      error: "InvalidSettingsError",
+      message: "maxAttempts must be a number",
+    });
     expect(await errorOf({ task: "Print 1.", maxAttempts: 1 })).toEqual({
       error: "InvalidSettingsError",
       message:

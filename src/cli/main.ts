@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { didYouMean } from "../names.js";
 import { COMMANDS } from "./commands/catalog.js";
 import { EXIT } from "./exit.js";
 import { colorsFor, terminalStyle } from "./terminal.js";
@@ -67,6 +68,18 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
 }
 
 export async function main(argv: string[] = process.argv): Promise<number> {
+  // commander answers `help <unknown>` with the whole help on stderr: one line, as for `selfheal <unknown>`.
+  const [first, named] = argv.slice(2).filter((word) => !word.startsWith("-"));
+  if (first === "help" && named !== undefined && !COMMANDS.some((entry) => entry.name === named)) {
+    const red = colorsFor(terminalStyle(process.stderr)).red;
+    // Spelt as commander spells its own suggestion for `selfheal <unknown>`.
+    const suggestion = didYouMean(
+      named,
+      COMMANDS.map((entry) => entry.name),
+    ).replace("did you", "Did you");
+    process.stderr.write(`${red("selfheal:")} ${usageLine(`unknown command '${named}'${suggestion}`, "selfheal")}\n`);
+    return EXIT.usage;
+  }
   try {
     // Built inside the try: the help shows defaults read from the environment, which may be bad.
     await (await buildProgram(argv)).parseAsync(argv);

@@ -71,6 +71,22 @@ export function sandboxOption(): Option {
   return new Option("--sandbox <kind>", `sandbox backend (default ${flagDefaults().sandbox})`).choices(SANDBOX_KINDS);
 }
 
+/** The `--python` flag, on the commands that run Python programs a person starts. */
+export function pythonOption(): Option {
+  return new Option(
+    "--python <path>",
+    "the Python that runs programs (default $SELFHEAL_PYTHON, else python3 on PATH; `selfheal doctor` lists those found)",
+  );
+}
+
+/** The `--allow-package` flag, on `run` and `demo`: their hints name it when a module is missing. */
+export function allowPackageOption(): Option {
+  return new Option(
+    "--allow-package <spec...>",
+    "packages the program may import, installed on first need: NAME[@version] for the run's language, or python:NAME / javascript:NAME",
+  );
+}
+
 /** Where a run's model is set, which no flag says: the help of every command that calls one ends with it. */
 export const MODEL_HELP = `
 Which model answers:
@@ -103,10 +119,7 @@ export function addSettingOptions(command: Command): Command {
       `interpreters kept warm per language by the bwrap and process sandboxes (default ${defaults.sandboxPoolSize})`,
       integer,
     )
-    .option(
-      "--python <path>",
-      "the Python that runs programs (default $SELFHEAL_PYTHON, else python3 on PATH; `selfheal doctor` lists those found)",
-    )
+    .addOption(pythonOption())
     .option("--llm-review", "ask the critic model to review runs that have no tests")
     .option(
       "--candidates <n>",

@@ -7,6 +7,7 @@ export type SelfhealErrorCode =
   | "MISSING_MODEL_CONFIG"
   | "SANDBOX_UNAVAILABLE"
   | "THREAD_BUSY"
+  | "THREAD_HAS_RUN"
   | "STORE_CONNECTION"
   | "STORE_UNAVAILABLE"
   | "USAGE";
@@ -52,6 +53,17 @@ export class SandboxUnavailableError extends SelfhealError {
 export class ThreadBusyError extends SelfhealError {
   constructor(message: string) {
     super("THREAD_BUSY", message);
+  }
+}
+
+/**
+ * A new input reached a thread that already holds a run. Its state (the status, the attempts, the
+ * best program) would carry into the new task, so the thread takes no second task: give the new
+ * task a new thread, and continue this run with a resume.
+ */
+export class ThreadHasRunError extends SelfhealError {
+  constructor(message: string) {
+    super("THREAD_HAS_RUN", message);
   }
 }
 

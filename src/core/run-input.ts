@@ -1,5 +1,6 @@
 import { InvalidSettingsError } from "./errors.js";
-import { didYouMean, formatIssues, SettingsSchema } from "./settings.js";
+import { formatIssues, SettingsSchema } from "./settings.js";
+import { didYouMean } from "./spelling.js";
 import { RunInputSchema } from "./state.js";
 
 const INPUT_FIELDS = Object.keys(RunInputSchema.shape);

@@ -14,6 +14,7 @@ import {
   STRATEGIES,
   type Strategy,
 } from "./setting-names.js";
+import { didYouMean } from "./spelling.js";
 
 export {
   DEFAULT_MODEL_TIMEOUT_MS,
@@ -388,30 +389,9 @@ function unknownKeys(path: PropertyKey[], keys: string[]): string {
   return keys.map((key) => `unknown setting "${[...path, key].join(".")}"${didYouMean(key, known)}`).join("; ");
 }
 
-/** ` (did you mean maxAttempts?)` for the known name closest in spelling to `key`, or "" when none is close. */
-export function didYouMean(key: string, known: readonly string[]): string {
-  const closest = known
-    .map((candidate) => ({ candidate, distance: editDistance(key.toLowerCase(), candidate.toLowerCase()) }))
-    .sort((a, b) => a.distance - b.distance)[0];
-  return closest && closest.distance <= Math.max(2, key.length / 3) ? ` (did you mean ${closest.candidate}?)` : "";
-}
-
 function knownKeysAt(path: PropertyKey[]): Record<string, unknown> {
   const nested = { packages: PackagesSchema.shape, packageInstall: PackageInstallSchema.shape } as const;
   return nested[path[0] as keyof typeof nested] ?? {};
-}
-
-/** Levenshtein distance, for the "did you mean" hint. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 /** The sandbox limits a run's settings ask for, as the executor passes them in each RunRequest. */

@@ -10,10 +10,17 @@ import {
   type StateDefinitionInit,
   StateGraph,
 } from "@langchain/langgraph";
-import type { ZodObject } from "zod";
+import type { ZodError, ZodObject } from "zod";
 import { planRound, proposesInputs } from "../core/candidates.js";
+import { InvalidSettingsError, ThreadHasRunError } from "../core/errors.js";
 import { checkRunInput } from "../core/run-input.js";
-import { type ContextChannels, MAX_ATTEMPTS_LIMIT, parseSettings, type SettingsInput } from "../core/settings.js";
+import {
+  type ContextChannels,
+  formatIssues,
+  MAX_ATTEMPTS_LIMIT,
+  parseSettings,
+  type SettingsInput,
+} from "../core/settings.js";
 import { type AgentState, type AgentUpdate, State } from "../core/state.js";
 import { approvalNode } from "../nodes/approval.js";
 import { type CandidateTask, candidateTask, createCandidateNode } from "../nodes/candidate.js";
@@ -263,13 +270,60 @@ export function createAgent(options: AgentOptions = {}, declaration?: Introspect
   // Every way in (invoke, stream, the LangGraph server behind Studio) validates a new run's input
   // in this one protected method, which LangGraph offers no hook around; a resume (a Command, or
   // null) carries no input.
-  const validated = agent as unknown as { _validateInput(input: unknown): Promise<unknown> };
-  const validate = validated._validateInput.bind(agent);
+  const validated = agent as unknown as {
+    _validateInput(input: unknown): Promise<unknown>;
+    _validateContext(context: unknown): Promise<unknown>;
+  };
+  const validateInput = validated._validateInput.bind(agent);
   validated._validateInput = async (input) => {
     if (input != null && !isCommand(input)) checkRunInput(input);
-    return validate(input);
+    return validateInput(input);
+  };
+  // A new input on a thread that holds a run would carry that run's status, attempts and best
+  // program into the new task (it "passed" without running): refused before the input is saved.
+  const streamed = agent as unknown as {
+    _streamIterator(input: unknown, options?: { configurable?: Record<string, unknown> }): AsyncGenerator<unknown>;
+  };
+  const streamIterator = streamed._streamIterator.bind(agent);
+  streamed._streamIterator = async function* (input, options) {
+    if (input != null && !isCommand(input)) await refuseUsedThread(agent, options);
+    yield* streamIterator(input, options);
+  };
+  // Where a context schema is declared (Studio's), LangGraph checks the settings against it first,
+  // and its zod error would reach the user as JSON: it becomes the line parseSettings gives.
+  const validateContext = validated._validateContext.bind(agent);
+  validated._validateContext = async (context) => {
+    try {
+      return await validateContext(context);
+    } catch (error) {
+      throw isZodError(error) ? new InvalidSettingsError(formatIssues(error)) : error;
+    }
   };
   return agent;
+}
+
+/** Throws ThreadHasRunError when the thread `options` name (from its head, not an earlier checkpoint) holds a run. */
+async function refuseUsedThread(
+  agent: {
+    checkpointer?: unknown;
+    getState(config: { configurable: Record<string, unknown> }): Promise<{ values: Partial<AgentState> }>;
+  },
+  options: { configurable?: Record<string, unknown> } | undefined,
+): Promise<void> {
+  const configurable = options?.configurable;
+  if (!agent.checkpointer || typeof configurable?.thread_id !== "string" || configurable.checkpoint_id !== undefined)
+    return;
+  const { values } = await agent.getState({ configurable: { thread_id: configurable.thread_id } });
+  const attempts = values.attempt ?? 0;
+  if (attempts === 0 && (values.status ?? "running") === "running") return;
+  throw new ThreadHasRunError(
+    `thread ${configurable.thread_id} already has a run (${values.status}, ${attempts} attempt${attempts === 1 ? "" : "s"}): give a new task a new thread, and continue this run with a resume (no input)`,
+  );
+}
+
+/** Duck-typed: the dev server's copy of zod may not be the one this module imports. */
+function isZodError(error: unknown): error is ZodError {
+  return error instanceof Error && "issues" in error && Array.isArray(error.issues);
 }
 
 export type Agent = ReturnType<typeof createAgent>;

@@ -4,7 +4,15 @@ import { pathToFileURL } from "node:url";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult, ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { ApprovalDecisionSchema, formatIssues, type KeptArtifacts, LIVE_LINE_CHARS, RunInputSchema } from "../index.js";
+import {
+  ApprovalDecisionSchema,
+  formatIssues,
+  type KeptArtifacts,
+  LIVE_LINE_CHARS,
+  RunInputSchema,
+  UsageError,
+} from "../index.js";
+import { didYouMean } from "../names.js";
 import { ClientSettingsSchema, type McpRuns, type RunListener, type RunOutcome } from "./runs.js";
 
 /** Files bigger than this come back as a link to the file, not as its bytes. */
@@ -144,19 +152,56 @@ async function answer(work: () => Promise<CallToolResult>): Promise<CallToolResu
 }
 
 /** The tool's view of a run's input: the very schema `invoke` validates, plus where to run it and how. */
+/** The client's settings, loose where the SDK checks them: an unknown one is refused by name (refuseUnknownArguments). */
+const LooseSettingsSchema = ClientSettingsSchema.loose();
+
 const SolveInputSchema = RunInputSchema.extend({
   threadId: z.string().min(1).optional().describe("Thread id for the run (default: a new random id)"),
-  settings: ClientSettingsSchema.optional().describe("Run settings; each one left out keeps its default"),
+  settings: LooseSettingsSchema.optional().describe("Run settings; each one left out keeps its default"),
 })
   // A field the tool does not have reaches `solve`, which refuses it by name (a setting given beside
   // the task, `maxAttempts`, ran with the default before, silently).
   .loose();
 
-const ResumeInputSchema = z.object({
-  threadId: z.string().min(1).describe("The thread of the run to continue"),
-  decision: ApprovalDecisionSchema.optional().describe("For a run waiting for approval: approve, reject or edit"),
-  settings: ClientSettingsSchema.optional().describe("Settings to change for the rest of the run"),
-});
+const ResumeInputSchema = z
+  .object({
+    threadId: z.string().min(1).describe("The thread of the run to continue"),
+    decision: ApprovalDecisionSchema.optional().describe("For a run waiting for approval: approve, reject or edit"),
+    settings: LooseSettingsSchema.optional().describe("Settings to change for the rest of the run"),
+  })
+  .loose();
+
+const ListRunsInputSchema = z
+  .object({ limit: z.number().int().min(1).max(500).default(20).describe("How many runs, at most") })
+  .loose();
+
+const RunHistoryInputSchema = z.object({ threadId: z.string().min(1).describe("The run's thread id") }).loose();
+
+/**
+ * The SDK checks a tool's arguments against its schema and drops a key the schema lacks; every
+ * schema here is loose, so such a key reaches the tool, which refuses it by name with the one it
+ * was probably meant to be, as the CLI and Studio do. A setting is checked the same way.
+ */
+function refuseUnknownArguments(tool: string, args: Record<string, unknown>, schema: z.ZodObject): void {
+  const known = Object.keys(schema.shape);
+  const unknown = Object.keys(args).filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    throw new UsageError(
+      unknown
+        .map((key) => `${tool} has no argument "${key}"${didYouMean(key, known)} (it takes ${known.join(", ")})`)
+        .join("; "),
+    );
+  }
+  const settings = args.settings;
+  if (typeof settings !== "object" || settings === null) return;
+  const settingNames = Object.keys(ClientSettingsSchema.shape);
+  const unknownSettings = Object.keys(settings).filter((key) => !settingNames.includes(key));
+  if (unknownSettings.length > 0) {
+    throw new UsageError(
+      unknownSettings.map((key) => `unknown setting "${key}"${didYouMean(key, settingNames)}`).join("; "),
+    );
+  }
+}
 
 /** An MCP server offering selfheal's runs as tools; one per client connection, all sharing `runs`. */
 export function createMcpServer(runs: McpRuns, info: { version: string }): McpServer {
@@ -182,7 +227,9 @@ export function createMcpServer(runs: McpRuns, info: { version: string }): McpSe
     },
     (args, call) =>
       answer(async () => {
+        // Its input's own fields are checked as invoke checks them: an unknown one there is refused by checkRunInput.
         const { threadId, settings, ...input } = args;
+        refuseUnknownArguments("solve", { threadId, settings }, SolveInputSchema);
         return runResult(await runs.solve({ input, settings, threadId }, listenerFor(call), call.signal));
       }),
   );
@@ -195,7 +242,11 @@ export function createMcpServer(runs: McpRuns, info: { version: string }): McpSe
         "Continue a run that was cancelled, stopped on a model error, or is waiting for approval (give a decision then).",
       inputSchema: ResumeInputSchema,
     },
-    (args, call) => answer(async () => runResult(await runs.resume(args, listenerFor(call), call.signal))),
+    (args, call) =>
+      answer(async () => {
+        refuseUnknownArguments("resume", args, ResumeInputSchema);
+        return runResult(await runs.resume(args, listenerFor(call), call.signal));
+      }),
   );
 
   server.registerTool(
@@ -203,12 +254,13 @@ export function createMcpServer(runs: McpRuns, info: { version: string }): McpSe
     {
       title: "List runs",
       description: "The runs in selfheal's store, newest first: thread, task, status, attempts, tokens.",
-      inputSchema: z.object({ limit: z.number().int().min(1).max(500).default(20).describe("How many runs, at most") }),
+      inputSchema: ListRunsInputSchema,
       annotations: { readOnlyHint: true },
     },
-    ({ limit }) =>
+    (args) =>
       answer(async () => {
-        const rows = await runs.list(limit);
+        refuseUnknownArguments("list_runs", args, ListRunsInputSchema);
+        const rows = await runs.list(args.limit);
         const text = rows.length
           ? rows.map((row) => `${row.threadId}  ${row.status}  ${row.attempts} attempt(s)  ${row.task}`).join("\n")
           : "no runs yet";
@@ -222,11 +274,13 @@ export function createMcpServer(runs: McpRuns, info: { version: string }): McpSe
       title: "A run's history",
       description:
         "One run: its status, each attempt and what failed it, its distinct errors, tokens, and its program.",
-      inputSchema: z.object({ threadId: z.string().min(1).describe("The run's thread id") }),
+      inputSchema: RunHistoryInputSchema,
       annotations: { readOnlyHint: true },
     },
-    ({ threadId }) =>
+    (args) =>
       answer(async () => {
+        refuseUnknownArguments("run_history", args, RunHistoryInputSchema);
+        const { threadId } = args;
         const history = await runs.history(threadId);
         const lines = history.attempts.map(
           (entry) => `attempt ${entry.attempt} (${entry.node}): ${entry.outcome}, ${entry.tokens} tokens`,

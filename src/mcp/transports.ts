@@ -134,7 +134,7 @@ export async function serveHttp(
     });
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error) => reject(listenError(error, options.host, options.port)));
     server.listen(options.port, options.host, resolve);
   });
   const { port } = server.address() as AddressInfo;
@@ -149,4 +149,18 @@ export async function serveHttp(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Why the server could not listen, in one line that names the flag to change; any other error as it is. */
+function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const reasons: Record<string, string> = {
+    EADDRINUSE: `${where} is in use: choose another --port (0 takes any free one)`,
+    EACCES: `${where} needs privileges this process lacks: choose a --port above 1023`,
+    EADDRNOTAVAIL: `${host} is not an address of this machine: choose another --host`,
+    ENOTFOUND: `${host} is not an address or a name this machine resolves: choose another --host`,
+    EAI_AGAIN: `${host} could not be resolved: choose another --host`,
+  };
+  const reason = error.code ? reasons[error.code] : undefined;
+  return reason ? new UsageError(`cannot serve MCP over HTTP: ${reason}`) : error;
 }

@@ -1,10 +1,11 @@
 import type { Command } from "commander";
-import { addReportOption, sandboxOption } from "../options.js";
+import { addReportOption, allowPackageOption, pythonOption, sandboxOption } from "../options.js";
 import { addStoreOptions, type StoreFlags } from "../store-options.js";
 import { summaryOf } from "./catalog.js";
 import type { RunFlags } from "./start-run.js";
 
-type DemoFlags = StoreFlags & Pick<RunFlags, "json" | "sandbox" | "artifacts" | "report"> & { data?: boolean };
+type DemoFlags = StoreFlags &
+  Pick<RunFlags, "json" | "sandbox" | "python" | "allowPackage" | "artifacts" | "report"> & { data?: boolean };
 
 /** `selfheal demo`: a real run of the scripted demo model, no API key needed. */
 export function registerDemoCommand(program: Command): void {
@@ -14,7 +15,10 @@ export function registerDemoCommand(program: Command): void {
     .option("--json", "print a JSON result instead of the code")
     .option("--data", "the data task instead: read sales.csv with pandas, save a matplotlib chart as out/chart.png")
     .option("--artifacts <dir>", "copy the files the kept attempt wrote under out/ into this folder at the end")
-    .addOption(sandboxOption());
+    .addOption(sandboxOption())
+    // The data demo's hints name these when the Python it finds lacks pandas or matplotlib.
+    .addOption(pythonOption())
+    .addOption(allowPackageOption());
   addStoreOptions(addReportOption(command)).action(async ({ data, ...flags }: DemoFlags) => {
     // Loaded once the flags are read, as for `run` (see run-command.ts).
     const { startRun } = await import("./start-run.js");

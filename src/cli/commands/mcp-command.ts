@@ -1,5 +1,5 @@
-import type { Command } from "commander";
-import { addModelCallOptions, positiveInteger } from "../options.js";
+import { type Command, InvalidArgumentError } from "commander";
+import { addModelCallOptions } from "../options.js";
 import { addStoreOptions } from "../store-options.js";
 import { summaryOf } from "./catalog.js";
 import type { McpFlags } from "./mcp.js";
@@ -23,6 +23,9 @@ export function registerMcpCommand(program: Command, version: string): void {
   });
 }
 
+/** A TCP port, or 0 for any free one. */
 function portNumber(value: string): number {
-  return value === "0" ? 0 : positiveInteger(value);
+  const port = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!(port <= 65_535)) throw new InvalidArgumentError("must be a port number from 0 to 65535 (0: any free one)");
+  return port;
 }

@@ -48,7 +48,7 @@ export interface ResumeFlags extends StoreFlags, SettingFlags, ModelCallFlags {
 
 async function decisionFromFlags(flags: ResumeFlags): Promise<ApprovalDecision | undefined> {
   const given = [flags.approve, flags.reject !== undefined, flags.edit !== undefined].filter(Boolean).length;
-  if (given > 1) throw new UsageError("give one of --approve, --reject or --edit");
+  if (given > 1) throw new UsageError("give only one of --approve, --reject or --edit");
   if (flags.approve) return { action: "approve" };
   if (flags.reject !== undefined) {
     const parsed = ApprovalDecisionSchema.safeParse({ action: "reject", reason: flags.reject });

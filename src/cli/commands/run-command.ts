@@ -1,6 +1,12 @@
 import { type Command, Option } from "commander";
 import { LANGUAGES } from "../../names.js";
-import { addModelCallOptions, addOutputOptions, addReportOption, addSettingOptions } from "../options.js";
+import {
+  addModelCallOptions,
+  addOutputOptions,
+  addReportOption,
+  addSettingOptions,
+  allowPackageOption,
+} from "../options.js";
 import { addStoreOptions } from "../store-options.js";
 import { summaryOf } from "./catalog.js";
 import type { RunFlags } from "./start-run.js";
@@ -16,10 +22,7 @@ export function registerRunCommand(program: Command): void {
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
     .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")
-    .option(
-      "--allow-package <spec...>",
-      "packages the program may import, installed on first need: NAME[@version] for the run's language, or python:NAME / javascript:NAME",
-    )
+    .addOption(allowPackageOption())
     .option("--input <files...>", "input files, put read-only into the program's working directory by base name")
     .option("--expect <names...>", "files the program must write under out/, e.g. out/chart.png")
     .option("--artifacts <dir>", "copy the files the kept attempt wrote under out/ into this folder at the end");
