@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { chooseCandidate, keepLatestRound, planRound, proposesInputs } from "../src/core/candidates.js";
-import { type CandidateOutcome, type Execution, ExecutionSchema } from "../src/core/state.js";
+import { chooseCandidate, planRound, proposesInputs } from "../src/core/candidates.js";
+import { type CandidateOutcome, type Execution, ExecutionSchema, keepLatestRound } from "../src/core/state.js";
 import { routeAfterJoin, routeFromStart, routeNextRound } from "../src/graph/routes.js";
 import { parseSettings } from "../src/index.js";
 

@@ -160,6 +160,68 @@ describe("the rooms of src/sandbox/", () => {
   });
 });
 
+/**
+ * The import circles among the files under `src`, type imports included, each as the files that
+ * reach one another (a strongly connected component, Tarjan's): a circle inside a room is files
+ * that cannot be read, or changed, apart.
+ */
+function importCircles(src: string): string[] {
+  const imports = new Map(sourceFiles(src).map((file) => [file, relativeImports(file)]));
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const circles: string[] = [];
+  const visit = (file: string) => {
+    order.set(file, order.size);
+    low.set(file, order.get(file)!);
+    stack.push(file);
+    for (const target of imports.get(file) ?? []) {
+      if (!imports.has(target)) continue;
+      if (!order.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (stack.includes(target)) {
+        low.set(file, Math.min(low.get(file)!, order.get(target)!));
+      }
+    }
+    if (low.get(file) !== order.get(file)) return;
+    const members = stack.splice(stack.indexOf(file));
+    if (members.length > 1)
+      circles.push(
+        members
+          .map((member) => relative(src, member))
+          .sort()
+          .join(", "),
+      );
+  };
+  for (const file of imports.keys()) if (!order.has(file)) visit(file);
+  return circles.sort();
+}
+
+describe("the imports of src/", () => {
+  it("go round in no circle, inside a room or across rooms", () => {
+    expect(importCircles(SRC)).toEqual([]);
+  });
+
+  it("report each circle once, however long, as the files in it", () => {
+    const src = scratchDir("circles");
+    const write = (path: string, text: string) => {
+      mkdirSync(dirname(join(src, path)), { recursive: true });
+      writeFileSync(join(src, path), text);
+    };
+    write("cli/commands/catalog.ts", `export const load = () => import("./run.js");\n`);
+    write("cli/commands/run.ts", `import { summaryOf } from "./summary.js";\n`);
+    write("cli/commands/summary.ts", `import type { load } from "./catalog.js";\n`);
+    write("core/state.ts", `import { keep } from "./candidates.js";\n`);
+    write("core/candidates.ts", `import type { State } from "./state.js";\n`);
+    write("core/errors.ts", `export class E {}\n`);
+    expect(importCircles(src)).toEqual([
+      "cli/commands/catalog.ts, cli/commands/run.ts, cli/commands/summary.ts",
+      "core/candidates.ts, core/state.ts",
+    ]);
+  });
+});
+
 describe("the layers of src/", () => {
   it("has no import from a folder to one above it, and the benchmark and CLI use only the public entries", () => {
     expect(backwardImports(SRC)).toEqual([]);

@@ -249,7 +249,7 @@ describe("the CLI's start", () => {
         { configurable: { thread_id: "paused" }, context: parseSettings({ approval: true }) },
       );
       // The file read alone, and the checkpointer, list the same rows.
-      const fileIndex = openSqliteIndex({ kind: "sqlite", path: db });
+      const fileIndex = openSqliteIndex({ kind: "sqlite", path: db }, () => openRunStore({ kind: "sqlite", path: db }));
       const fromFile = await listRuns(fileIndex, 50).finally(() => fileIndex.close());
       const fromCheckpointer = await listRuns(indexOfStore(again), 50);
       expect(fromFile).toEqual(fromCheckpointer);

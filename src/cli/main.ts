@@ -1,17 +1,9 @@
-import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { didYouMean } from "../names.js";
 import { COMMANDS } from "./commands/catalog.js";
 import { EXIT } from "./exit.js";
 import { colorsFor, terminalStyle } from "./terminal.js";
-
-/** The installed package's version; package.json sits two levels up from src/cli/ and from dist/cli/ alike. */
-export function packageVersion(): string {
-  const manifest: unknown = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
-  return typeof manifest === "object" && manifest !== null && "version" in manifest
-    ? String(manifest.version)
-    : "unknown";
-}
+import { packageVersion } from "./version.js";
 
 /**
  * A usage error from commander in the CLI's own style: one line, `selfheal: ` and the message, an

@@ -7,22 +7,6 @@ import type { AgentState, CandidateChoice, CandidateOutcome, CandidateSpec } fro
  * share of the budget, and which candidate the round keeps.
  */
 
-/**
- * The `candidates` reducer: only the latest round is kept. Every checkpoint stores the channel
- * whole, so keeping every round would grow the store with rounds times candidates; each round's
- * outcomes stay in the checkpoints of that round.
- */
-export function keepLatestRound(
-  current: CandidateOutcome[] | undefined,
-  added: CandidateOutcome[],
-): CandidateOutcome[] {
-  const all = [...(current ?? []), ...added];
-  const latest = Math.max(...all.map((outcome) => outcome.round));
-  const byIndex = new Map<number, CandidateOutcome>();
-  for (const outcome of all) if (outcome.round === latest) byIndex.set(outcome.index, outcome);
-  return [...byIndex.values()].sort((a, b) => a.index - b.index);
-}
-
 /** Whether the round after a failed one fans out again, or goes to the fixer as with one program. */
 export function fansOutAfterFailure(settings: Pick<Settings, "strategy" | "candidates">): boolean {
   return settings.strategy === "resample" || (settings.strategy === "mixed" && settings.candidates > 1);

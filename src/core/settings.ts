@@ -109,7 +109,7 @@ function limitSetting(name: keyof SandboxLimits) {
 
 /**
  * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
- * nodes read them through `readSettings(runtime.context)`. Strict: a misspelt setting from JSON,
+ * nodes read them through `parseSettings(runtime.context)`. Strict: a misspelt setting from JSON,
  * Studio or the queue (`maxAtempts`) is an error that names it, never silently a default.
  */
 export const SettingsSchema = z.strictObject({
@@ -333,7 +333,7 @@ export const ContextSchema = SettingsSchema.partial();
  * The context as LangGraph's types see it: one optional channel per setting, so
  * `invoke(input, { context: { maxAttempts: 3 } })` type-checks. (Given a zod object, LangGraph 1.7
  * types the context as the schema's output with every key required, and at run time it validates
- * the context without filling in the defaults; selfheal applies them once, in `resolveSettings`.)
+ * the context without filling in the defaults; selfheal applies them once, in `parseSettings` (graph/build.ts, `withSettings`).)
  */
 export type ContextChannels = { [K in keyof SettingsInput]?: BaseChannel<Exclude<SettingsInput[K], undefined>> };
 

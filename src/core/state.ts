@@ -1,6 +1,5 @@
 import { ReducedValue, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
-import { keepLatestRound } from "./candidates.js";
 import { ArtifactFileSchema, ExpectedArtifactsSchema, InputsSchema } from "./data-files.js";
 import {
   addUsage,
@@ -248,6 +247,22 @@ function appendOnlyList<Item extends z.ZodType>(item: Item) {
       reducer: (current: z.infer<Item>[], added: z.infer<Item>[]) => [...current, ...added],
     },
   );
+}
+
+/**
+ * The `candidates` reducer: only the latest round is kept. Every checkpoint stores the channel
+ * whole, so keeping every round would grow the store with rounds times candidates; each round's
+ * outcomes stay in the checkpoints of that round.
+ */
+export function keepLatestRound(
+  current: CandidateOutcome[] | undefined,
+  added: CandidateOutcome[],
+): CandidateOutcome[] {
+  const all = [...(current ?? []), ...added];
+  const latest = Math.max(...all.map((outcome) => outcome.round));
+  const byIndex = new Map<number, CandidateOutcome>();
+  for (const outcome of all) if (outcome.round === latest) byIndex.set(outcome.index, outcome);
+  return [...byIndex.values()].sort((a, b) => a.index - b.index);
 }
 
 export const State = new StateSchema({

@@ -32,9 +32,11 @@ export async function openRunStore(location: StoreLocation): Promise<RunStore> {
 
 /**
  * Opens what a listing of the store reads: on SQLite the file alone, without LangGraph's saver
- * (see sqlite-file.ts); elsewhere the store itself. Call \`close()\` when done.
+ * (see sqlite-file.ts); elsewhere the store itself. Call `close()` when done.
  */
 export async function openRunIndex(location: StoreLocation): Promise<RunIndex> {
-  if (location.kind === "sqlite") return (await import("./sqlite-file.js")).openSqliteIndex(location);
+  if (location.kind === "sqlite") {
+    return (await import("./sqlite-file.js")).openSqliteIndex(location, () => openRunStore(location));
+  }
   return (await import("./run-index.js")).indexOfStore(await openRunStore(location));
 }

@@ -48,7 +48,7 @@ export interface RunStore {
 
 /**
  * A thread's last checkpoint as a listing reads it: its state's plain values and when it was
- * written, or \`unread\` where only the checkpointer can read it.
+ * written, or `unread` where only the checkpointer can read it.
  */
 export interface ThreadHead {
   threadId: string;
@@ -61,8 +61,8 @@ export interface ThreadHead {
 
 /**
  * What a listing of runs reads, without the checkpointer where the store allows: SQLite's is read
- * with the driver alone, so \`selfheal runs\` does not load LangGraph. \`openStore\` gives the
- * whole store, for a thread only the graph can describe; \`close\` closes it too.
+ * with the driver alone, so `selfheal runs` does not load LangGraph. `openStore` gives the
+ * whole store, for a thread only the graph can describe; `close` closes it too.
  */
 export interface RunIndex {
   location: StoreLocation;

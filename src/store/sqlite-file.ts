@@ -15,7 +15,7 @@ import {
 } from "./run-store.js";
 
 // The SQLite file and what selfheal keeps in it beside LangGraph's checkpoints, with no LangGraph
-// behind it: a listing (\`selfheal runs\`) reads the runs and each thread's last checkpoint from
+// behind it: a listing (`selfheal runs`) reads the runs and each thread's last checkpoint from
 // here, without loading the saver, whose serializer loads all of @langchain/core.
 
 /**
@@ -127,8 +127,8 @@ function isUndefinedMark(value: unknown): boolean {
 }
 
 /**
- * Each thread's last checkpoint as SqliteSaver wrote it (the checkpoint's JSON in \`checkpoints\`,
- * pending writes in \`writes\`), read as plain values. A value LangGraph serialized as a class
+ * Each thread's last checkpoint as SqliteSaver wrote it (the checkpoint's JSON in `checkpoints`,
+ * pending writes in `writes`), read as plain values. A value LangGraph serialized as a class
  * (a message) stays its plain JSON, which a listing does not read; a checkpoint in another
  * format than JSON is left out, for the caller to read through the saver.
  */
@@ -160,8 +160,11 @@ export function sqliteHeads(db: Database.Database): ThreadHead[] {
   });
 }
 
-/** The read side of a SQLite store for a listing; \`openStore\` opens the whole store when a thread needs the graph. */
-export function openSqliteIndex(location: Extract<StoreLocation, { kind: "sqlite" }>): RunIndex {
+/** The read side of a SQLite store for a listing; `openStore` opens the whole store when a thread needs the graph. */
+export function openSqliteIndex(
+  location: Extract<StoreLocation, { kind: "sqlite" }>,
+  openWholeStore: () => Promise<RunStore>,
+): RunIndex {
   const db = openSqliteRunsFile(location.path);
   const { listRuns } = sqliteRecords(db);
   let store: RunStore | undefined;
@@ -170,7 +173,7 @@ export function openSqliteIndex(location: Extract<StoreLocation, { kind: "sqlite
     listRuns,
     listHeads: async () => sqliteHeads(db),
     async openStore() {
-      store ??= (await import("./sqlite.js")).openSqliteStore(location);
+      store ??= await openWholeStore();
       return store;
     },
     async close() {

@@ -5,7 +5,7 @@ import { addModelCallOptions, nonNegativeInteger, positiveInteger, sandboxOption
 import { addQueueOptions } from "../queue-options.js";
 import { addStoreOptions } from "../store-options.js";
 import type { BenchFlags } from "./bench.js";
-import { summaryOf } from "./catalog.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal bench` takes, declared with nothing heavy behind it (see run-command.ts).
 
@@ -23,7 +23,7 @@ export function registerBenchCommand(program: Command): Command {
   const defaults = flagDefaults();
   const command = program
     .command("bench")
-    .description(summaryOf("bench"))
+    .description(SUMMARIES.bench)
     .option(
       "--dataset <name|file>",
       `${DATASET_NAMES.join(", ")}, or a HumanEval-format .jsonl / .jsonl.gz file`,

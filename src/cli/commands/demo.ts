@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { addReportOption, allowPackageOption, pythonOption, sandboxOption } from "../options.js";
 import { addStoreOptions, type StoreFlags } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
 import type { RunFlags } from "./start-run.js";
+import { SUMMARIES } from "./summaries.js";
 
 type DemoFlags = StoreFlags &
   Pick<RunFlags, "json" | "sandbox" | "python" | "allowPackage" | "artifacts" | "report"> & { data?: boolean };
@@ -11,7 +11,7 @@ type DemoFlags = StoreFlags &
 export function registerDemoCommand(program: Command): void {
   const command = program
     .command("demo")
-    .description(summaryOf("demo"))
+    .description(SUMMARIES.demo)
     .option("--json", "print a JSON result instead of the code")
     .option("--data", "the data task instead: read sales.csv with pandas, save a matplotlib chart as out/chart.png")
     .option("--artifacts <dir>", "copy the files the kept attempt wrote under out/ into this folder at the end")

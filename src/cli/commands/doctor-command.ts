@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { SandboxKind } from "../../names.js";
 import { sandboxOption } from "../options.js";
-import { summaryOf } from "./catalog.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal doctor` takes, declared with nothing heavy behind it (see run-command.ts): a usage error
 // or its help loads no sandbox, schema or graph.
@@ -10,7 +10,7 @@ import { summaryOf } from "./catalog.js";
 export function registerDoctorCommand(program: Command): void {
   program
     .command("doctor")
-    .description(summaryOf("doctor"))
+    .description(SUMMARIES.doctor)
     .addOption(sandboxOption())
     .option("--json", "print JSON")
     .action(async (flags: { sandbox?: SandboxKind; json?: boolean }) => {

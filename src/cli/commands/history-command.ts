@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { addStoreOptions, type StoreFlags } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal history` takes, declared with nothing heavy behind it (see run-command.ts).
 
@@ -8,7 +8,7 @@ import { summaryOf } from "./catalog.js";
 export function registerHistoryCommand(program: Command): void {
   const command = program
     .command("history")
-    .description(summaryOf("history"))
+    .description(SUMMARIES.history)
     .argument("<thread>", "the thread id")
     .option("--json", "print JSON");
   addStoreOptions(command).action(async (threadId: string, flags: StoreFlags & { json?: boolean }) => {

@@ -1,16 +1,17 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { addModelCallOptions } from "../options.js";
 import { addStoreOptions } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
+import { packageVersion } from "../version.js";
 import type { McpFlags } from "./mcp.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal mcp` takes, declared with nothing heavy behind it (see run-command.ts).
 
 /** `selfheal mcp`. */
-export function registerMcpCommand(program: Command, version: string): void {
+export function registerMcpCommand(program: Command): void {
   const command = program
     .command("mcp")
-    .description(summaryOf("mcp"))
+    .description(SUMMARIES.mcp)
     .option("--http", "serve over Streamable HTTP instead of stdio")
     .option("--port <port>", "with --http: the port (0: any free one)", portNumber, 3000)
     .option(
@@ -19,7 +20,7 @@ export function registerMcpCommand(program: Command, version: string): void {
       "127.0.0.1",
     );
   addStoreOptions(addModelCallOptions(command)).action(async (flags: McpFlags) => {
-    process.exitCode = await (await import("./mcp.js")).serveMcp(flags, version);
+    process.exitCode = await (await import("./mcp.js")).serveMcp(flags, packageVersion());
   });
 }
 

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { addStoreOptions } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
 import type { ReportFlags } from "./report.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal report` takes, declared with nothing heavy behind it (see run-command.ts).
 
@@ -9,7 +9,7 @@ import type { ReportFlags } from "./report.js";
 export function registerReportCommand(program: Command): void {
   const command = program
     .command("report")
-    .description(summaryOf("report"))
+    .description(SUMMARIES.report)
     .argument("<thread>", "the thread id")
     .option("-o, --out <file>", "where to write it (default selfheal-report-<thread>.html)")
     .option("--open", "open it in the desktop's browser once written");

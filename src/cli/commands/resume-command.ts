@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { addModelCallOptions, addOutputOptions, addReportOption, addSettingOptions } from "../options.js";
 import { addStoreOptions } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
 import type { ResumeFlags } from "./resume-run.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal resume` takes, declared with nothing heavy behind it (see run-command.ts); the resume
 // itself loads once the flags are read.
@@ -11,7 +11,7 @@ import type { ResumeFlags } from "./resume-run.js";
 export function registerResumeCommand(program: Command): void {
   const command = program
     .command("resume")
-    .description(summaryOf("resume"))
+    .description(SUMMARIES.resume)
     .argument("<thread>", "the thread id printed by `selfheal run`")
     .option("--approve", "approve the program waiting for approval")
     .option("--reject <reason>", "reject it; the reason reaches the fixer like an error")

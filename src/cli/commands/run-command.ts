@@ -8,8 +8,8 @@ import {
   allowPackageOption,
 } from "../options.js";
 import { addStoreOptions } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
 import type { RunFlags } from "./start-run.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal run` takes, declared with nothing heavy behind it: a usage error is found before
 // the graph, LangChain and the store load; the run itself is loaded once the flags are read.
@@ -18,7 +18,7 @@ import type { RunFlags } from "./start-run.js";
 export function registerRunCommand(program: Command): void {
   const command = program
     .command("run")
-    .description(summaryOf("run"))
+    .description(SUMMARIES.run)
     .argument("<task>", "what the program must do")
     .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
     .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")

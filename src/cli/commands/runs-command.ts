@@ -2,8 +2,8 @@ import type { Command } from "commander";
 import { positiveInteger } from "../options.js";
 import { addQueueOptions } from "../queue-options.js";
 import { addStoreOptions } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
 import type { RunsFlags } from "./runs.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal runs` takes, declared with nothing heavy behind it (see run-command.ts).
 
@@ -11,7 +11,7 @@ import type { RunsFlags } from "./runs.js";
 export function registerRunsCommand(program: Command): void {
   const command = program
     .command("runs")
-    .description(summaryOf("runs"))
+    .description(SUMMARIES.runs)
     .option("--limit <n>", "show at most N runs, newest first", positiveInteger, 50)
     .option("--json", "print JSON");
   addQueueOptions(addStoreOptions(command)).action(async (flags: RunsFlags) => {

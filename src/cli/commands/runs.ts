@@ -144,7 +144,7 @@ export interface RunsFlags extends QueueFlags {
 /** `selfheal runs`: the store's runs, newest first; an empty list where there is no store yet. */
 export async function showRuns(flags: RunsFlags): Promise<number> {
   const location = resolveStoreLocation(flags);
-  // Looking creates no database or \`.selfheal/\`.
+  // Looking creates no database or `.selfheal/`.
   if (!storeExists(location)) {
     process.stdout.write(flags.json ? "[]\n" : `no runs yet: there is no run store at ${describeLocation(location)}\n`);
     return EXIT.passed;

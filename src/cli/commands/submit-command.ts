@@ -3,8 +3,8 @@ import { DEFAULT_DELIVERY, LANGUAGES } from "../../names.js";
 import { addSettingOptions, integer, nonNegativeInteger, positiveInteger } from "../options.js";
 import { addQueueOptions } from "../queue-options.js";
 import { addStoreOptions } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
 import type { SubmitFlags } from "./submit.js";
+import { SUMMARIES } from "./summaries.js";
 
 // What `selfheal submit` takes, declared with nothing heavy behind it (see run-command.ts).
 
@@ -12,7 +12,7 @@ import type { SubmitFlags } from "./submit.js";
 export function registerSubmitCommand(program: Command): void {
   const command = program
     .command("submit")
-    .description(summaryOf("submit"))
+    .description(SUMMARIES.submit)
     .argument("[task]", "what the program must do")
     .option(
       "-f, --file <tasks.jsonl>",

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { positiveInteger, secondsAtLeast } from "../options.js";
 import { addQueueOptions } from "../queue-options.js";
 import { addStoreOptions } from "../store-options.js";
-import { summaryOf } from "./catalog.js";
+import { SUMMARIES } from "./summaries.js";
 import type { WorkerFlags } from "./worker.js";
 
 // What `selfheal worker` takes, declared with nothing heavy behind it (see run-command.ts).
@@ -11,7 +11,7 @@ import type { WorkerFlags } from "./worker.js";
 export function registerWorkerCommand(program: Command): void {
   const command = program
     .command("worker")
-    .description(summaryOf("worker"))
+    .description(SUMMARIES.worker)
     .option("-c, --concurrency <n>", "runs at once in this worker", positiveInteger, 1)
     .option(
       "--model-calls-per-minute <n>",

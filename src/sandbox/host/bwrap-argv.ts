@@ -2,7 +2,7 @@ import { existsSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 
 import { MIB } from "../limits.js";
-import type { BwrapHost } from "./bwrap-probe.js";
+import type { SeccompFilter } from "./seccomp.js";
 import {
   lstatOrNull,
   SANDBOX_SUPPORT_DIR,
@@ -12,6 +12,20 @@ import {
   sandboxEnv,
   sandboxEtcFiles,
 } from "./system-view.js";
+
+/** What bwrap needs from the host, found once per process. */
+export interface BwrapHost {
+  bwrap: string;
+  prlimit: string;
+  /** Present when we run as root and must drop to an unprivileged uid before bwrap. */
+  setpriv: string | null;
+  /** The system-call filter every program starts under, or why there is none. */
+  seccomp: SeccompFilter;
+  /** mount(8) and umount(8) when we may mount a tmpfs per run (root), or why not. */
+  tmpfs: { mount: string; umount: string } | { reason: string };
+  /** A POSIX shell, which puts each run into its cgroups before exec'ing the rest. */
+  shell: string | null;
+}
 
 /** The fd bwrap reads the seccomp BPF from (0-2 are the pipes, 3 the pre-warm control pipe). */
 export const SECCOMP_FD = 4;

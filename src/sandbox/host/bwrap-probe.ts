@@ -2,25 +2,14 @@ import { mkdirSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 
 import { getSupportDir } from "./bootstrap.js";
-import { buildBwrapArgv } from "./bwrap-argv.js";
+import { type BwrapHost, buildBwrapArgv } from "./bwrap-argv.js";
+
+export type { BwrapHost };
+
 import { type HostSteps, runSteps, runStepsSync } from "./host-commands.js";
 import { findOnPath } from "./interpreters.js";
 import { type SeccompFilter, seccompFilterSteps } from "./seccomp.js";
 import { HOST_UID_BASE } from "./uids.js";
-
-/** What bwrap needs from the host, found once per process. */
-export interface BwrapHost {
-  bwrap: string;
-  prlimit: string;
-  /** Present when we run as root and must drop to an unprivileged uid before bwrap. */
-  setpriv: string | null;
-  /** The system-call filter every program starts under, or why there is none. */
-  seccomp: SeccompFilter;
-  /** mount(8) and umount(8) when we may mount a tmpfs per run (root), or why not. */
-  tmpfs: { mount: string; umount: string } | { reason: string };
-  /** A POSIX shell, which puts each run into its cgroups before exec'ing the rest. */
-  shell: string | null;
-}
 
 export type BwrapProbe = { usable: true; host: BwrapHost } | { usable: false; reason: string };
 

@@ -12,8 +12,15 @@ import { readdir, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
 import { messageOf } from "../../core/errors.js";
-import { identityIsAlive } from "../../core/process.js";
-import { groupNamePrefix } from "./run-cgroup.js";
+import { identityIsAlive, ownIdentity } from "../../core/process.js";
+
+let ownNamePrefix: string | undefined;
+
+/** The start of every group name this process makes (RunCgroup's and the probe's); see RUN_CGROUP_NAME. */
+export function groupNamePrefix(): string {
+  ownNamePrefix ??= `selfheal-${process.pid}-${ownIdentity().startTime ?? 0}-`;
+  return ownNamePrefix;
+}
 
 /** `statfs(2)` f_type of a cgroup2 file system; a tmpfs there means v1 or hybrid. */
 export const CGROUP2_SUPER_MAGIC = 0x63677270;

@@ -5,21 +5,13 @@ import { join } from "node:path";
 import { ownIdentity } from "../../core/process.js";
 import { MIB } from "../limits.js";
 import type { SandboxLimits } from "../types.js";
-import { type CgroupSupport, counterIn, killListed, readCounter, writeIfPresent } from "./cgroups.js";
+import { type CgroupSupport, counterIn, groupNamePrefix, killListed, readCounter, writeIfPresent } from "./cgroups.js";
 
 /** memory.oom_control (v1) and memory.events (v2) are a few short lines. */
 const OOM_EVENTS_BUFFER = Buffer.alloc(512);
 
 /** rmdir answers EBUSY for a moment after the last process left: the kernel is still reaping. */
 const REMOVE_RETRY_MS = [5, 10, 20, 50, 100, 200, 400, 800];
-
-let ownNamePrefix: string | undefined;
-
-/** The start of every group name this process makes; see RUN_CGROUP_NAME. */
-export function groupNamePrefix(): string {
-  ownNamePrefix ??= `selfheal-${process.pid}-${ownIdentity().startTime ?? 0}-`;
-  return ownNamePrefix;
-}
 
 let runCounter = 0;
 /** Groups not yet removed, so a process that exits mid-run leaves none behind. */
