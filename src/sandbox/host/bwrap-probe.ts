@@ -8,7 +8,7 @@ export type { BwrapHost };
 
 import { type HostSteps, runSteps, runStepsSync } from "./host-commands.js";
 import { findOnPath } from "./interpreters.js";
-import { type SeccompFilter, seccompFilterSteps } from "./seccomp.js";
+import { seccompFilterSteps } from "./seccomp.js";
 import { HOST_UID_BASE } from "./uids.js";
 
 export type BwrapProbe = { usable: true; host: BwrapHost } | { usable: false; reason: string };

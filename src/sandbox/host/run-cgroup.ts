@@ -2,7 +2,6 @@ import { closeSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync, writ
 import { rmdir } from "node:fs/promises";
 import { join } from "node:path";
 
-import { ownIdentity } from "../../core/process.js";
 import { MIB } from "../limits.js";
 import type { SandboxLimits } from "../types.js";
 import { type CgroupSupport, counterIn, groupNamePrefix, killListed, readCounter, writeIfPresent } from "./cgroups.js";
