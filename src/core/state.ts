@@ -330,6 +330,23 @@ export const State = new StateSchema({
 export type AgentState = typeof State.State;
 export type AgentUpdate = typeof State.Update;
 
+/**
+ * The state after `update`, reduced as LangGraph reduces it: through each channel's own reducer
+ * (State's `ReducedValue`s), or replaced. A node that decides from the state its update makes
+ * (the critic's decision) reads it from here, so a changed reducer changes the decision with it.
+ */
+export function reducedState(state: AgentState, update: AgentUpdate): AgentState {
+  const fields: Record<string, unknown> = State.fields;
+  const reduced: Record<string, unknown> = { ...state };
+  for (const [key, value] of Object.entries(update)) {
+    // LangGraph writes nothing for a key whose value is undefined.
+    if (value === undefined) continue;
+    const field = fields[key];
+    reduced[key] = ReducedValue.isInstance(field) ? field.reducer(reduced[key], value) : value;
+  }
+  return reduced as AgentState;
+}
+
 /** Objections raised against one attempt. */
 export function objectionsFor(state: Pick<AgentState, "objections">, attempt: number): Objection[] {
   return state.objections.filter((objection) => objection.attempt === attempt);

@@ -1,16 +1,10 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
-import {
-  addUsage,
-  type ErrorObservation,
-  type HistoryEntry,
-  type ModelCallUsage,
-  mergeErrors,
-} from "../core/ledger.js";
+import type { ErrorObservation, HistoryEntry, ModelCallUsage } from "../core/ledger.js";
 import { decideAfterCritic } from "../core/policy.js";
 import type { Settings } from "../core/settings.js";
-import { type AgentState, type AgentUpdate, type Execution, objectionsFor } from "../core/state.js";
+import { type AgentState, type AgentUpdate, type Execution, objectionsFor, reducedState } from "../core/state.js";
 import { type Judgement, judgeAttempt, judgeExecution, scoreAttempt } from "../core/verdict.js";
 import { planPromptCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
@@ -212,29 +206,19 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     };
     const observed: ErrorObservation[] =
       failure && fingerprint ? [{ fingerprint, ...failure, attempt: state.attempt }] : [];
-    // The policy reads the state as it will be after this update, so it is decided here, once.
-    const decision = decideAfterCritic(
-      {
-        critique,
-        attempt: state.attempt,
-        usage: addUsage(state.usage, usage),
-        history: [...state.history, entry],
-        errors: mergeErrors(state.errors, observed),
-        rewrittenFor: state.rewrittenFor,
-      },
-      settings,
-    );
     const update: AgentUpdate = {
       critique,
       usage,
       history: [entry],
       errors: observed,
-      decision,
       best: { attempt: state.attempt, code: ran ? state.code : (state.best?.code ?? ""), score },
     };
     if (artifactFindings.length > 0) update.objections = artifactFindings;
     const kept = proposedArtifacts(run, state.attempt, score);
     if (kept) update.artifacts = kept;
+    // The policy reads the state as the channels' own reducers will make it from this update.
+    const decision = decideAfterCritic(reducedState(state, update), settings);
+    update.decision = decision;
     if (decision.next === "finish") {
       update.status = decision.status;
       update.reason = decision.reason;

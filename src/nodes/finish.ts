@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { HistoryEntry } from "../core/ledger.js";
+import { type HistoryEntry, keepHigherScore } from "../core/ledger.js";
 import type { KeptArtifacts } from "../core/state.js";
 import type { AgentNode } from "./types.js";
 
@@ -13,14 +13,13 @@ import type { AgentNode } from "./types.js";
 export function artifactFoldersToRemove(history: readonly HistoryEntry[], kept: KeptArtifacts | undefined): string[] {
   const threadFolder = kept?.folder ? dirname(kept.folder) : undefined;
   const remove: string[] = [];
-  let bestScore = Number.NEGATIVE_INFINITY;
+  // Replayed through the `artifacts` reducer itself: an attempt it would not have kept was never kept.
+  let keptSoFar: { score?: number; folder: string } | undefined;
   for (const entry of history) {
     if (!entry.artifactsFolder || entry.score === undefined) continue;
-    // The same comparison as the `artifacts` reducer (keepHigherScore): a tie goes to the later attempt.
-    if (entry.score >= bestScore) {
-      bestScore = entry.score;
-      continue;
-    }
+    const proposed = { score: entry.score, folder: entry.artifactsFolder };
+    keptSoFar = keepHigherScore(keptSoFar, proposed);
+    if (keptSoFar === proposed) continue;
     if (entry.artifactsFolder !== kept?.folder && dirname(entry.artifactsFolder) === threadFolder) {
       remove.push(entry.artifactsFolder);
     }
