@@ -1,5 +1,28 @@
 import { existsSync } from "node:fs";
 import type { Execution, KeptArtifacts, Objection } from "../core/state.js";
+import { type Judgement, judgeAttempt, judgeExecution } from "../core/verdict.js";
+
+/**
+ * The one verdict on an attempt's run, its expected files included, for the critic and for each
+ * candidate alike: a run that failed on its own is not also blamed for the files it never got to
+ * write. `findings` are the other objections raised against the attempt (a static check's).
+ */
+export function judgeWithArtifacts(args: {
+  run: Execution;
+  hasTests: boolean;
+  expect: string[];
+  attempt: number;
+  findings?: Objection[];
+}): Judgement & { artifactFindings: Objection[] } {
+  const { run, hasTests } = args;
+  const artifactFindings = judgeExecution(run, hasTests).critique.passed
+    ? artifactObjections(args.expect, run, args.attempt)
+    : [];
+  return {
+    ...judgeAttempt({ run, hasTests, findings: [...(args.findings ?? []), ...artifactFindings] }),
+    artifactFindings,
+  };
+}
 
 /**
  * Why an attempt that ran cleanly still fails on its artifacts: a limit that kept a file back, or

@@ -1,5 +1,5 @@
-import type { AgentState, AgentUpdate, CandidateOutcome, CandidateSpec, Execution } from "../core/state.js";
-import { judgeAttempt, judgeExecution, scoreAttempt } from "../core/verdict.js";
+import type { AgentState, AgentUpdate, CandidateOutcome, CandidateSpec, Execution, Note } from "../core/state.js";
+import { scoreAttempt } from "../core/verdict.js";
 import {
   type Behaviour,
   behaviourOfProbe,
@@ -8,7 +8,7 @@ import {
   pythonBehaviourProbe,
 } from "../tools/behaviour.js";
 import { type SandboxSlots, slotKeyOf } from "../tools/slots.js";
-import { artifactObjections } from "./artifact-check.js";
+import { judgeWithArtifacts } from "./artifact-check.js";
 import { dataFilesSection } from "./data-files.js";
 import { executeProgram, notRun } from "./executor.js";
 import { fixerRoleFor } from "./fixer.js";
@@ -107,23 +107,22 @@ export function createCandidateNode(deps: NodeDeps, slots: SandboxSlots) {
       node: "candidate",
       getModel: () => deps.resolveModel(role, settings),
       messages,
-      state: { ...input, attempt: spec.round - 1 },
+      state: input,
       // The share reserved before the fan-out: the k calls made at once cannot overrun the budget.
       settings: { ...settings, tokenBudget: spec.tokenBudget },
       signal: runtime.signal,
     });
-    const usage = Array.isArray(written.usage) ? written.usage : [];
-    const tokens = usage.reduce((sum, call) => sum + call.inputTokens + call.outputTokens, 0);
-    const notes = Array.isArray(written.notes) ? [...written.notes] : [];
-    if (written.status === "budget_exhausted" || written.status === "model_error") {
-      const stop = { status: written.status, reason: written.reason ?? written.status };
-      return { usage, candidates: [withoutProgram(spec, notRun("CandidateStopped", stop.reason), tokens, stop)] };
+    if (written.kind === "stop") {
+      const stop = { status: written.status, reason: written.reason };
+      return { candidates: [withoutProgram(spec, notRun("CandidateStopped", stop.reason), 0, stop)] };
     }
-    if (written.code === undefined) {
-      const problem = Array.isArray(written.objections) ? written.objections[0] : undefined;
-      const run = notRun(problem?.type ?? "NoCodeError", problem?.message ?? "the reply held no program");
-      return { usage, notes, candidates: [withoutProgram(spec, run, tokens)] };
+    const usage = [written.usage];
+    if (written.kind === "noCode") {
+      const run = notRun("NoCodeError", written.problem);
+      return { usage, candidates: [withoutProgram(spec, run, written.tokens)] };
     }
+    const tokens = written.tokens;
+    const notes: Note[] = written.note ? [{ source: "candidate", attempt: spec.round, message: written.note }] : [];
 
     const program = { code: written.code, tests: input.tests, language: input.language, inputs: input.inputs };
     const slotKey = slotKeyOf(runtime);
@@ -133,10 +132,7 @@ export function createCandidateNode(deps: NodeDeps, slots: SandboxSlots) {
     notes.push(...(executed.notes ?? []));
     const run = executed.lastRun;
     const hasTests = Boolean(input.tests?.trim());
-    const findings = judgeExecution(run, hasTests).critique.passed
-      ? artifactObjections(input.expect, run, spec.round)
-      : [];
-    const { critique, failure } = judgeAttempt({ run, hasTests, findings });
+    const { critique, failure } = judgeWithArtifacts({ run, hasTests, expect: input.expect, attempt: spec.round });
     let behaviour: Behaviour =
       critique.passed && hasTests ? { digest: "passes", shows: "passes the tests" } : behaviourOfRun(run);
     if (!critique.passed && canProbe(input.language, input.tests)) {

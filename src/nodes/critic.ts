@@ -5,13 +5,13 @@ import type { ErrorObservation, HistoryEntry, ModelCallUsage } from "../core/led
 import { decideAfterCritic } from "../core/policy.js";
 import type { Settings } from "../core/settings.js";
 import { type AgentState, type AgentUpdate, type Execution, objectionsFor, reducedState } from "../core/state.js";
-import { type Judgement, judgeAttempt, judgeExecution, scoreAttempt } from "../core/verdict.js";
+import { type Judgement, judgeAttempt, scoreAttempt } from "../core/verdict.js";
 import { planPromptCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { describeError, describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
 import { invokeWithinLimits } from "../tools/models.js";
 import { countTokens, messageText } from "../tools/tokens.js";
-import { artifactObjections, proposedArtifacts } from "./artifact-check.js";
+import { judgeWithArtifacts, proposedArtifacts } from "./artifact-check.js";
 import { buildReviewPrompt, type Review, ReviewSchema } from "./critic.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
 
@@ -153,15 +153,15 @@ export function createCriticNode(deps: NodeDeps): AgentNode {
     if (!run) throw new Error("critic reached without an execution result; check the graph's edges");
 
     const hasTests = Boolean(state.tests?.trim());
-    // A run that failed on its own is not also blamed for the artifacts it never got to write.
-    const artifactFindings = judgeExecution(run, hasTests).critique.passed
-      ? artifactObjections(state.expect, run, state.attempt)
-      : [];
-    let { critique, failure } = judgeAttempt({
+    const judged = judgeWithArtifacts({
       run,
       hasTests,
-      findings: [...objectionsFor(state, state.attempt), ...artifactFindings],
+      expect: state.expect,
+      attempt: state.attempt,
+      findings: objectionsFor(state, state.attempt),
     });
+    const { artifactFindings } = judged;
+    let { critique, failure } = judged;
     const usage: ModelCallUsage[] = [];
     if (critique.passed && settings.llmReview && !hasTests) {
       const outcome = await reviewWithModel(

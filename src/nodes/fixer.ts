@@ -2,7 +2,7 @@ import type { ModelRole } from "../tools/models.js";
 import { dataFilesSection } from "./data-files.js";
 import { buildFixerPrompt } from "./fixer.prompt.js";
 import type { AgentNode, NodeDeps } from "./types.js";
-import { writeProgram } from "./write-program.js";
+import { writeProgram, writtenUpdate } from "./write-program.js";
 
 /** Errors a cheap model repairs well: the traceback names the fix. */
 const MECHANICAL_ERRORS =
@@ -22,7 +22,7 @@ export function createFixerNode(deps: NodeDeps): AgentNode {
     const latest = state.history.at(-1);
     const dataFiles = await dataFilesSection(state, settings);
     if ("invalid" in dataFiles) return dataFiles.invalid;
-    return writeProgram({
+    const written = await writeProgram({
       node: "fixer",
       getModel: () => deps.resolveModel(fixerRoleFor(run.error?.type), settings),
       messages: buildFixerPrompt({
@@ -40,5 +40,6 @@ export function createFixerNode(deps: NodeDeps): AgentNode {
       settings,
       signal: runtime.signal,
     });
+    return writtenUpdate("fixer", written, state.attempt + 1);
   };
 }

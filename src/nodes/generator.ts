@@ -3,7 +3,7 @@ import { dataFilesSection } from "./data-files.js";
 import { buildGeneratorPrompt, type RewriteContext } from "./generator.prompt.js";
 import { summarizeErrors } from "./prompt-parts.js";
 import type { AgentNode, NodeDeps } from "./types.js";
-import { writeProgram } from "./write-program.js";
+import { writeProgram, writtenUpdate } from "./write-program.js";
 
 /** After a failed run the generator is only re-entered for a fresh rewrite of a repeating error. */
 function rewriteContext(state: AgentState): { context: RewriteContext; fingerprint?: string } | undefined {
@@ -27,7 +27,7 @@ export function createGeneratorNode(deps: NodeDeps): AgentNode {
     const dataFiles = await dataFilesSection(state, settings);
     if ("invalid" in dataFiles) return dataFiles.invalid;
     const rewrite = rewriteContext(state);
-    const update = await writeProgram({
+    const written = await writeProgram({
       node: "generator",
       getModel: () => deps.resolveModel("generator", settings),
       messages: buildGeneratorPrompt({
@@ -40,6 +40,7 @@ export function createGeneratorNode(deps: NodeDeps): AgentNode {
       settings,
       signal: runtime.signal,
     });
+    const update = writtenUpdate("generator", written, state.attempt + 1);
     if (!rewrite?.fingerprint) return update;
     return { ...update, rewrittenFor: [...state.rewrittenFor, rewrite.fingerprint] };
   };

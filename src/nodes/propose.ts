@@ -23,12 +23,12 @@ export function createProposeNode(deps: NodeDeps) {
       node: "propose",
       getModel: () => deps.resolveModel("generator", settings),
       messages: buildProposePrompt({ task: input.task, count: settings.proposedInputs }),
-      state: { usage: input.usage, attempt: 0, language: "python", task: input.task },
+      state: { usage: input.usage, language: "python", task: input.task },
       settings: { ...settings, tokenBudget: input.tokenBudget },
       signal: runtime.signal,
     });
-    const usage = Array.isArray(written.usage) ? written.usage : [];
-    const calls = (written.code ?? "")
+    const usage = written.kind === "stop" ? [] : [written.usage];
+    const calls = (written.kind === "code" ? written.code : "")
       .split("\n")
       .map((line) => line.trim())
       .filter((line) => line !== "" && !line.startsWith("#"))

@@ -1,6 +1,7 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { BaseMessage } from "@langchain/core/messages";
 import { isGraphBubbleUp } from "@langchain/langgraph";
+import type { ModelCallUsage } from "../core/ledger.js";
 import type { Settings } from "../core/settings.js";
 import type { AgentState, AgentUpdate } from "../core/state.js";
 import { planPromptCall } from "../tools/budget.js";
@@ -9,25 +10,35 @@ import { describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
 import { callModel, type ModelReply } from "../tools/models.js";
 
 /**
- * The shared half of the generator and the fixer: check the budget, ask for a program, pull the
- * code out of the reply. Budget and model failures end the run as data, never as a throw.
+ * What a writer's model call came to: a program, a reply with no program in it (and why), or a
+ * stop that ends the run as data (the budget, a failed model call). Each writer turns it into what
+ * it returns: the generator and the fixer a state update (`writtenUpdate`), a candidate its outcome.
+ */
+export type Written =
+  | { kind: "code"; code: string; usage: ModelCallUsage; tokens: number; note?: string }
+  | { kind: "noCode"; usage: ModelCallUsage; tokens: number; problem: string }
+  | { kind: "stop"; status: "budget_exhausted" | "model_error"; reason: string; resumeFrom?: string };
+
+/**
+ * The shared half of every writer: check the budget, ask for a program, pull the code out of the
+ * reply. Budget and model failures end the run as data, never as a throw.
  */
 export async function writeProgram(args: {
   node: string;
   /** Resolved inside, so a model that cannot be built (no key) ends the run as data too. */
   getModel: () => BaseChatModel;
   messages: BaseMessage[];
-  state: Pick<AgentState, "usage" | "attempt" | "language" | "task">;
+  state: Pick<AgentState, "usage" | "language" | "task">;
   settings: Settings;
   signal?: AbortSignal;
-}): Promise<AgentUpdate> {
+}): Promise<Written> {
   const { node, state, settings } = args;
   const plan = await planPromptCall(args.messages, {
     usedTokens: state.usage.totalTokens,
     tokenBudget: settings.tokenBudget,
     maxOutputTokens: settings.maxOutputTokens,
   });
-  if (!plan.ok) return { status: "budget_exhausted", reason: plan.reason };
+  if (!plan.ok) return { kind: "stop", status: "budget_exhausted", reason: plan.reason };
 
   let reply: ModelReply;
   let model: BaseChatModel | undefined;
@@ -42,7 +53,12 @@ export async function writeProgram(args: {
   } catch (error) {
     if (isGraphBubbleUp(error)) throw error;
     const reason = describeModelFailure(error, { endpoint: modelEndpoint(model), timeoutMs: settings.modelTimeoutMs });
-    return { status: "model_error", reason: `The ${node} model call failed: ${reason}`, resumeFrom: node };
+    return {
+      kind: "stop",
+      status: "model_error",
+      reason: `The ${node} model call failed: ${reason}`,
+      resumeFrom: node,
+    };
   }
 
   const tokens = reply.usage.inputTokens + reply.usage.outputTokens;
@@ -54,19 +70,39 @@ export async function writeProgram(args: {
         problem: `The reply was cut off at the output cap of ${plan.outputCap} tokens before the program was complete. Reply with a shorter, complete program in one fenced block.`,
       }
     : extractCode(reply.text, state.language, namesInTask(state.task));
-  if (extraction.code === null) {
-    return {
-      usage: [reply.usage],
-      draft: { author: node, tokens, hasCode: false },
-      objections: [{ attempt: state.attempt + 1, source: node, type: "NoCodeError", message: extraction.problem }],
-    };
-  }
+  if (extraction.code === null) return { kind: "noCode", usage: reply.usage, tokens, problem: extraction.problem };
   return {
-    usage: [reply.usage],
+    kind: "code",
     code: extraction.code,
-    draft: { author: node, tokens, hasCode: true },
-    ...(extraction.choice ? { notes: [{ source: node, attempt: state.attempt + 1, message: extraction.choice }] } : {}),
+    usage: reply.usage,
+    tokens,
+    ...(extraction.choice ? { note: extraction.choice } : {}),
   };
+}
+
+/** The generator's and the fixer's update for what their call came to, as attempt `attempt`'s program. */
+export function writtenUpdate(node: string, written: Written, attempt: number): AgentUpdate {
+  switch (written.kind) {
+    case "stop":
+      return {
+        status: written.status,
+        reason: written.reason,
+        ...(written.resumeFrom ? { resumeFrom: written.resumeFrom } : {}),
+      };
+    case "noCode":
+      return {
+        usage: [written.usage],
+        draft: { author: node, tokens: written.tokens, hasCode: false },
+        objections: [{ attempt, source: node, type: "NoCodeError", message: written.problem }],
+      };
+    case "code":
+      return {
+        usage: [written.usage],
+        code: written.code,
+        draft: { author: node, tokens: written.tokens, hasCode: true },
+        ...(written.note ? { notes: [{ source: node, attempt, message: written.note }] } : {}),
+      };
+  }
 }
 
 /** `def name(`, `class Name`, `function name(`, \`name\` and `name(` in a task's text. */
