@@ -24,7 +24,7 @@ import {
   type VerifyReport,
   verifyDataset,
 } from "../src/benchmark/index.js";
-import { createSandbox, type TestIsolation } from "../src/index.js";
+import { createSandbox, type TestIsolation } from "../src/internal.js";
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: string) => {

@@ -35,7 +35,7 @@ import {
   parseSettings,
   SANDBOX_KINDS,
   type SandboxKind,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { startHeartbeat } from "../src/queue/heartbeat.js";
 import { checkSchemaName, DEFAULT_DELIVERY, RUN_QUEUE, TaskQueue } from "../src/queue/index.js";
 import { openRunStore, type RunStore } from "../src/store/index.js";

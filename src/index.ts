@@ -1,14 +1,11 @@
-// Heavy parts have their own entries so importing the agent loads neither database driver:
-// the run store is `selfheal/store` (src/store/index.ts), the benchmark `selfheal/bench` (src/benchmark/index.ts).
+// `selfheal`: what a program that runs the agent needs, and what it needs to extend it. Heavy parts
+// have entries of their own, so importing this one loads no database driver and builds no graph:
+// the run store is `selfheal/store`, the queue `selfheal/queue`, the benchmark `selfheal/bench`,
+// the MCP server `selfheal/mcp`, the sandbox conformance suite `selfheal/testing`. The CLI and the
+// other front ends reach the rest through an internal entry (src/internal.ts).
 
-export { chooseCandidate, planRound } from "./core/candidates.js";
-export {
-  ARTIFACTS_FOLDER,
-  type ArtifactCollection,
-  type ArtifactFile,
-  type InputSource,
-  mediaTypeOf,
-} from "./core/data-files.js";
+export type { ArtifactFile } from "./core/data-files.js";
+// Every error selfheal throws on purpose: `instanceof SelfhealError`, told apart by `code`.
 export {
   InvalidSettingsError,
   MissingModelConfigError,
@@ -21,31 +18,13 @@ export {
   ThreadHasRunError,
   UsageError,
 } from "./core/errors.js";
-export type { BestAttempt, ErrorObservation, ErrorRecord, HistoryEntry, ModelCallUsage, Usage } from "./core/ledger.js";
-export { addUsage, emptyUsage, keepHigherScore, mergeErrors } from "./core/ledger.js";
-export { type AfterCriticDecision, decideAfterCritic, repeatStreak, type StopDecision } from "./core/policy.js";
+export { type AfterCriticDecision, decideAfterCritic, type StopDecision } from "./core/policy.js";
 export { checkRunInput } from "./core/run-input.js";
+export { LANGUAGES, SANDBOX_KINDS } from "./core/run-result.js";
+// Settings: `invoke`'s context, checked and filled in by `parseSettings`.
 export {
-  LANGUAGES,
-  LanguageSchema,
-  ParsedErrorSchema,
-  RunResultSchema,
-  SANDBOX_KINDS,
-  SandboxKindSchema,
-  TEST_ISOLATIONS,
-  type TestIsolation,
-  TestIsolationSchema,
-} from "./core/run-result.js";
-export {
-  type ContextChannels,
   ContextSchema,
-  formatIssues,
   MAX_ATTEMPTS_LIMIT,
-  MAX_CANDIDATES,
-  MAX_SANDBOX_CONCURRENCY,
-  type PackageInstall,
-  type Packages,
-  PackagesSchema,
   parseSettings,
   type Settings,
   type SettingsInput,
@@ -53,57 +32,16 @@ export {
   STRATEGIES,
   type Strategy,
 } from "./core/settings.js";
-export type {
-  AgentState,
-  AgentUpdate,
-  CandidateChoice,
-  CandidateOutcome,
-  CandidateSpec,
-  Critique,
-  Decision,
-  Execution,
-  ExitCall,
-  KeptArtifacts,
-  Note,
-  Objection,
-  OutputLine,
-  RunInput,
-  RunStatusValue,
-} from "./core/state.js";
-export {
-  blockExecution,
-  DecisionSchema,
-  failAttempt,
-  LIVE_LINE_CHARS,
-  LIVE_TAIL_LINES,
-  objectionsFor,
-  RUN_STATUSES,
-  RunInputSchema,
-  State,
-} from "./core/state.js";
-export {
-  describeTestIsolation,
-  type Failure,
-  type Judgement,
-  judgeAttempt,
-  judgeExecution,
-  PACKAGE_FINDINGS,
-  type RunEvidence,
-  scoreAttempt,
-  TESTS_NOT_FINISHED,
-  type VerdictEvidence,
-  type VerdictFinding,
-} from "./core/verdict.js";
+export type { AgentState, AgentUpdate, Execution, KeptArtifacts, Objection, RunInput } from "./core/state.js";
+export { blockExecution, failAttempt } from "./core/state.js";
+// The agent: `createAgent().invoke({ task }, { context: settings, configurable: { thread_id } })`.
 export {
   type Agent,
   type AgentOptions,
   buildAgentGraph,
   createAgent,
-  createNodeDeps,
-  type IntrospectedDeclaration,
-  recursionLimitFor,
-  withSettings,
 } from "./graph/build.js";
+// Extending it: extra steps before or after execution, verifiers, replaced nodes (docs/extending.md).
 export {
   type AgentExtensions,
   CORE_NODES,
@@ -113,32 +51,18 @@ export {
   type NodeReplacement,
   type Verifier,
   type VerifierContext,
-  verifierNode,
 } from "./graph/extensions.js";
-export { describeStatus, planResume, stepsLeft } from "./graph/resume.js";
-export {
-  AFTER_CRITIC_TARGETS,
-  AFTER_WRITE_TARGETS,
-  routeAfterCritic,
-  routeAfterWrite,
-  routeTowardsExecution,
-  TOWARDS_EXECUTION_TARGETS,
-} from "./graph/routes.js";
-export { graph, registeredState, studioDeclaration } from "./graph/studio.js";
-export { type ApprovalDecision, ApprovalDecisionSchema, type ApprovalRequest, approvalNode } from "./nodes/approval.js";
-export { createCriticNode, judgeRun } from "./nodes/critic.js";
-export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
-export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
-export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
-export { createGeneratorNode } from "./nodes/generator.js";
+// A run's state, for a program that stops and continues runs (the CLI's `resume`).
+export { describeStatus, planResume } from "./graph/resume.js";
+export { routeAfterCritic, routeAfterWrite } from "./graph/routes.js";
+// Serving your own graph to LangGraph Studio, with selfheal's input and settings forms.
+export { studioDeclaration } from "./graph/studio-declaration.js";
+export type { ApprovalDecision, ApprovalRequest } from "./nodes/approval.js";
+// What `stream(..., { streamMode: "custom" })` yields: each line a program prints, live.
+export type { OutputEvent } from "./nodes/executor.js";
 export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
-export {
-  DATA_MODULES,
-  defaultPython,
-  findPythons,
-  type PythonFound,
-  probePython,
-} from "./sandbox/host/interpreters.js";
+// Sandboxes: one of selfheal's (`createSandbox`), or your own behind the same contract, with the
+// helpers a backend needs (docs/extending.md; `selfheal/testing` proves the contract).
 export {
   CODE_FILE_NAME,
   checkSandbox,
@@ -146,44 +70,17 @@ export {
   createSandbox,
   DEFAULT_LIMITS,
   parseError,
-  pythonRunMainSource,
   RUN_CANCELLED_NOTE,
   resolveLimits,
   SharedSandboxes,
   safeRelativePath,
 } from "./sandbox/index.js";
 export type * from "./sandbox/types.js";
+// Models: OpenAI-compatible from the environment, a scripted one for tests, record and replay.
+export { createChatModel } from "./tools/models.js";
 export {
-  type AssembledProgram,
-  assembleProgram,
-  findExitCalls,
-  settleCompletion,
-} from "./tools/assemble.js";
-export { extractCode } from "./tools/extract-code.js";
-export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
-export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.js";
-export { type PreparedProgram, type PrepareOptions, prepareProgram, type TaskHelpers } from "./tools/judge/prepare.js";
-/** The Python judge's text and file name, for a harness that compiles it once for many runs (the benchmark's batch). */
-export { PYTHON_JUDGE, PYTHON_JUDGE_FILE } from "./tools/judge/python-judge.js";
-export { describeModelEndpoint } from "./tools/model-errors.js";
-export {
-  type AgentModels,
-  checkModelConfig,
-  createChatModel,
-  createModelResolver,
-  hasModelConfig,
-  modelRetriesFromEnv,
-} from "./tools/models.js";
-export {
-  ModelCallLog,
   ModelCallMissError,
   type ModelCallsMode,
   RecordedChatModel,
-  type RecordedChatModelFields,
-  type RecordedReply,
-  type RecordedRequest,
-  requestKey,
 } from "./tools/recorded-model.js";
-export { describeRuntimeValues } from "./tools/runtime-values/index.js";
 export { ScriptedChatModel } from "./tools/scripted-model.js";
-export { countTokens, messageText } from "./tools/tokens.js";

@@ -7,7 +7,7 @@ import {
   LIVE_TAIL_LINES,
   parseSettings,
   ScriptedChatModel,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { countMessageTokens } from "../src/tools/tokens.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
 

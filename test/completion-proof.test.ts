@@ -8,7 +8,7 @@ import {
   settleCompletion,
   TEST_ISOLATIONS,
   TESTS_NOT_FINISHED,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { BACKENDS, backendMissing } from "./backends.js";
 import { fence, scriptedModel } from "./helpers.js";
 

@@ -14,7 +14,7 @@ import {
   loadInputs,
   RunInputSchema,
   State,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { artifactObjections } from "../src/nodes/artifact-check.js";
 import { threadFolderName } from "../src/nodes/executor.js";
 import { buildFixerPrompt } from "../src/nodes/fixer.prompt.js";

@@ -15,7 +15,7 @@ import {
   State,
   type Verifier,
   withSettings,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { fence, promptText, scriptedModel } from "./helpers.js";
 
 const sandbox = createSandbox({ kind: "process" });

@@ -1,6 +1,6 @@
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import { fakeModel } from "@langchain/core/testing";
-import type { ArtifactFile, Execution } from "../src/index.js";
+import type { ArtifactFile, Execution } from "../src/internal.js";
 import { messageText } from "../src/tools/tokens.js";
 import { recordingFailures } from "./callback-failures.js";
 

@@ -10,6 +10,8 @@ import { scratchDir } from "./scratch.js";
 const SRC = resolve(import.meta.dirname, "../src");
 const ENTRIES = [
   "index.ts",
+  // Internal: everything the front ends (CLI, MCP, queue, benchmark, report) build on.
+  "internal.ts",
   "settings.ts",
   // Internal: the settings' names and defaults without the schema, for the CLI's flag declarations.
   "names.ts",

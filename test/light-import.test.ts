@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { COMMANDS } from "../src/cli/commands/catalog.js";
 import { listRuns } from "../src/cli/commands/runs.js";
@@ -36,11 +37,14 @@ function recordingScript(entry: string, log: string, dir: string, argv?: string[
   ].join("\n");
 }
 
+/** The npm packages the log names, and the files of src/ it names as `src/...`. */
 function packagesIn(log: string): Set<string> {
   const packages = new Set<string>();
+  const srcFolder = pathToFileURL(join(REPO, "src")).href;
   for (const url of readFileSync(log, "utf8").split("\n")) {
     const name = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
     if (name) packages.add(name);
+    else if (url.startsWith(`${srcFolder}/`)) packages.add(`src/${url.slice(srcFolder.length + 1)}`);
   }
   return packages;
 }
@@ -101,10 +105,14 @@ const DATABASE_PACKAGES = [
 ];
 
 describe("the package entries", () => {
-  it("load the agent from the root entry without any database driver", () => {
+  it("load the agent from the root entry without any database driver, and build no graph", () => {
     const loaded = packagesLoadedBy("./src/index.ts");
     expect(loaded).toContain("@langchain/langgraph");
+    expect(loaded).toContain("src/graph/build.ts");
     for (const name of DATABASE_PACKAGES) expect(loaded).not.toContain(name);
+    // The module behind langgraph.json builds the Studio graph when it loads; the root does not load it.
+    expect(loaded).not.toContain("src/graph/studio.ts");
+    expect(packagesLoadedBy("./src/graph/studio.ts")).toContain("src/graph/studio.ts");
   });
 
   it("load each database driver only when the store entry opens a store of its kind", () => {

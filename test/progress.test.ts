@@ -3,7 +3,13 @@ import { formatUsage, ProgressReporter, readableReason } from "../src/cli/progre
 import { terminalStyle } from "../src/cli/terminal.js";
 import { emptyUsage } from "../src/core/ledger.js";
 import type { AgentState, Execution } from "../src/core/state.js";
-import { type AgentUpdate, createAgent, createSandbox, ScriptedChatModel, type TestIsolation } from "../src/index.js";
+import {
+  type AgentUpdate,
+  createAgent,
+  createSandbox,
+  ScriptedChatModel,
+  type TestIsolation,
+} from "../src/internal.js";
 import { failedExecution, fence } from "./helpers.js";
 
 const ANSI = /\x1b\[/;

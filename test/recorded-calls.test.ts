@@ -18,7 +18,7 @@ import {
   parseSettings,
   RecordedChatModel,
   ScriptedChatModel,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { fence } from "./helpers.js";
 import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";
 import { scratchDir } from "./scratch.js";

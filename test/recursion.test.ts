@@ -2,14 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createAgent,
-  createSandbox,
-  MAX_ATTEMPTS_LIMIT,
-  parseSettings,
-  recursionLimitFor,
-  graph as studioGraph,
-} from "../src/index.js";
+import { graph as studioGraph } from "../src/graph/studio.js";
+import { createAgent, createSandbox, MAX_ATTEMPTS_LIMIT, parseSettings, recursionLimitFor } from "../src/internal.js";
 import { runCli } from "./cli-helpers.js";
 import { fence, scriptedModel } from "./helpers.js";
 import { type OpenAIStub, startOpenAIStub } from "./openai-stub.js";

@@ -10,7 +10,7 @@ import {
   planResume,
   ScriptedChatModel,
   stepsLeft,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { fence } from "./helpers.js";
 import { scratchDir } from "./scratch.js";
 

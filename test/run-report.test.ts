@@ -11,7 +11,7 @@ import {
   parseSettings,
   ScriptedChatModel,
   type TestIsolation,
-} from "../src/index.js";
+} from "../src/internal.js";
 import {
   detailedAttempts,
   edgeCounts,

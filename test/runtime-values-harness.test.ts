@@ -6,7 +6,7 @@ import {
   type Language,
   parseSettings,
   settleCompletion,
-} from "../src/index.js";
+} from "../src/internal.js";
 import { describeFailure } from "../src/nodes/fixer.prompt.js";
 import { boundRuntimeValues, instrumentProgram, takeRuntimeValues } from "../src/tools/runtime-values/index.js";
 import { BACKENDS, backendMissing } from "./backends.js";

@@ -66,8 +66,8 @@ describe("the API validates before any model call", () => {
   }
 });
 
-describe("importing selfheal", () => {
-  it("needs no API key: the graph loads with an empty environment", () => {
+describe("importing the Studio graph", () => {
+  it("needs no API key: the graph langgraph.json serves loads with an empty environment", () => {
     const env = cleanEnv();
     const result = spawnSync(
       process.execPath,
@@ -75,7 +75,7 @@ describe("importing selfheal", () => {
         "--import",
         "tsx",
         "-e",
-        "import('./src/index.ts').then((m) => console.log(Object.keys(m.graph.nodes).sort().join(',')))",
+        "import('./src/graph/studio.ts').then((m) => console.log(Object.keys(m.graph.nodes).sort().join(',')))",
       ],
       { cwd: REPO, env: { PATH: env.PATH ?? "" }, encoding: "utf8" },
     );

@@ -1,4 +1,4 @@
-import { PYTHON_JUDGE, PYTHON_JUDGE_FILE, pythonRunMainSource, type Sandbox } from "../index.js";
+import { PYTHON_JUDGE, PYTHON_JUDGE_FILE, pythonRunMainSource, type Sandbox } from "../internal.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /**

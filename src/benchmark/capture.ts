@@ -1,4 +1,4 @@
-import type { Agent, AgentState, RunInput, Settings } from "../index.js";
+import type { Agent, AgentState, RunInput, Settings } from "../internal.js";
 import type { RunStep } from "../report/index.js";
 import type { BenchmarkTask } from "./dataset.js";
 import { buildBenchmarkTask, type FeedbackMode, testsForTask } from "./task-input.js";

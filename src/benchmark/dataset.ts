@@ -3,7 +3,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import { z } from "zod";
-import type { TaskHelpers } from "../index.js";
+import type { TaskHelpers } from "../internal.js";
 import type { DatasetName } from "./names.js";
 
 /** One HumanEval-format task, exactly the fields the JSONL carries. */

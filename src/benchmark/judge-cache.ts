@@ -1,4 +1,4 @@
-import type { Sandbox } from "../index.js";
+import type { Sandbox } from "../internal.js";
 import { type BenchmarkTask, buildHiddenTests, taskHelpers } from "./dataset.js";
 import { judgeProgram } from "./judge.js";
 import type { AttemptRecord } from "./records.js";

@@ -12,7 +12,7 @@ import {
   type TaskHelpers,
   TESTS_NOT_FINISHED,
   type TestIsolation,
-} from "../index.js";
+} from "../internal.js";
 import { type BatchedRun, type BatchOptions, runBatches } from "./batch.js";
 import { type BenchmarkTask, buildHiddenTests, taskHelpers } from "./dataset.js";
 import { mapWithConcurrency } from "./pool.js";

@@ -1,4 +1,4 @@
-import type { Sandbox } from "../index.js";
+import type { Sandbox } from "../internal.js";
 import { buildProbeProgram, type ProbeVerdict, parseProbeOutput } from "./behaviour-probe.js";
 import type { BenchmarkTask } from "./dataset.js";
 import {

@@ -1,4 +1,4 @@
-import type { AgentState, RunStatusValue, Strategy } from "../index.js";
+import type { AgentState, RunStatusValue, Strategy } from "../internal.js";
 import type { JudgeVerdict } from "./judge.js";
 import type { FeedbackMode } from "./task-input.js";
 

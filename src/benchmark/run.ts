@@ -8,7 +8,7 @@ import {
   type Settings,
   type SettingsInput,
   type Strategy,
-} from "../index.js";
+} from "../internal.js";
 import { type RunStep, type RunTrace, type TraceMeta, traceRun } from "../report/index.js";
 import { type CapturedAttempt, runCapturing, streamingRunner, type TaskRunner } from "./capture.js";
 import type { BenchmarkTask } from "./dataset.js";

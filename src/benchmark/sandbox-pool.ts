@@ -1,4 +1,4 @@
-import type { RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation } from "../index.js";
+import type { RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation } from "../internal.js";
 
 /**
  * Several sandboxes behind one, for runs in flight together: each run takes the member that has

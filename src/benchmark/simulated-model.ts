@@ -1,7 +1,7 @@
 import { BaseChatModel, type BaseChatModelParams } from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
-import { messageText, type Sandbox } from "../index.js";
+import { messageText, type Sandbox } from "../internal.js";
 import type { BenchmarkTask } from "./dataset.js";
 import { type EffectiveMutant, type FindMutantsOptions, findEffectiveMutants } from "./mutants.js";
 import { mapWithConcurrency } from "./pool.js";

@@ -1,4 +1,4 @@
-import type { Strategy } from "../index.js";
+import type { Strategy } from "../internal.js";
 import {
   passAtK,
   type StrategyStep,

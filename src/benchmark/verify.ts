@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS, type RunStatus, type Sandbox, type TestIsolation } from "../index.js";
+import { DEFAULT_LIMITS, type RunStatus, type Sandbox, type TestIsolation } from "../internal.js";
 import { runBatches } from "./batch.js";
 import { parseProbeOutput } from "./behaviour-probe.js";
 import { type BenchmarkTask, buildHiddenTests, taskHelpers } from "./dataset.js";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface, type Interface } from "node:readline/promises";
 import { structuredPatch } from "diff";
-import type { ApprovalDecision, ApprovalRequest } from "../index.js";
+import type { ApprovalDecision, ApprovalRequest } from "../internal.js";
 import type { ApprovalContext, ApprovalHandler } from "./stream-run.js";
 import { type Colors, colorsFor, terminalStyle } from "./terminal.js";
 

@@ -1,5 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
-import { messageText, type RunInput, ScriptedChatModel } from "../index.js";
+import { messageText, type RunInput, ScriptedChatModel } from "../internal.js";
 import { createDemoModel } from "./demo-model.js";
 
 /** `selfheal demo --data`: a data task with a real input file in and a real chart out. */

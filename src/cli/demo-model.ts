@@ -1,5 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
-import { messageText, ScriptedChatModel } from "../index.js";
+import { messageText, ScriptedChatModel } from "../internal.js";
 
 /** The model name a demo run records, so `resume` knows to bring the scripted model back. */
 export const DEMO_MODEL_NAME = "scripted-demo";

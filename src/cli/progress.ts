@@ -6,7 +6,7 @@ import {
   type OutputEvent,
   type TestIsolation,
   type Usage,
-} from "../index.js";
+} from "../internal.js";
 import { missingModuleAdvice } from "./python-choice.js";
 import { type Colors, colorsFor, type TerminalStyle, terminalStyle } from "./terminal.js";
 

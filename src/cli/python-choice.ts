@@ -6,7 +6,7 @@ import {
   probePython,
   type RunInput,
   type Settings,
-} from "../index.js";
+} from "../internal.js";
 
 /** Input files a tabular reader opens, by extension; pandas is what a model reaches for. */
 const TABULAR = /\.(csv|tsv|xlsx?|parquet|json)$/i;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { TaskRunner } from "../benchmark/index.js";
-import type { Agent, AgentState } from "../index.js";
+import type { Agent, AgentState } from "../internal.js";
 import { DEFAULT_DELIVERY, type QueuedRun, type TaskQueue } from "../queue/index.js";
 import type { RunStep } from "../report/index.js";
 import type { RunStore } from "../store/index.js";

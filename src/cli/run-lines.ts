@@ -1,4 +1,4 @@
-import { createSandbox, describeModelEndpoint, type SandboxKind, type Settings } from "../index.js";
+import { createSandbox, describeModelEndpoint, type SandboxKind, type Settings } from "../internal.js";
 import { describeModelCalls, type ModelCallFlags } from "./options.js";
 
 // The lines a run's progress opens with (its model, its sandbox) and the sandboxes' close: the

@@ -13,7 +13,7 @@ import {
   type Settings,
   StoreUnavailableError,
   UsageError,
-} from "../index.js";
+} from "../internal.js";
 import { describeStoreWait, type StoreWaitListener } from "../store/index.js";
 import { EXIT } from "./exit.js";
 import { ProgressReporter } from "./progress.js";

@@ -25,7 +25,7 @@ import {
   StoreUnavailableError,
   stepsLeft,
   UsageError,
-} from "../index.js";
+} from "../internal.js";
 import { artifactsFolder, describeStoreWait, type RunStore } from "../store/index.js";
 
 /** The settings a person changes from an MCP client; the rest keep their defaults. */

@@ -11,7 +11,7 @@ import {
   LIVE_LINE_CHARS,
   RunInputSchema,
   UsageError,
-} from "../index.js";
+} from "../internal.js";
 import { didYouMean } from "../names.js";
 import { ClientSettingsSchema, type McpRuns, type RunListener, type RunOutcome } from "./runs.js";
 

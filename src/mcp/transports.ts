@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { UsageError } from "../index.js";
+import { UsageError } from "../internal.js";
 import type { McpRuns } from "./runs.js";
 import { createMcpServer } from "./server.js";
 

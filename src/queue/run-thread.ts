@@ -12,7 +12,7 @@ import {
   type RunInput,
   type Settings,
   type SharedSandboxes,
-} from "../index.js";
+} from "../internal.js";
 import type { RunStore } from "../store/index.js";
 import type { Delivery } from "./task-queue.js";
 

@@ -1,4 +1,4 @@
-import { SharedSandboxes } from "../index.js";
+import { SharedSandboxes } from "../internal.js";
 import { ModelCallGate, type ModelCallRate, SharedTokenBucket } from "./rate-limit.js";
 import { type QueuedRunDeps, type QueuedRunOutcome, runQueuedThread } from "./run-thread.js";
 import type { Delivery, TaskQueue, WorkOptions } from "./task-queue.js";

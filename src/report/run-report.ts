@@ -6,7 +6,7 @@ import { structuredPatch } from "diff";
 import hljs from "highlight.js/lib/core";
 import javascript from "highlight.js/lib/languages/javascript";
 import python from "highlight.js/lib/languages/python";
-import { type ArtifactFile, describeRuntimeValues, describeTestIsolation, type Execution } from "../index.js";
+import { type ArtifactFile, describeRuntimeValues, describeTestIsolation, type Execution } from "../internal.js";
 import { renderGraphPath } from "./graph-svg.js";
 import { chartJsSource, escapeHtml, htmlPage } from "./html.js";
 import type { ArtifactsTrace, AttemptTrace, RunTrace } from "./trace.js";

@@ -9,7 +9,7 @@ import type {
   Objection,
   OutputLine,
   Usage,
-} from "../index.js";
+} from "../internal.js";
 
 /** One step of a run as a report reads it: the state after the step, and who wrote it. */
 export interface RunStep {

@@ -34,7 +34,7 @@ import {
   type Settings,
   type Strategy,
   UsageError,
-} from "../../index.js";
+} from "../../internal.js";
 import { type RunTrace, renderRunReport } from "../../report/index.js";
 import { type ModelCallFlags, modelCallsFromFlags } from "../options.js";
 import { queueRunner } from "../queue-bench.js";

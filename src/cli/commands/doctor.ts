@@ -11,7 +11,7 @@ import {
   probePython,
   type SandboxIsolation,
   type SandboxKind,
-} from "../../index.js";
+} from "../../internal.js";
 import { flagDefaults } from "../../names.js";
 import { EXIT } from "../exit.js";
 

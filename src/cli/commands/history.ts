@@ -1,5 +1,5 @@
 import type { BaseCheckpointSaver, StateSnapshot } from "@langchain/langgraph";
-import { type Agent, type AgentState, createAgent } from "../../index.js";
+import { type Agent, type AgentState, createAgent } from "../../internal.js";
 import { EXIT } from "../exit.js";
 import { noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";
 import { formatTable } from "../table.js";

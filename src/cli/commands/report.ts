@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
-import { createAgent, describeStatus, type Settings } from "../../index.js";
+import { createAgent, describeStatus, type Settings } from "../../internal.js";
 import { type RunTrace, renderRunReport, traceRun } from "../../report/index.js";
 import type { RunStore } from "../../store/index.js";
 import { noSuchRunError, type StoreFlags, withThreadStore } from "../session.js";

@@ -12,7 +12,7 @@ import {
   planResume,
   type Settings,
   stepsLeft,
-} from "../../index.js";
+} from "../../internal.js";
 import { forkCheckpoint, type RunStore } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { scriptedDemoModelFor } from "../data-demo-model.js";

@@ -1,4 +1,4 @@
-import type { Agent, AgentState } from "../../index.js";
+import type { Agent, AgentState } from "../../internal.js";
 import type { QueuedRun } from "../../queue/index.js";
 import {
   describeLocation,
@@ -54,7 +54,7 @@ export async function listRuns(index: RunIndex, limit: number, queued: QueuedRun
       } else {
         if (!graph) {
           const [{ createAgent, describeStatus }, store] = await Promise.all([
-            import("../../index.js"),
+            import("../../internal.js"),
             index.openStore(),
           ]);
           graph = { agent: createAgent({ checkpointer: store.checkpointer }), describeStatus };

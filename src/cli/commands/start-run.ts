@@ -11,7 +11,7 @@ import {
   modelRetriesFromEnv,
   type RunInput,
   RunInputSchema,
-} from "../../index.js";
+} from "../../internal.js";
 import { artifactsFolder, describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { formatIssues, RunInputSchema, type Settings } from "../../index.js";
+import { formatIssues, RunInputSchema, type Settings } from "../../internal.js";
 import { DEFAULT_DELIVERY, type DeliveryPolicy } from "../../names.js";
 import type { RunJobData } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";

@@ -1,4 +1,4 @@
-import { checkModelConfig, modelRetriesFromEnv } from "../../index.js";
+import { checkModelConfig, modelRetriesFromEnv } from "../../internal.js";
 import { startWorker, surviveQueueOutages, type TaskQueue, type WorkerEvent, workerName } from "../../queue/index.js";
 import type { RunStore } from "../../store/index.js";
 import { createDemoModel, DEMO_MODEL_NAME } from "../demo-model.js";
