@@ -1,5 +1,6 @@
-// Everything the front ends (CLI, MCP, queue, benchmark, report) build on, in one internal entry;
-// users import the root (`selfheal`, src/index.ts), which keeps to what `createAgent` needs.
+// Everything the front ends (CLI, MCP, queue, benchmark, report) build on, in one internal entry:
+// the root (`selfheal`, src/index.ts) and `selfheal/settings` whole, and the parts behind them.
+// Users import the root, which keeps to what `createAgent` needs.
 
 export { chooseCandidate, planRound } from "./core/candidates.js";
 export {
@@ -9,28 +10,14 @@ export {
   type InputSource,
   mediaTypeOf,
 } from "./core/data-files.js";
-export {
-  InvalidSettingsError,
-  MissingModelConfigError,
-  SandboxUnavailableError,
-  SelfhealError,
-  type SelfhealErrorCode,
-  StoreConnectionError,
-  StoreUnavailableError,
-  ThreadBusyError,
-  ThreadHasRunError,
-  UsageError,
-} from "./core/errors.js";
+export type { SelfhealErrorCode } from "./core/errors.js";
 export type { BestAttempt, ErrorObservation, ErrorRecord, HistoryEntry, ModelCallUsage, Usage } from "./core/ledger.js";
 export { addUsage, emptyUsage, keepHigherScore, mergeErrors } from "./core/ledger.js";
-export { type AfterCriticDecision, decideAfterCritic, repeatStreak, type StopDecision } from "./core/policy.js";
-export { checkRunInput } from "./core/run-input.js";
+export { type AfterCriticDecision, repeatStreak, type StopDecision } from "./core/policy.js";
 export {
-  LANGUAGES,
   LanguageSchema,
   ParsedErrorSchema,
   RunResultSchema,
-  SANDBOX_KINDS,
   SandboxKindSchema,
   TEST_ISOLATIONS,
   type TestIsolation,
@@ -38,19 +25,11 @@ export {
 } from "./core/run-result.js";
 export {
   type ContextChannels,
-  ContextSchema,
-  formatIssues,
-  MAX_ATTEMPTS_LIMIT,
-  MAX_CANDIDATES,
   MAX_SANDBOX_CONCURRENCY,
   type PackageInstall,
   type Packages,
-  PackagesSchema,
-  parseSettings,
   type Settings,
   type SettingsInput,
-  SettingsSchema,
-  STRATEGIES,
   type Strategy,
 } from "./core/settings.js";
 export type {
@@ -71,9 +50,7 @@ export type {
   RunStatusValue,
 } from "./core/state.js";
 export {
-  blockExecution,
   DecisionSchema,
-  failAttempt,
   LIVE_LINE_CHARS,
   LIVE_TAIL_LINES,
   objectionsFor,
@@ -97,8 +74,6 @@ export {
 export {
   type Agent,
   type AgentOptions,
-  buildAgentGraph,
-  createAgent,
   createNodeDeps,
   type IntrospectedDeclaration,
   recursionLimitFor,
@@ -106,7 +81,6 @@ export {
 } from "./graph/build.js";
 export {
   type AgentExtensions,
-  CORE_NODES,
   type CoreNodeName,
   type ExtraStep,
   type Finding,
@@ -115,18 +89,17 @@ export {
   type VerifierContext,
   verifierNode,
 } from "./graph/extensions.js";
-export { describeStatus, planResume, stepsLeft } from "./graph/resume.js";
+export { stepsLeft } from "./graph/resume.js";
 export {
   AFTER_CRITIC_TARGETS,
   AFTER_WRITE_TARGETS,
-  routeAfterCritic,
-  routeAfterWrite,
   routeTowardsExecution,
   TOWARDS_EXECUTION_TARGETS,
 } from "./graph/routes.js";
-export { registeredState, studioDeclaration } from "./graph/studio-declaration.js";
+export { registeredState } from "./graph/studio-declaration.js";
+export * from "./index.js";
 export { type ApprovalDecision, ApprovalDecisionSchema, type ApprovalRequest, approvalNode } from "./nodes/approval.js";
-export { createCriticNode, judgeRun } from "./nodes/critic.js";
+export { createCriticNode } from "./nodes/critic.js";
 export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
 export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
 export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
@@ -139,26 +112,9 @@ export {
   type PythonFound,
   probePython,
 } from "./sandbox/host/interpreters.js";
-export {
-  CODE_FILE_NAME,
-  checkSandbox,
-  collectArtifacts,
-  createSandbox,
-  DEFAULT_LIMITS,
-  parseError,
-  pythonRunMainSource,
-  RUN_CANCELLED_NOTE,
-  resolveLimits,
-  SharedSandboxes,
-  safeRelativePath,
-} from "./sandbox/index.js";
-export type * from "./sandbox/types.js";
-export {
-  type AssembledProgram,
-  assembleProgram,
-  findExitCalls,
-  settleCompletion,
-} from "./tools/assemble.js";
+export { pythonRunMainSource } from "./sandbox/index.js";
+export * from "./settings.js";
+export { type AssembledProgram, assembleProgram, findExitCalls, settleCompletion } from "./tools/assemble.js";
 export { extractCode } from "./tools/extract-code.js";
 export { fingerprintError, normalizeErrorMessage } from "./tools/fingerprint.js";
 export { type LoadedInput, type LoadedInputs, loadInputs } from "./tools/inputs.js";
@@ -169,21 +125,17 @@ export { describeModelEndpoint } from "./tools/model-errors.js";
 export {
   type AgentModels,
   checkModelConfig,
-  createChatModel,
   createModelResolver,
   hasModelConfig,
   modelRetriesFromEnv,
 } from "./tools/models.js";
 export {
   ModelCallLog,
-  ModelCallMissError,
   type ModelCallsMode,
-  RecordedChatModel,
   type RecordedChatModelFields,
   type RecordedReply,
   type RecordedRequest,
   requestKey,
 } from "./tools/recorded-model.js";
 export { describeRuntimeValues } from "./tools/runtime-values/index.js";
-export { ScriptedChatModel } from "./tools/scripted-model.js";
 export { countTokens, messageText } from "./tools/tokens.js";

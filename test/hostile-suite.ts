@@ -2,7 +2,7 @@ import { randomInt } from "node:crypto";
 
 import { describe, expect, it } from "vitest";
 
-import { judgeRun } from "../src/nodes/critic.js";
+import { judgeAttempt } from "../src/core/verdict.js";
 import { describeFailure } from "../src/nodes/fixer.prompt.js";
 import type { SandboxKind } from "../src/sandbox/index.js";
 import type { RunResult, Sandbox, SandboxLimits } from "../src/sandbox/types.js";
@@ -33,7 +33,7 @@ export function describeOurHostileSuite(name: string, options: OurHostileSuiteOp
     inspect: {
       "memory spread over forked processes": (result) => {
         const execution = asExecution(result);
-        expect(judgeRun(execution, false).critique.summary).toBe("Killed at the memory limit.");
+        expect(judgeAttempt({ run: execution, hasTests: false }).critique.summary).toBe("Killed at the memory limit.");
         expect(describeFailure(execution)).toContain(`together used more than ${memoryMb} MiB`);
       },
       "CPU spread over forked processes": (result) => {

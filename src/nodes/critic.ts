@@ -5,7 +5,7 @@ import type { ErrorObservation, HistoryEntry, ModelCallUsage } from "../core/led
 import { decideAfterCritic } from "../core/policy.js";
 import type { Settings } from "../core/settings.js";
 import { type AgentState, type AgentUpdate, type Execution, objectionsFor, reducedState } from "../core/state.js";
-import { type Judgement, judgeAttempt, scoreAttempt } from "../core/verdict.js";
+import { scoreAttempt } from "../core/verdict.js";
 import { planPromptCall } from "../tools/budget.js";
 import { fingerprintError, hashCode } from "../tools/fingerprint.js";
 import { describeError, describeModelFailure, modelEndpoint } from "../tools/model-errors.js";
@@ -16,11 +16,6 @@ import { buildReviewPrompt, type Review, ReviewSchema } from "./critic.prompt.js
 import type { AgentNode, NodeDeps } from "./types.js";
 
 export type { Failure, Judgement } from "../core/verdict.js";
-
-/** The verdict without findings, as before the verdict had a module of its own. */
-export function judgeRun(run: Execution, hasTests: boolean): Judgement {
-  return judgeAttempt({ run, hasTests });
-}
 
 /**
  * With `llmReview` on, a clean run passes only on the reviewer's word: a review that cannot be had
