@@ -1,4 +1,4 @@
-import { describe, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { createSandbox } from "../src/sandbox/index.js";
 import { type ConformanceOptions, describeSandboxConformance } from "../src/testing/index.js";
@@ -39,6 +39,7 @@ for (const [kind, make] of Object.entries(BACKENDS) as [BackendKind, () => Retur
     });
   } else {
     describeSandboxConformance(kind, make, {
+      runner: { describe, it, expect, beforeAll, afterAll, afterEach },
       limits,
       testTimeoutMs: kind === "gvisor" ? 120_000 : 60_000,
       gaps: GAPS[kind],

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
-import { pidsWithMarker } from "../src/testing/index.js";
+import { pidsWithMarker } from "../src/testing/processes.js";
 import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
 import { scratchDir } from "./scratch.js";
 

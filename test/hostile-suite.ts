@@ -1,6 +1,6 @@
 import { randomInt } from "node:crypto";
 
-import { describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { judgeAttempt } from "../src/core/verdict.js";
 import { describeFailure } from "../src/nodes/fixer.prompt.js";
@@ -28,6 +28,7 @@ export interface OurHostileSuiteOptions {
 export function describeOurHostileSuite(name: string, options: OurHostileSuiteOptions): void {
   const { memoryMb, cpuSeconds } = options.limits;
   describeHostileSuite(name, options.createSandbox, {
+    runner: { describe, it, expect, beforeAll, afterAll, afterEach },
     limits: options.limits,
     uncontained: options.uncontained,
     inspect: {

@@ -10,7 +10,7 @@ import { encodeTar } from "../src/sandbox/container/tar.js";
 import { cgroupCpuReader } from "../src/sandbox/host/cgroups.js";
 import { findOnPath } from "../src/sandbox/host/interpreters.js";
 import { createSandbox, DEFAULT_LIMITS } from "../src/sandbox/index.js";
-import { diskFillProgram } from "../src/testing/index.js";
+import { diskFillProgram } from "../src/testing/hostile-programs.js";
 import { containerEngineMissing, containersOwnedBy, TEST_CONTAINER_IMAGE } from "./container-engine.js";
 import { scratchDir } from "./scratch.js";
 

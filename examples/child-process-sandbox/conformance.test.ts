@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { afterAll } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { describeSandboxConformance } from "../../src/testing/index.js";
 import { ChildProcessSandbox } from "./index.js";
@@ -21,6 +21,7 @@ const owner = {
 };
 
 describeSandboxConformance("the child_process example", () => new ChildProcessSandbox({ limits }), {
+  runner: { describe, it, expect, beforeAll, afterAll, afterEach },
   limits,
   owner,
   // Written down, never computed: each gap is asserted as the failure it causes.

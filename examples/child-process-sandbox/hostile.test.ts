@@ -1,3 +1,4 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { describeHostileSuite } from "../../src/testing/index.js";
 import { ChildProcessSandbox } from "./index.js";
 
@@ -9,6 +10,7 @@ const isRoot = process.getuid?.() === 0;
 // clock, the output cap, the environment, stdin, a TMPDIR per run); every other case is written
 // down here with its reason and asserted as the escape it is.
 describeHostileSuite("the child_process example", () => new ChildProcessSandbox({ limits }), {
+  runner: { describe, it, expect, beforeAll, afterAll, afterEach },
   limits,
   uncontained: {
     "memory bomb": "no memory limit: nothing but the wall clock bounds it",

@@ -5,8 +5,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
 import { resolveLimits } from "../sandbox/limits.js";
 import { RUN_CANCELLED_NOTE } from "../sandbox/run/run-child.js";
 import type {
@@ -20,8 +18,11 @@ import type {
 } from "../sandbox/types.js";
 import { forkAndSleep, goneWithin, type OwnerCommand, startOwner } from "./owner.js";
 import { pidsWithMarker } from "./processes.js";
+import type { TestRunner } from "./runner.js";
 
 export interface ConformanceOptions {
+  /** The test functions to register the cases with: `{ describe, it, expect, beforeAll, afterAll, afterEach }` from vitest. */
+  runner: TestRunner;
   /**
    * The limits `makeSandbox` gives its sandbox (the rest are selfheal's defaults): the limit cases
    * are drawn from them, e.g. the memory case allocates four times `memoryMb`.
@@ -47,7 +48,7 @@ export interface ConformanceOptions {
 export type ConformanceGap = "javascript ES module syntax" | "owner SIGKILLed mid-run";
 
 /**
- * The sandbox contract (see `Sandbox` in selfheal) as a vitest suite: register it in a test file
+ * The sandbox contract (see `Sandbox` in selfheal) as a suite of tests: register it in a test file, with your runner's test functions,
  * with a factory for your backend and every case of the contract runs against a sandbox it made.
  * Results, files in, artifacts out, streaming, cancel, close and describe() hold for every backend;
  * the memory, CPU, process and disk limits are put to the test as the backend's describe() declares
@@ -57,8 +58,9 @@ export type ConformanceGap = "javascript ES module syntax" | "owner SIGKILLed mi
 export function describeSandboxConformance(
   name: string,
   makeSandbox: () => Sandbox | Promise<Sandbox>,
-  options: ConformanceOptions = {},
+  options: ConformanceOptions,
 ): void {
+  const { describe, it, expect, beforeAll, afterAll } = options.runner;
   const limits = resolveLimits(options.limits);
   const languages = options.languages ?? ["python", "javascript"];
   const timeout = options.testTimeoutMs ?? 60_000;
@@ -337,7 +339,7 @@ export function describeSandboxConformance(
 
       it("holds the memory limit as describe() declares it", async ({ skip }) => {
         // Skipped, not passed: the report shows the backend declares no such limit.
-        if (declaredScope(sandbox.describe().memory) === "none") skip("describe() declares no memory limit");
+        if (declaredScope(expect, sandbox.describe().memory) === "none") skip("describe() declares no memory limit");
         const fits = await python(
           `data = bytearray(${Math.floor(limits.memoryMb / 4)} * 1024 ** 2)\nprint(len(data) > 0)\n`,
         );
@@ -349,7 +351,7 @@ export function describeSandboxConformance(
 
       it.runIf(javascript)("holds the memory limit for Node, in the heap and outside it", async ({ skip }) => {
         // Skipped, not passed: the report shows the backend declares no such limit.
-        if (declaredScope(sandbox.describe().memory) === "none") skip("describe() declares no memory limit");
+        if (declaredScope(expect, sandbox.describe().memory) === "none") skip("describe() declares no memory limit");
         for (const allocation of ["new Array(1e6).fill(1)", "Buffer.alloc(64 * 1024 * 1024, 1)"]) {
           const code = `const hoard = [];\nfor (;;) hoard.push(${allocation});\n`;
           const result = await run({ language: "javascript", code });
@@ -359,7 +361,7 @@ export function describeSandboxConformance(
 
       it("applies a run's own memory limit over the sandbox's, more or less", async ({ skip }) => {
         // Skipped, not passed: the report shows the backend declares no such limit.
-        if (declaredScope(sandbox.describe().memory) === "none") skip("describe() declares no memory limit");
+        if (declaredScope(expect, sandbox.describe().memory) === "none") skip("describe() declares no memory limit");
         // One and a half times the sandbox's memory: refused under its limits, granted with four
         // times as much. Touching that many pages takes seconds of CPU on a slow host: the CPU
         // limit is raised for these runs so that only memory decides.
@@ -387,7 +389,7 @@ export function describeSandboxConformance(
 
       it("holds the CPU limit as describe() declares it", async ({ skip }) => {
         // Skipped, not passed: the report shows the backend declares no such limit.
-        if (declaredScope(sandbox.describe().cpu) === "none") skip("describe() declares no cpu limit");
+        if (declaredScope(expect, sandbox.describe().cpu) === "none") skip("describe() declares no cpu limit");
         // Spins until it has used three times its CPU budget, then says so: only the CPU limit can
         // stop it first, whatever the wall clock (which is far away) does.
         const code = `import time\nwhile time.process_time() < ${limits.cpuSeconds * 3}:\n    pass\nprint('escaped')\n`;
@@ -398,7 +400,7 @@ export function describeSandboxConformance(
 
       it("holds the process limit as describe() declares it", async ({ skip }) => {
         // Skipped, not passed: the report shows the backend declares no such limit.
-        if (declaredScope(sandbox.describe().processes) !== "run")
+        if (declaredScope(expect, sandbox.describe().processes) !== "run")
           skip("describe() declares no processes limit for the whole run");
         const wanted = limits.maxProcesses + 8;
         const [started, failure] = await probeLimit([
@@ -420,7 +422,7 @@ export function describeSandboxConformance(
 
       it("holds the disk limit as describe() declares it", async ({ skip }) => {
         // Skipped, not passed: the report shows the backend declares no such limit.
-        if (declaredScope(sandbox.describe().disk) === "none") skip("describe() declares no disk limit");
+        if (declaredScope(expect, sandbox.describe().disk) === "none") skip("describe() declares no disk limit");
         // One file larger than both the per-file and the whole-run limit: either stops it.
         const ceiling = Math.max(limits.maxFileMb, limits.maxDiskMb) + 1;
         const [written, failure] = await probeLimit([
@@ -489,7 +491,7 @@ export function describeSandboxConformance(
 }
 
 /** The scope a limit is declared with; a declaration without its reason fails here. */
-function declaredScope(containment: Containment): Containment["scope"] {
+function declaredScope(expect: TestRunner["expect"], containment: Containment): Containment["scope"] {
   expect(containment.by.trim()).not.toBe("");
   return containment.scope;
 }

@@ -2,12 +2,10 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-
-import { expect } from "vitest";
-
 import type { RunResult } from "../sandbox/types.js";
 import { appearedWithin, goneWithin } from "./owner.js";
 import { pidsWithMarker } from "./processes.js";
+import type { TestRunner } from "./runner.js";
 
 /** What a hostile case expects of this backend here: containment, or the escape listed for it. */
 export type Expectation = "contained" | "escapes";
@@ -61,13 +59,13 @@ export function waitUntilGone(marker: string): Promise<number[]> {
 }
 
 /** The program's processes are gone after its run, or (escaping) one still sleeps on the host. */
-export async function expectGone(marker: string, expected: Expectation): Promise<void> {
+export async function expectGone(expect: TestRunner["expect"], marker: string, expected: Expectation): Promise<void> {
   if (expected === "escapes") expect(await appearedWithin(10_000, () => pidsWithMarker(marker))).not.toEqual([]);
   else expect(await waitUntilGone(marker)).toEqual([]);
 }
 
 /** No target outside the work dir was written, or (escaping) the one in the host's temp dir was. */
-export function expectWritten(targets: string[], expected: Expectation): void {
+export function expectWritten(expect: TestRunner["expect"], targets: string[], expected: Expectation): void {
   const written = targets.filter((target) => existsSync(target));
   if (expected === "escapes") expect(written).toContain(targets.find((target) => target.startsWith(tmpdir())));
   else expect(written).toEqual([]);
@@ -75,6 +73,7 @@ export function expectWritten(targets: string[], expected: Expectation): void {
 
 /** The program was refused the host's listener, or (escaping) it connected and the listener saw it. */
 export async function expectConnection(
+  expect: TestRunner["expect"],
   result: RunResult,
   connections: () => number,
   expected: Expectation,

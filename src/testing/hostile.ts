@@ -6,8 +6,6 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-
 import { inheritableFds } from "../sandbox/host/bootstrap.js";
 import { resolveLimits } from "../sandbox/limits.js";
 import type { Language, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../sandbox/types.js";
@@ -39,6 +37,7 @@ import {
   writeTargetsProgram,
 } from "./hostile-programs.js";
 import { pidsWithMarker } from "./processes.js";
+import type { TestRunner } from "./runner.js";
 
 /**
  * One case per thing generated code may do to the machine running it. Owner death is the
@@ -108,6 +107,8 @@ export type EscapingCase = Extract<
 export type ExpectedEscapes = Partial<Record<EscapingCase, string>>;
 
 export interface HostileSuiteOptions {
+  /** The test functions to register the cases with: `{ describe, it, expect, beforeAll, afterAll, afterEach }` from vitest. */
+  runner: TestRunner;
   /**
    * Cases this backend cannot contain in this environment, each with the reason: a literal list in
    * your test file, never read from the sandbox's own describe(). Each listed case asserts its escape
@@ -139,15 +140,16 @@ const LIMIT_OF_CASE: Partial<Record<EscapingCase, Exclude<keyof SandboxIsolation
 };
 
 /**
- * The hostile-code suite as a vitest suite, for any backend: register it with a factory for your
+ * The hostile-code suite as a suite of tests, for any backend: register it with a factory for your
  * sandbox and the list of what it cannot contain here. Every hostile program bounds itself (forks,
  * bytes, files, seconds), and whatever a listed escape leaves behind is removed after its case.
  */
 export function describeHostileSuite(
   name: string,
   makeSandbox: () => Sandbox | Promise<Sandbox>,
-  options: HostileSuiteOptions = {},
+  options: HostileSuiteOptions,
 ): void {
+  const { describe, it, expect, beforeAll, afterAll, afterEach } = options.runner;
   const limits = resolveLimits(options.limits);
   const uncontained = options.uncontained ?? {};
   const javascript = (options.languages ?? ["python", "javascript"]).includes("javascript");
@@ -336,7 +338,7 @@ export function describeHostileSuite(
         async (expected) => {
           const targets = outsideTargets();
           await run({ language, code: writeTargetsProgram(language, targets) });
-          expectWritten(targets, expected);
+          expectWritten(expect, targets, expected);
         },
         language === "python" || javascript,
       );
@@ -412,7 +414,7 @@ export function describeHostileSuite(
         (expected) =>
           withListener(async (port, connections) => {
             const result = await run({ language, code: connectProgram(language, port) });
-            await expectConnection(result, connections, expected);
+            await expectConnection(expect, result, connections, expected);
           }),
         language === "python" || javascript,
       );
@@ -421,13 +423,13 @@ export function describeHostileSuite(
     hostileIt("setsid grandchild", async (expected) => {
       const marker = newMarker();
       expect((await python(setsidProgram(marker))).stdout).toContain("spawned");
-      await expectGone(marker, expected);
+      await expectGone(expect, marker, expected);
     });
 
     hostileIt("double-forked daemon", async (expected) => {
       const marker = newMarker();
       expect((await python(doubleForkProgram(marker))).stdout).toContain("daemonised");
-      await expectGone(marker, expected);
+      await expectGone(expect, marker, expected);
     });
 
     it("SIGTERM ignored", async () => {

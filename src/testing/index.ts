@@ -1,7 +1,8 @@
 /**
  * `selfheal/testing`: the sandbox contract's conformance suite and the hostile-code suite, for
- * anyone's backend. They are built on vitest, a peer dependency of this entry only: `import
- * "selfheal"` never loads it.
+ * anyone's backend. Each registers its cases with the test functions the test file gives it
+ * (`runner: { describe, it, expect, beforeAll, afterAll, afterEach }` from vitest), so this entry
+ * loads no test framework itself.
  */
 export { type ConformanceGap, type ConformanceOptions, describeSandboxConformance } from "./conformance.js";
 export {
@@ -11,6 +12,5 @@ export {
   type HostileCase,
   type HostileSuiteOptions,
 } from "./hostile.js";
-export { diskFillProgram } from "./hostile-programs.js";
-export { forkAndSleep, type OwnerCommand } from "./owner.js";
-export { pidsWithMarker } from "./processes.js";
+export type { OwnerCommand } from "./owner.js";
+export type { TestRunner } from "./runner.js";
