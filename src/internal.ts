@@ -96,6 +96,7 @@ export {
   routeTowardsExecution,
   TOWARDS_EXECUTION_TARGETS,
 } from "./graph/routes.js";
+export { type RunEvent, type RunEventsOptions, type RunStart, runEvents } from "./graph/run-events.js";
 export { registeredState } from "./graph/studio-declaration.js";
 export * from "./index.js";
 export { type ApprovalDecision, ApprovalDecisionSchema, type ApprovalRequest, approvalNode } from "./nodes/approval.js";

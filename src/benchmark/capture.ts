@@ -1,4 +1,4 @@
-import type { Agent, AgentState, RunInput, Settings } from "../internal.js";
+import { type Agent, type AgentState, type RunInput, runEvents, type Settings } from "../internal.js";
 import type { RunStep } from "../report/index.js";
 import type { BenchmarkTask } from "./dataset.js";
 import { buildBenchmarkTask, type FeedbackMode, testsForTask } from "./task-input.js";
@@ -31,23 +31,14 @@ export type TaskRunner = (input: BenchmarkInput, settings: Settings) => AsyncIte
 
 export function streamingRunner(agent: Agent): TaskRunner {
   return async function* (input, settings) {
-    // The node names come only with updates, each step's before its values.
-    let ran: string[] = [];
-    for await (const [mode, chunk] of await agent.stream(input, {
-      context: settings,
-      streamMode: ["updates", "values"],
-    })) {
-      if (mode === "updates") {
-        ran.push(...Object.keys(chunk));
-        continue;
-      }
+    for await (const event of runEvents(agent, input, { context: settings })) {
+      if (event.kind !== "state") continue;
       // No checkpoint to read the time from: the time the step reached us is as good for a report.
       yield {
-        values: chunk as AgentState,
+        values: event.state,
         createdAt: new Date().toISOString(),
-        ...(ran.length > 0 ? { node: ran.join(", ") } : {}),
+        ...(event.nodes.length > 0 ? { node: event.nodes.join(", ") } : {}),
       };
-      ran = [];
     }
   };
 }

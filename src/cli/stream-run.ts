@@ -1,15 +1,15 @@
 import { closeSync, existsSync, openSync, statSync, unlinkSync } from "node:fs";
 import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
-import { Command, isInterrupted } from "@langchain/langgraph";
+import { Command } from "@langchain/langgraph";
 import {
   type Agent,
   type AgentState,
   type ApprovalDecision,
   type ApprovalRequest,
   ARTIFACTS_FOLDER,
-  type OutputEvent,
-  type RunInput,
+  type RunStart,
+  runEvents,
   type Settings,
   StoreUnavailableError,
   UsageError,
@@ -37,8 +37,7 @@ export type ApprovalHandler = (
   context: ApprovalContext,
 ) => Promise<ApprovalDecision | "later" | "interrupted">;
 
-/** What a step of the graph starts from: a new run's input, a Command (resume, goto), or null (continue). */
-export type RunStart = RunInput | Command | null;
+export type { RunStart };
 
 export interface RunOptions {
   json?: boolean;
@@ -96,27 +95,19 @@ async function streamOnce(
 ): Promise<StreamOutcome> {
   let state: AgentState | undefined;
   let approvalRequest: ApprovalRequest | undefined;
-  const stream = await agent.stream(start, {
+  const events = runEvents(agent, start, {
     context: settings,
-    configurable: options.threadId ? { thread_id: options.threadId } : {},
-    streamMode: ["updates", "custom", "tasks", "values"],
-    // Each checkpoint is written before the next step starts, so a process killed at any moment
-    // loses at most the step it was in; "async" could also lose the one before.
-    durability: "sync",
+    threadId: options.threadId,
     signal: options.signal,
+    output: true,
+    tasks: true,
   });
-  for await (const [mode, chunk] of stream) {
-    if (mode === "custom" && isOutputEvent(chunk)) reporter.output(chunk);
-    else if (mode === "tasks" && isTaskStart(chunk)) reporter.taskStarted(chunk.name);
-    else if (mode === "updates") {
-      for (const [node, update] of Object.entries(chunk)) {
-        if (node !== "__interrupt__" && update && typeof update === "object") reporter.update(node, update);
-      }
-    } else if (mode === "values") {
-      // When the graph pauses, the last values chunk carries only `__interrupt__`; the state is the one before it.
-      if (isInterrupted<ApprovalRequest>(chunk)) approvalRequest = chunk.__interrupt__[0]?.value;
-      else state = chunk;
-    }
+  for await (const event of events) {
+    if (event.kind === "output") reporter.output(event.event);
+    else if (event.kind === "started") reporter.taskStarted(event.node);
+    else if (event.kind === "updated") reporter.update(event.node, event.update);
+    else if (event.kind === "paused") approvalRequest = event.request;
+    else state = event.state;
   }
   // A run resumed straight into a pause may stream no full state at all: read it from the checkpoint.
   if (!state && options.threadId)
@@ -341,12 +332,4 @@ async function stopForApproval(
     `program awaiting approval (attempt ${request.attempt})`,
   );
   return EXIT.awaitingApproval;
-}
-
-function isOutputEvent(chunk: unknown): chunk is OutputEvent {
-  return typeof chunk === "object" && chunk !== null && "kind" in chunk && chunk.kind === "output";
-}
-
-function isTaskStart(chunk: unknown): chunk is { name: string; input: unknown } {
-  return typeof chunk === "object" && chunk !== null && "name" in chunk && "input" in chunk && !("result" in chunk);
 }

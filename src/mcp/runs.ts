@@ -4,7 +4,6 @@ import { Command } from "@langchain/langgraph";
 import {
   type Agent,
   type AgentState,
-  type AgentUpdate,
   type ApprovalDecision,
   checkRunInput,
   checkSandbox,
@@ -18,6 +17,7 @@ import {
   parseSettings,
   planResume,
   RunInputSchema,
+  runEvents,
   type Settings,
   type SettingsInput,
   SettingsSchema,
@@ -225,28 +225,24 @@ export class McpRuns {
     from: number,
   ): Promise<number> {
     let attempt = from;
-    const stream = await agent.stream(start, {
-      ...config,
+    const events = runEvents(agent, start, {
       context: settings,
-      streamMode: ["updates", "custom"],
-      // As the CLI: every checkpoint is written before the next step, so a cancelled call keeps all but the step it was in.
-      durability: "sync",
+      threadId: config.configurable.thread_id,
       signal,
+      output: true,
     });
-    for await (const [mode, chunk] of stream) {
-      if (mode === "custom" && isOutputEvent(chunk)) await listener.output(chunk);
-      if (mode !== "updates") continue;
-      for (const update of Object.values(chunk as Record<string, AgentUpdate | undefined>)) {
-        if (!update || typeof update !== "object") continue;
-        if (typeof update.attempt === "number") attempt = update.attempt;
-        if (update.critique) {
-          await listener.attemptEnded({
-            attempt,
-            maxAttempts: settings.maxAttempts,
-            passed: update.critique.passed,
-            summary: update.critique.summary,
-          });
-        }
+    for await (const event of events) {
+      if (event.kind === "output") await listener.output(event.event);
+      if (event.kind !== "updated") continue;
+      const { update } = event;
+      if (typeof update.attempt === "number") attempt = update.attempt;
+      if (update.critique) {
+        await listener.attemptEnded({
+          attempt,
+          maxAttempts: settings.maxAttempts,
+          passed: update.critique.passed,
+          summary: update.critique.summary,
+        });
       }
     }
     return attempt;
@@ -299,8 +295,4 @@ export class McpRuns {
   async close(): Promise<void> {
     await this.sandboxes.close();
   }
-}
-
-function isOutputEvent(chunk: unknown): chunk is OutputEvent {
-  return typeof chunk === "object" && chunk !== null && "kind" in chunk && chunk.kind === "output";
 }

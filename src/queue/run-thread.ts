@@ -10,6 +10,7 @@ import {
   parseSettings,
   planResume,
   type RunInput,
+  runEvents,
   type Settings,
   type SharedSandboxes,
 } from "../internal.js";
@@ -115,33 +116,23 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
       if ("finished" in plan) return { ...outcomeOf(plan.finished, threadId, false), alreadyFinished: true };
       start = plan.start;
     }
-    const stream = await agent.stream(start, {
-      ...config,
+    // The last state comes with the events: reading it back from the checkpoints after the run
+    // cost a query and a deserialization on every job's path.
+    const events = runEvents(agent, start, {
       context: settings,
-      // The last state comes with the stream: reading it back from the checkpoints after the run
-      // cost a query and a deserialization on every job's path.
-      streamMode: ["updates", "values"],
-      // Each checkpoint is written before the next step starts: a killed worker loses one step at most.
-      durability: "sync",
+      threadId,
       signal: delivery.signal,
       callbacks: deps.callbacks,
     });
     let last: AgentState | undefined;
     let paused = false;
     try {
-      for await (const [mode, chunk] of stream) {
-        // A pause (approval) comes in both modes as an `__interrupt__` chunk instead of a step or a state.
-        if ("__interrupt__" in chunk) {
-          paused = true;
-          continue;
-        }
-        if (mode === "values") {
-          last = chunk as AgentState;
-          continue;
-        }
-        for (const node of Object.keys(chunk)) {
-          delivery.setStep(node);
-          deps.onStep?.(node);
+      for await (const event of events) {
+        if (event.kind === "paused") paused = true;
+        else if (event.kind === "state") last = event.state;
+        else if (event.kind === "updated") {
+          delivery.setStep(event.node);
+          deps.onStep?.(event.node);
         }
       }
     } catch (error) {
