@@ -1,13 +1,13 @@
 import { UsageError } from "../settings.js";
 import {
   describeLocation,
+  withThreadLease as leased,
   openRunStore,
   type RunStore,
   resolveStoreLocation,
   type StoreLocation,
   storeExists,
   ThreadBusyError,
-  type ThreadLease,
 } from "../store/index.js";
 import { EXIT } from "./exit.js";
 import { cliCommand, shellWord } from "./invocation.js";
@@ -56,19 +56,13 @@ export function withThreadStore<T>(
   });
 }
 
-/** Runs `use` while this process holds the thread, so two workers never advance one run at once. */
+/** Runs `use` while this process holds the thread; another live holder is a usage error, one line. */
 export async function withThreadLease<T>(store: RunStore, threadId: string, use: () => Promise<T>): Promise<T> {
-  let lease: ThreadLease;
   try {
-    lease = await store.lease(threadId);
+    return await leased(store, threadId, use);
   } catch (error) {
     if (error instanceof ThreadBusyError) throw new UsageError(`${error.message}; try again when it stops`);
     throw error;
-  }
-  try {
-    return await use();
-  } finally {
-    await lease.release();
   }
 }
 

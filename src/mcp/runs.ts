@@ -26,7 +26,7 @@ import {
   stepsLeft,
   UsageError,
 } from "../internal.js";
-import { artifactsFolder, describeStoreWait, type RunStore } from "../store/index.js";
+import { artifactsFolder, describeStoreWait, type RunStore, withThreadLease } from "../store/index.js";
 
 /** The settings a person changes from an MCP client; the rest keep their defaults. */
 export const ClientSettingsSchema = SettingsSchema.pick({
@@ -169,12 +169,7 @@ export class McpRuns {
       throw new UsageError(`thread ${threadId} is running right now; try again when it stops`);
     this.running.add(threadId);
     try {
-      const lease = await this.store.lease(threadId);
-      try {
-        return await use();
-      } finally {
-        await lease.release();
-      }
+      return await withThreadLease(this.store, threadId, use);
     } finally {
       this.running.delete(threadId);
     }

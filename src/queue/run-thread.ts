@@ -14,7 +14,7 @@ import {
   type Settings,
   type SharedSandboxes,
 } from "../internal.js";
-import type { RunStore } from "../store/index.js";
+import { type RunStore, withThreadLease } from "../store/index.js";
 import type { Delivery } from "./task-queue.js";
 
 /** What a finished job reports: pg-boss stores it as the job's output, `runs` and the worker log show it. */
@@ -101,50 +101,52 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
   await checkSandbox({ kind: settings.sandbox, ...(input?.language ? { languages: [input.language] } : {}) });
   // Two deliveries of one job overlap when a slow worker outlives its expiry: the lease keeps the
   // second off the thread (it throws, and pg-boss tries again later).
-  const lease = await store.patiently("taking the thread", () => store.lease(threadId), settings.storeWaitSeconds);
-  try {
-    const agent = agentFor(store.checkpointer, deps.model ?? deps.modelFor?.(settings), deps.sandboxes);
-    const config = { configurable: { thread_id: threadId } };
-    const head = await store.patiently(
-      "reading the last checkpoint",
-      () => agent.getState(config),
-      settings.storeWaitSeconds,
-    );
-    let start: RunInput | Command | null = input;
-    if (head.createdAt) {
-      const plan = planResume(head, agent);
-      if ("finished" in plan) return { ...outcomeOf(plan.finished, threadId, false), alreadyFinished: true };
-      start = plan.start;
-    }
-    // The last state comes with the events: reading it back from the checkpoints after the run
-    // cost a query and a deserialization on every job's path.
-    const events = runEvents(agent, start, {
-      context: settings,
-      threadId,
-      signal: delivery.signal,
-      callbacks: deps.callbacks,
-    });
-    let last: AgentState | undefined;
-    let paused = false;
-    try {
-      for await (const event of events) {
-        if (event.kind === "paused") paused = true;
-        else if (event.kind === "state") last = event.state;
-        else if (event.kind === "updated") {
-          delivery.setStep(event.node);
-          deps.onStep?.(event.node);
+  return withThreadLease(
+    store,
+    threadId,
+    async () => {
+      const agent = agentFor(store.checkpointer, deps.model ?? deps.modelFor?.(settings), deps.sandboxes);
+      const config = { configurable: { thread_id: threadId } };
+      const head = await store.patiently(
+        "reading the last checkpoint",
+        () => agent.getState(config),
+        settings.storeWaitSeconds,
+      );
+      let start: RunInput | Command | null = input;
+      if (head.createdAt) {
+        const plan = planResume(head, agent);
+        if ("finished" in plan) return { ...outcomeOf(plan.finished, threadId, false), alreadyFinished: true };
+        start = plan.start;
+      }
+      // The last state comes with the events: reading it back from the checkpoints after the run
+      // cost a query and a deserialization on every job's path.
+      const events = runEvents(agent, start, {
+        context: settings,
+        threadId,
+        signal: delivery.signal,
+        callbacks: deps.callbacks,
+      });
+      let last: AgentState | undefined;
+      let paused = false;
+      try {
+        for await (const event of events) {
+          if (event.kind === "paused") paused = true;
+          else if (event.kind === "state") last = event.state;
+          else if (event.kind === "updated") {
+            delivery.setStep(event.node);
+            deps.onStep?.(event.node);
+          }
         }
+      } catch (error) {
+        if (delivery.signal.aborted) {
+          throw new EnvironmentFailure(`stopped: ${(delivery.signal.reason as Error)?.message ?? "aborted"}`);
+        }
+        throw error;
       }
-    } catch (error) {
-      if (delivery.signal.aborted) {
-        throw new EnvironmentFailure(`stopped: ${(delivery.signal.reason as Error)?.message ?? "aborted"}`);
-      }
-      throw error;
-    }
-    const state: AgentState = last ?? (await agent.getState(config)).values;
-    if (state.status === "model_error") throw new EnvironmentFailure(state.reason ?? "the model call failed");
-    return outcomeOf(state, threadId, paused);
-  } finally {
-    await lease.release();
-  }
+      const state: AgentState = last ?? (await agent.getState(config)).values;
+      if (state.status === "model_error") throw new EnvironmentFailure(state.reason ?? "the model call failed");
+      return outcomeOf(state, threadId, paused);
+    },
+    { waitSeconds: settings.storeWaitSeconds },
+  );
 }

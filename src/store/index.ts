@@ -40,3 +40,26 @@ export async function openRunIndex(location: StoreLocation): Promise<RunIndex> {
   }
   return (await import("./run-index.js")).indexOfStore(await openRunStore(location));
 }
+
+/**
+ * Runs `use` while this process holds the thread's lease, so two processes never advance one run
+ * at once, and always lets it go. With `waitSeconds`, taking the lease waits for a database that
+ * is away, as a run's checkpoints do; a live holder elsewhere is a ThreadBusyError either way.
+ */
+export async function withThreadLease<T>(
+  store: RunStore,
+  threadId: string,
+  use: () => Promise<T>,
+  options: { waitSeconds?: number } = {},
+): Promise<T> {
+  const take = () => store.lease(threadId);
+  const lease =
+    options.waitSeconds === undefined
+      ? await take()
+      : await store.patiently("taking the thread", take, options.waitSeconds);
+  try {
+    return await use();
+  } finally {
+    await lease.release();
+  }
+}
