@@ -3,17 +3,10 @@
 // Users import the root, which keeps to what `createAgent` needs.
 
 export { chooseCandidate, planRound } from "./core/candidates.js";
-export {
-  ARTIFACTS_FOLDER,
-  type ArtifactCollection,
-  type ArtifactFile,
-  type InputSource,
-  mediaTypeOf,
-} from "./core/data-files.js";
-export type { SelfhealErrorCode } from "./core/errors.js";
+export { ARTIFACTS_FOLDER, type ArtifactCollection, type InputSource, mediaTypeOf } from "./core/data-files.js";
 export type { BestAttempt, ErrorObservation, ErrorRecord, HistoryEntry, ModelCallUsage, Usage } from "./core/ledger.js";
 export { addUsage, emptyUsage, keepHigherScore, mergeErrors } from "./core/ledger.js";
-export { type AfterCriticDecision, repeatStreak, type StopDecision } from "./core/policy.js";
+export { repeatStreak } from "./core/policy.js";
 export {
   LanguageSchema,
   ParsedErrorSchema,
@@ -23,30 +16,16 @@ export {
   type TestIsolation,
   TestIsolationSchema,
 } from "./core/run-result.js";
-export {
-  type ContextChannels,
-  MAX_SANDBOX_CONCURRENCY,
-  type PackageInstall,
-  type Packages,
-  type Settings,
-  type SettingsInput,
-  type Strategy,
-} from "./core/settings.js";
+export { type ContextChannels, MAX_SANDBOX_CONCURRENCY } from "./core/settings.js";
 export type {
-  AgentState,
-  AgentUpdate,
   CandidateChoice,
   CandidateOutcome,
   CandidateSpec,
   Critique,
   Decision,
-  Execution,
   ExitCall,
-  KeptArtifacts,
   Note,
-  Objection,
   OutputLine,
-  RunInput,
   RunStatusValue,
 } from "./core/state.js";
 export {
@@ -71,24 +50,8 @@ export {
   type VerdictEvidence,
   type VerdictFinding,
 } from "./core/verdict.js";
-export {
-  type Agent,
-  type AgentOptions,
-  createNodeDeps,
-  type IntrospectedDeclaration,
-  recursionLimitFor,
-  withSettings,
-} from "./graph/build.js";
-export {
-  type AgentExtensions,
-  type CoreNodeName,
-  type ExtraStep,
-  type Finding,
-  type NodeReplacement,
-  type Verifier,
-  type VerifierContext,
-  verifierNode,
-} from "./graph/extensions.js";
+export { createNodeDeps, type IntrospectedDeclaration, recursionLimitFor, withSettings } from "./graph/build.js";
+export { verifierNode } from "./graph/extensions.js";
 export { stepsLeft } from "./graph/resume.js";
 export {
   AFTER_CRITIC_TARGETS,
@@ -99,13 +62,12 @@ export {
 export { type RunEvent, type RunEventsOptions, type RunStart, runEvents } from "./graph/run-events.js";
 export { registeredState } from "./graph/studio-declaration.js";
 export * from "./index.js";
-export { type ApprovalDecision, ApprovalDecisionSchema, type ApprovalRequest, approvalNode } from "./nodes/approval.js";
+export { ApprovalDecisionSchema, approvalNode } from "./nodes/approval.js";
 export { createCriticNode } from "./nodes/critic.js";
-export { createExecutorNode, type OutputEvent } from "./nodes/executor.js";
+export { createExecutorNode } from "./nodes/executor.js";
 export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
 export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
-export type { AgentNode, AgentRuntime, NodeDeps } from "./nodes/types.js";
 export {
   DATA_MODULES,
   defaultPython,
@@ -132,7 +94,6 @@ export {
 } from "./tools/models.js";
 export {
   ModelCallLog,
-  type ModelCallsMode,
   type RecordedChatModelFields,
   type RecordedReply,
   type RecordedRequest,
