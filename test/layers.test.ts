@@ -46,6 +46,12 @@ const MAY_IMPORT: Record<string, string[]> = {
   mcp: ["entries"],
 };
 
+/** Writes a source file under a scratch root, making its folders. */
+function writeSource(root: string, path: string, text: string): void {
+  mkdirSync(dirname(join(root, path)), { recursive: true });
+  writeFileSync(join(root, path), text);
+}
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -144,10 +150,7 @@ describe("the rooms of src/sandbox/", () => {
 
   it("reports a backend that borrows from another, and host code that reaches up", () => {
     const sandbox = scratchDir("sandbox-rooms");
-    const write = (path: string, text: string) => {
-      mkdirSync(dirname(join(sandbox, path)), { recursive: true });
-      writeFileSync(join(sandbox, path), text);
-    };
+    const write = (path: string, text: string) => writeSource(sandbox, path, text);
     write("types.ts", "export type Kind = string;\n");
     write("host/system-view.ts", `import { run } from "../run/run-child.js";\nexport const view = run;\n`);
     write("run/run-child.ts", `import type { Kind } from "../types.js";\nexport const run = 1;\n`);
@@ -207,10 +210,7 @@ describe("the imports of src/", () => {
 
   it("report each circle once, however long, as the files in it", () => {
     const src = scratchDir("circles");
-    const write = (path: string, text: string) => {
-      mkdirSync(dirname(join(src, path)), { recursive: true });
-      writeFileSync(join(src, path), text);
-    };
+    const write = (path: string, text: string) => writeSource(src, path, text);
     write("cli/commands/catalog.ts", `export const load = () => import("./run.js");\n`);
     write("cli/commands/run.ts", `import { summaryOf } from "./summary.js";\n`);
     write("cli/commands/summary.ts", `import type { load } from "./catalog.js";\n`);
@@ -231,10 +231,7 @@ describe("the layers of src/", () => {
 
   it("reports an import upwards, and a CLI or MCP file that reaches past the public entries", () => {
     const src = scratchDir("layers");
-    const write = (path: string, text: string) => {
-      mkdirSync(dirname(join(src, path)), { recursive: true });
-      writeFileSync(join(src, path), text);
-    };
+    const write = (path: string, text: string) => writeSource(src, path, text);
     write("core/state.ts", `import { critic } from "../nodes/critic.js";\nexport const state = critic;\n`);
     write("nodes/critic.ts", `import { state } from "../core/state.js";\nexport const critic = 1;\n`);
     write("cli/main.ts", `import { state } from "../core/state.js";\nimport { api } from "../index.js";\n`);

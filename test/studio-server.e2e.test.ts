@@ -99,6 +99,14 @@ describe("the LangGraph server (what Studio talks to)", () => {
     made.threads.push(thread.thread_id);
     return thread;
   };
+  /** The error a run ends with, as the SDK throws it from the server: JSON with the error's name and message. */
+  const runError = async (threadId: string, assistantId: string, input: Record<string, unknown>) => {
+    const failed = await client.runs.wait(threadId, assistantId, { input }).then(
+      () => new Error("the run did not fail"),
+      (error: Error) => error,
+    );
+    return JSON.parse(failed.message.replace(/^Error: /, "")) as unknown;
+  };
   afterEach(async () => {
     if (!client || server.exitCode !== null || server.signalCode !== null) return;
     await Promise.all([
@@ -178,13 +186,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
     expect(stub.requests).toHaveLength(2);
 
     // A second task on the same thread is refused before anything runs, and the thread keeps its run.
-    const refused = await client.runs
-      .wait(thread.thread_id, assistant.assistant_id, { input: { task: "Print hello and exit 3." } })
-      .then(
-        () => new Error("the second task ran"),
-        (error: Error) => error,
-      );
-    expect(JSON.parse(refused.message.replace(/^Error: /, ""))).toEqual({
+    expect(await runError(thread.thread_id, assistant.assistant_id, { task: "Print hello and exit 3." })).toEqual({
       error: "ThreadHasRunError",
       message: `thread ${thread.thread_id} already has a run (passed, 2 attempts): give a new task a new thread, and continue this run with a resume (no input)`,
     });
@@ -290,27 +292,13 @@ describe("the LangGraph server (what Studio talks to)", () => {
 
   it("answers a bad input with the readable line the CLI gives, and refuses a setting given as input", async () => {
     const assistant = await graphAssistant("selfheal");
-    // The SDK throws the run's error as the server sent it: JSON with the error's name and message.
-    const errorOf = async (input: Record<string, unknown>) => {
-      const thread = await newThread();
-      const failed = await client.runs.wait(thread.thread_id, assistant.assistant_id, { input }).then(
-        () => new Error("the run did not fail"),
-        (error: Error) => error,
-      );
-      return JSON.parse(failed.message.replace(/^Error: /, "")) as unknown;
-    };
+    const errorOf = async (input: Record<string, unknown>) =>
+      runError((await newThread()).thread_id, assistant.assistant_id, input);
     expect(await errorOf({ task: "" })).toEqual({ error: "InvalidSettingsError", message: "task must not be empty" });
     // A setting of the wrong type in an assistant's context: the same one line, not zod's issues as JSON.
     const wrongType = await client.assistants.create({ graphId: "selfheal", context: { maxAttempts: "lots" } });
     made.assistants.push(wrongType.assistant_id);
-    const thread = await newThread();
-    const failed = await client.runs
-      .wait(thread.thread_id, wrongType.assistant_id, { input: { task: "Print 1." } })
-      .then(
-        () => new Error("the run did not fail"),
-        (error: Error) => error,
-      );
-    expect(JSON.parse(failed.message.replace(/^Error: /, ""))).toEqual({
+    expect(await runError((await newThread()).thread_id, wrongType.assistant_id, { task: "Print 1." })).toEqual({
       error: "InvalidSettingsError",
       message: "maxAttempts must be a number",
     });

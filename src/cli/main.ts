@@ -24,9 +24,14 @@ export function usageLine(commanderText: string, helpCommand: string): string {
   return `${said.replace(/\s*\n\s*/g, " ")} (see \`${helpCommand} --help\`)`;
 }
 
-function pointToHelp(command: Command, path: string): void {
+/** A usage error as the CLI prints each one: `selfheal:` in red where colours are on, and usageLine. */
+function usageErrorLine(commanderText: string, helpCommand: string): string {
   const red = colorsFor(terminalStyle(process.stderr)).red;
-  command.configureOutput({ outputError: (text, write) => write(`${red("selfheal:")} ${usageLine(text, path)}\n`) });
+  return `${red("selfheal:")} ${usageLine(commanderText, helpCommand)}\n`;
+}
+
+function pointToHelp(command: Command, path: string): void {
+  command.configureOutput({ outputError: (text, write) => write(usageErrorLine(text, path)) });
   for (const sub of command.commands) pointToHelp(sub, `${path} ${sub.name()}`);
 }
 
@@ -63,13 +68,12 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   // commander answers `help <unknown>` with the whole help on stderr: one line, as for `selfheal <unknown>`.
   const [first, named] = argv.slice(2).filter((word) => !word.startsWith("-"));
   if (first === "help" && named !== undefined && !COMMANDS.some((entry) => entry.name === named)) {
-    const red = colorsFor(terminalStyle(process.stderr)).red;
     // Spelt as commander spells its own suggestion for `selfheal <unknown>`.
     const suggestion = didYouMean(
       named,
       COMMANDS.map((entry) => entry.name),
     ).replace("did you", "Did you");
-    process.stderr.write(`${red("selfheal:")} ${usageLine(`unknown command '${named}'${suggestion}`, "selfheal")}\n`);
+    process.stderr.write(usageErrorLine(`unknown command '${named}'${suggestion}`, "selfheal"));
     return EXIT.usage;
   }
   try {

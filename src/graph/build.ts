@@ -302,23 +302,35 @@ export function createAgent(options: AgentOptions = {}, declaration?: Introspect
   return agent;
 }
 
-/** Throws ThreadHasRunError when the thread `options` name (from its head, not an earlier checkpoint) holds a run. */
+/**
+ * Throws ThreadHasRunError when the thread `options` name holds a run, read from its head
+ * checkpoint's values alone (the graph's snapshot is not needed to tell, and this runs before every
+ * new input). A run given an earlier checkpoint to start from (`checkpoint_id`) is time travel, not refused.
+ */
 async function refuseUsedThread(
-  agent: {
-    checkpointer?: unknown;
-    getState(config: { configurable: Record<string, unknown> }): Promise<{ values: Partial<AgentState> }>;
-  },
+  agent: { checkpointer?: unknown },
   options: { configurable?: Record<string, unknown> } | undefined,
 ): Promise<void> {
+  const { checkpointer } = agent;
   const configurable = options?.configurable;
-  if (!agent.checkpointer || typeof configurable?.thread_id !== "string" || configurable.checkpoint_id !== undefined)
+  if (
+    !isCheckpointer(checkpointer) ||
+    typeof configurable?.thread_id !== "string" ||
+    configurable.checkpoint_id !== undefined
+  )
     return;
-  const { values } = await agent.getState({ configurable: { thread_id: configurable.thread_id } });
+  const head = await checkpointer.getTuple({ configurable: { thread_id: configurable.thread_id, checkpoint_ns: "" } });
+  const values = (head?.checkpoint.channel_values ?? {}) as Partial<AgentState>;
   const attempts = values.attempt ?? 0;
   if (attempts === 0 && (values.status ?? "running") === "running") return;
   throw new ThreadHasRunError(
     `thread ${configurable.thread_id} already has a run (${values.status}, ${attempts} attempt${attempts === 1 ? "" : "s"}): give a new task a new thread, and continue this run with a resume (no input)`,
   );
+}
+
+/** Duck-typed: the dev server brings a checkpointer of its own, perhaps from another copy of the package. */
+function isCheckpointer(value: unknown): value is Pick<BaseCheckpointSaver, "getTuple"> {
+  return typeof value === "object" && value !== null && "getTuple" in value && typeof value.getTuple === "function";
 }
 
 /** Duck-typed: the dev server's copy of zod may not be the one this module imports. */

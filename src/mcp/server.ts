@@ -177,30 +177,35 @@ const ListRunsInputSchema = z
 
 const RunHistoryInputSchema = z.object({ threadId: z.string().min(1).describe("The run's thread id") }).loose();
 
+/** Throws a UsageError naming each key of `given` not in `known`, with the known one it was probably meant to be. */
+function refuseUnknownKeys(given: object, known: string[], describe: (key: string, hint: string) => string): void {
+  const unknown = Object.keys(given).filter((key) => !known.includes(key));
+  if (unknown.length > 0) throw new UsageError(unknown.map((key) => describe(key, didYouMean(key, known))).join("; "));
+}
+
+/** A setting no client may set, refused by name as parseSettings refuses one. */
+function refuseUnknownSettings(settings: unknown): void {
+  if (typeof settings !== "object" || settings === null) return;
+  refuseUnknownKeys(
+    settings,
+    Object.keys(ClientSettingsSchema.shape),
+    (key, hint) => `unknown setting "${key}"${hint}`,
+  );
+}
+
 /**
  * The SDK checks a tool's arguments against its schema and drops a key the schema lacks; every
  * schema here is loose, so such a key reaches the tool, which refuses it by name with the one it
- * was probably meant to be, as the CLI and Studio do. A setting is checked the same way.
+ * was probably meant to be, as the CLI and Studio do. Its settings are checked the same way.
  */
 function refuseUnknownArguments(tool: string, args: Record<string, unknown>, schema: z.ZodObject): void {
   const known = Object.keys(schema.shape);
-  const unknown = Object.keys(args).filter((key) => !known.includes(key));
-  if (unknown.length > 0) {
-    throw new UsageError(
-      unknown
-        .map((key) => `${tool} has no argument "${key}"${didYouMean(key, known)} (it takes ${known.join(", ")})`)
-        .join("; "),
-    );
-  }
-  const settings = args.settings;
-  if (typeof settings !== "object" || settings === null) return;
-  const settingNames = Object.keys(ClientSettingsSchema.shape);
-  const unknownSettings = Object.keys(settings).filter((key) => !settingNames.includes(key));
-  if (unknownSettings.length > 0) {
-    throw new UsageError(
-      unknownSettings.map((key) => `unknown setting "${key}"${didYouMean(key, settingNames)}`).join("; "),
-    );
-  }
+  refuseUnknownKeys(
+    args,
+    known,
+    (key, hint) => `${tool} has no argument "${key}"${hint} (it takes ${known.join(", ")})`,
+  );
+  refuseUnknownSettings(args.settings);
 }
 
 /** An MCP server offering selfheal's runs as tools; one per client connection, all sharing `runs`. */
@@ -229,7 +234,7 @@ export function createMcpServer(runs: McpRuns, info: { version: string }): McpSe
       answer(async () => {
         // Its input's own fields are checked as invoke checks them: an unknown one there is refused by checkRunInput.
         const { threadId, settings, ...input } = args;
-        refuseUnknownArguments("solve", { threadId, settings }, SolveInputSchema);
+        refuseUnknownSettings(settings);
         return runResult(await runs.solve({ input, settings, threadId }, listenerFor(call), call.signal));
       }),
   );
