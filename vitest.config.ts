@@ -10,9 +10,9 @@ export default defineConfig({
     // Tests run real interpreters; two cores do not gain from more workers than that.
     maxWorkers: 2,
     // A temp dir of the run's own, checked empty at the end, and the repository's .selfheal/ untouched.
-    globalSetup: ["test/global-setup.ts"],
+    globalSetup: ["test/helpers/global-setup.ts"],
     // Removes every scratchDir() a test file made once its tests are over.
-    setupFiles: ["test/setup.ts"],
+    setupFiles: ["test/helpers/setup.ts"],
     // Tests run generated code with the process backend on purpose; its warning would be noise in
     // the output (a test can still see it through process.on("warning")).
     execArgv: ["--disable-warning=SELFHEAL_PROCESS_SANDBOX"],

@@ -2,8 +2,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createAgent, createSandbox } from "../../src/index.js";
-import { fence, promptText, scriptedModel } from "../../test/helpers.js";
-import { scratchDir } from "../../test/scratch.js";
+import { fence, promptText, scriptedModel } from "../../test/helpers/helpers.js";
+import { scratchDir } from "../../test/helpers/scratch.js";
 import { staticCheck } from "./index.js";
 
 const sandbox = createSandbox({ kind: "process" });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createAgent, createSandbox } from "../../src/index.js";
-import { fence, promptText, scriptedModel } from "../../test/helpers.js";
+import { fence, promptText, scriptedModel } from "../../test/helpers/helpers.js";
 import { type DroppedTest, testWriter } from "./index.js";
 
 const sandbox = createSandbox({ kind: "process" });

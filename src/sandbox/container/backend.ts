@@ -142,7 +142,7 @@ export class ContainerSandbox implements ManagedSandbox {
     return result;
   }
 
-  /** What the flags of `buildContainerCommand` ask the engine for; test/hostile-container.test.ts measures it. */
+  /** What the flags of `buildContainerCommand` ask the engine for; test/sandbox/hostile-container.test.ts measures it. */
   describe(): SandboxIsolation {
     const { memoryMb, maxProcesses, cpuSeconds } = this.limits;
     const ownProfile = (this.options.seccomp ?? "selfheal") === "selfheal";

@@ -1,0 +1,25 @@
+/**
+ * A selfheal host in a process of its own, for tests that must kill the host or hand it inherited
+ * descriptors: runs one program in the sandbox named by its last argument (JSON: kind, language,
+ * code, timeoutMs; or the kind as the first argument), reports each line the program prints on stderr as it comes, and the result as JSON
+ * on stdout.
+ */
+import { createSandbox, type Language, type SandboxKind } from "../../src/sandbox/index.js";
+
+// The request is the last argument; the kind is in it, or the first argument (the conformance suite's `owner`).
+const args = process.argv.slice(2);
+const request = JSON.parse(args.at(-1) ?? "{}") as {
+  kind?: SandboxKind;
+  language: Language;
+  code: string;
+  timeoutMs: number;
+};
+const { language, code, timeoutMs } = request;
+const kind = request.kind ?? (args[0] as SandboxKind);
+const sandbox = createSandbox({ kind, prewarm: false });
+const result = await sandbox.run(
+  { language, code, timeoutMs },
+  { onOutput: (_stream, line) => process.stderr.write(`${line}\n`) },
+);
+await sandbox.close();
+process.stdout.write(JSON.stringify(result));

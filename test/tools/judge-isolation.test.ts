@@ -1,0 +1,142 @@
+import { spawnSync } from "node:child_process";
+import { afterAll, describe, expect, it } from "vitest";
+import { taskHelpers } from "../../src/benchmark/dataset.js";
+import { buildHiddenTests, judgeProgram, loadDataset } from "../../src/benchmark/index.js";
+import { buildVisibleTests } from "../../src/benchmark/visible-tests.js";
+import { createAgent, createSandbox, type Sandbox } from "../../src/index.js";
+import { BACKENDS, type BackendKind, backendMissing } from "../helpers/backends.js";
+import { isRoot } from "../helpers/capabilities.js";
+import { fence, scriptedModel } from "../helpers/helpers.js";
+import { ADD_TESTS, ATTACKS, RIGHT_PROGRAMS } from "../helpers/judge-attacks.js";
+import { scratchDir } from "../helpers/scratch.js";
+
+/**
+ * A pass is a proof: with the tests in a process of their own (the default), no program below,
+ * each wrong and each written to win against its judge, is judged passed, by the agent (its
+ * executor and critic) or by the benchmark's judge, on any backend; and programs that are right,
+ * using what tests reasonably use (in-place changes, generators, classes, their own exceptions,
+ * callbacks, captured output), pass.
+ */
+
+/**
+ * What a backend cannot stop, written down per backend and environment: the process backend is no
+ * isolation, and as root a program holds CAP_SYS_PTRACE, which reads another process's memory
+ * whatever its dumpable flag says. Each listed attack asserts its escape: a wrong program passed.
+ */
+function expectedEscapes(kind: BackendKind): string[] {
+  if (kind === "process" && isRoot) return ["the tests' text, from the test process's memory through /proc"];
+  return [];
+}
+
+const TIMEOUT_MS = 5_000;
+
+/** Runs the program alone in a fork of a fresh python3 (its parent holds no tests) and says whether `wrongBecause` holds. */
+function checkedWrong(program: string, wrongBecause: string): string {
+  const checker = [
+    "import os, sys",
+    "program, expression = sys.argv[1], sys.argv[2]",
+    "pid = os.fork()",
+    "if pid == 0:",
+    "    namespace = {'__name__': 'program'}",
+    "    try:",
+    "        exec(compile(program, 'program.py', 'exec'), namespace)",
+    "        verdict = bool(eval(expression, namespace))",
+    "    except BaseException:",
+    "        verdict = True",
+    "    os.write(1, b'WRONG' if verdict else b'RIGHT')",
+    "    os._exit(0)",
+    "os.waitpid(pid, 0)",
+  ].join("\n");
+  const run = spawnSync("python3", ["-I", "-c", checker, program, wrongBecause], {
+    input: "",
+    // A program may write files (the unittest.py attack): never into the checkout.
+    cwd: scratchDir("judge-checker"),
+    encoding: "utf8",
+    timeout: 20_000,
+    // The SIGSTOP attack stops the checker's parent, which then never acts on SIGTERM.
+    killSignal: "SIGKILL",
+  });
+  // A program that ends its process instead of returning is wrong too, and says nothing.
+  return run.stdout === "" ? "ENDED" : run.stdout;
+}
+
+describe("every attack's program is wrong, checked alone in a process of its own", () => {
+  for (const attack of ATTACKS) {
+    it(`${attack.family}: ${attack.name}`, () => {
+      expect(["WRONG", "ENDED"]).toContain(checkedWrong(attack.program, attack.wrongBecause));
+    });
+  }
+});
+
+for (const backend of BACKENDS) {
+  const missing = backendMissing(backend.kind);
+  describe.skipIf(missing !== null)(
+    `the judge on the ${backend.kind} backend${missing ? `: skipped, ${missing}` : ""}`,
+    () => {
+      const sandbox: Sandbox | undefined = missing === null ? backend.make() : undefined;
+      afterAll(() => sandbox?.close());
+      const escapes = expectedEscapes(backend.kind);
+
+      for (const attack of ATTACKS) {
+        const escapes_ = escapes.includes(attack.name);
+        const tests = attack.tests ?? ADD_TESTS;
+        it(`${escapes_ ? "lets through, as listed for this backend," : "fails"} ${attack.family}: ${attack.name}`, async () => {
+          // The agent's executor and critic, and the benchmark's judge, side by side.
+          const [agent, benchmark] = await Promise.all([
+            createAgent({ model: scriptedModel(fence(attack.program)), sandbox: sandbox! }).invoke(
+              { task: "Write the function the tests call.", tests },
+              { context: { maxAttempts: 1, timeoutMs: TIMEOUT_MS } },
+            ),
+            judgeProgram(sandbox!, attack.program, tests, TIMEOUT_MS),
+          ]);
+          expect(agent.lastRun?.testIsolation).toBe("process");
+          expect(agent.status).toBe(escapes_ ? "passed" : "failed");
+          expect(benchmark.passed).toBe(escapes_);
+        });
+      }
+
+      for (const right of RIGHT_PROGRAMS) {
+        it(`passes a right program: ${right.name}`, async () => {
+          const agent = await createAgent({ model: scriptedModel(fence(right.program)), sandbox: sandbox! }).invoke(
+            { task: "Write the function the tests call.", tests: right.tests },
+            { context: { maxAttempts: 1, timeoutMs: TIMEOUT_MS } },
+          );
+          expect(agent.lastRun?.stderr).not.toContain("Traceback");
+          expect(agent.status).toBe("passed");
+          expect((await judgeProgram(sandbox!, right.program, right.tests, TIMEOUT_MS)).passed).toBe(true);
+        });
+      }
+    },
+  );
+}
+
+/**
+ * Where the tests in their own process first judged a dataset's own reference solutions otherwise
+ * than the tests appended to them (`selfheal bench --verify-dataset`, issue 36): each passes now.
+ */
+describe("the benchmark's judge passes the references the same-process judge passed", () => {
+  const sandbox = createSandbox({ kind: "process" });
+  afterAll(() => sandbox.close());
+  const CASES = [
+    // Its function has a builtin's name: the entry point is the program's, whatever the builtins say.
+    { dataset: "mbppplus", taskId: "Mbpp/126", tests: "hidden" },
+    { dataset: "mbppplus", taskId: "Mbpp/126", tests: "visible" },
+    // The docstring's example uses the program's own `import sys`.
+    { dataset: "mbppplus", taskId: "Mbpp/596", tests: "visible" },
+  ] as const;
+  for (const { dataset, taskId, tests } of CASES) {
+    it(`${taskId}, its reference against the ${tests} tests`, async () => {
+      const [task] = await loadDataset({ dataset, taskIds: [taskId] });
+      const testText = tests === "hidden" ? buildHiddenTests(task!) : buildVisibleTests(task!);
+      const verdict = await judgeProgram(
+        sandbox,
+        task!.prompt + task!.canonical_solution,
+        testText!,
+        60_000,
+        taskHelpers(task!),
+      );
+      expect(verdict.error).toBeUndefined();
+      expect(verdict.passed).toBe(true);
+    });
+  }
+});
