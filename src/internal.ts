@@ -16,7 +16,13 @@ export {
   type TestIsolation,
   TestIsolationSchema,
 } from "./core/run-result.js";
-export { type ContextChannels, MAX_SANDBOX_CONCURRENCY } from "./core/settings.js";
+export { SETTING_TABLE, type SettingSpec, type SettingTable } from "./core/setting-table.js";
+export {
+  type ContextChannels,
+  MAX_SANDBOX_CONCURRENCY,
+  type SettingsShape,
+  settingsSchemaOf,
+} from "./core/settings.js";
 export type {
   CandidateChoice,
   CandidateOutcome,
@@ -63,10 +69,11 @@ export { type RunEvent, type RunEventsOptions, type RunStart, runEvents } from "
 export { registeredState } from "./graph/studio-declaration.js";
 export * from "./index.js";
 export { ApprovalDecisionSchema, approvalNode } from "./nodes/approval.js";
+export { fixerRoleFor } from "./nodes/attempt.js";
 export { createCriticNode } from "./nodes/critic.js";
 export { createExecutorNode } from "./nodes/executor.js";
 export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
-export { createFixerNode, fixerRoleFor } from "./nodes/fixer.js";
+export { createFixerNode } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 export {
   DATA_MODULES,

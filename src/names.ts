@@ -5,11 +5,18 @@
 export { InvalidSettingsError, UsageError } from "./core/errors.js";
 export { DEFAULT_DELIVERY, DEFAULT_QUEUE_SCHEMA, type DeliveryPolicy } from "./core/queue-schema.js";
 export {
-  flagDefaults,
   LANGUAGES,
   SANDBOX_KINDS,
   type SandboxKind,
   STRATEGIES,
   type Strategy,
 } from "./core/setting-names.js";
+export {
+  flagOf,
+  SETTING_TABLE,
+  type SettingKey,
+  type SettingSpec,
+  type SettingTable,
+  settingDefaults,
+} from "./core/setting-table.js";
 export { didYouMean } from "./core/spelling.js";

@@ -1,3 +1,5 @@
+import { Option } from "commander";
+import { flagOf, SETTING_TABLE, type SettingSpec } from "../names.js";
 import {
   checkSettingCombinations,
   InvalidSettingsError,
@@ -14,32 +16,12 @@ import { type SettingFlags, settingsFromFlags } from "./options.js";
 // The flags read into settings, checked against the schema: a command's action loads this, its
 // declaration (options.ts) does not.
 
-/** Every setting's default, as the schema gives it (the model's two read the environment). */
-export function settingDefaults(): Settings {
-  return SettingsSchema.parse({});
+/** `--max-attempts` for `maxAttempts`: the flag a person typed, so an error can name it. */
+function flagNameOf(key: string): string | undefined {
+  const spec = SETTING_TABLE[key as keyof typeof SETTING_TABLE] as SettingSpec | undefined;
+  const flag = spec && flagOf(key, spec);
+  return flag && new Option(flag).long;
 }
-
-/** The flag that sets each setting, so an error names what the person typed. */
-const FLAG_FOR_SETTING: Partial<Record<keyof SettingsInput, string>> = {
-  maxAttempts: "--max-attempts",
-  tokenBudget: "--token-budget",
-  timeoutMs: "--timeout",
-  modelTimeoutMs: "--model-timeout",
-  model: "--model",
-  sandbox: "--sandbox",
-  sandboxPoolSize: "--sandbox-pool",
-  llmReview: "--llm-review",
-  candidates: "--candidates",
-  strategy: "--strategy",
-  python: "--python",
-  memoryMb: "--memory-mb",
-  cpuSeconds: "--cpu-seconds",
-  maxProcesses: "--max-processes",
-  maxFileMb: "--max-file-mb",
-  maxDiskMb: "--max-disk-mb",
-  maxOutputBytes: "--max-output-bytes",
-  storeWaitSeconds: "--store-wait",
-};
 
 /**
  * The settings of a run: `base` (stored or preset settings) with the given flags laid over it.
@@ -52,10 +34,10 @@ export function settingsWithFlags(base: Partial<SettingsInput>, flags: SettingFl
   if (result.success) return checkSettingCombinations(result.data);
   const problems = result.error.issues.map((issue) => {
     const key = String(issue.path[0] ?? "");
-    const flag = key in fromFlags ? FLAG_FOR_SETTING[key as keyof SettingsInput] : undefined;
+    const flag = key in fromFlags ? flagNameOf(key) : undefined;
     const field = flag ?? (issue.path.join(".") || "settings");
     const rest = key !== "" && issue.message.startsWith(key) ? issue.message.slice(key.length) : `: ${issue.message}`;
-    const given = flag ? ` (got ${JSON.stringify(fromFlags[key as keyof SettingsInput])})` : "";
+    const given = flag ? ` (got ${JSON.stringify(fromFlags[key])})` : "";
     return `${field}${rest}${given}`;
   });
   throw new InvalidSettingsError(problems.join("; "));

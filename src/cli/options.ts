@@ -2,29 +2,23 @@ import { existsSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { flagDefaults, InvalidSettingsError, SANDBOX_KINDS, STRATEGIES, UsageError } from "../names.js";
-import type { ModelCallsMode, SettingsInput } from "../settings.js";
+import {
+  flagOf,
+  InvalidSettingsError,
+  SETTING_TABLE,
+  type SettingKey,
+  type SettingSpec,
+  type SettingTable,
+  UsageError,
+} from "../names.js";
+import type { ModelCallsMode } from "../settings.js";
 
-/** The run settings `run` takes and `resume` may change (e.g. another model for a fork). */
+/**
+ * The setting flags as commander reads them, by attribute (`--max-attempts` is `maxAttempts`,
+ * `--timeout` is `timeout`); `settingsFromFlags` turns the given ones into settings.
+ */
 export interface SettingFlags {
-  maxAttempts?: number;
-  tokenBudget?: number;
-  timeout?: number;
-  modelTimeout?: number;
-  model?: string;
-  sandbox?: SettingsInput["sandbox"];
-  sandboxPool?: number;
-  llmReview?: boolean;
-  candidates?: number;
-  strategy?: SettingsInput["strategy"];
-  python?: string;
-  memoryMb?: number;
-  cpuSeconds?: number;
-  maxProcesses?: number;
-  maxFileMb?: number;
-  maxDiskMb?: number;
-  maxOutputBytes?: number;
-  storeWait?: number;
+  readonly [attribute: string]: unknown;
 }
 
 /**
@@ -66,18 +60,50 @@ export async function readFlagFile(flag: string, path: string): Promise<string> 
   });
 }
 
-/** The `--sandbox` flag, on every command that runs programs. */
-export function sandboxOption(): Option {
-  return new Option("--sandbox <kind>", `sandbox backend (default ${flagDefaults().sandbox})`).choices(SANDBOX_KINDS);
+/** A number as a person types one: digits with at most one point and a sign (`Number()` alone takes `0x1`, `""`). */
+function decimal(value: string): number {
+  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(value)) throw new InvalidArgumentError("must be a number");
+  return Number(value);
 }
 
-/** The `--python` flag, on the commands that run Python programs a person starts. */
-export function pythonOption(): Option {
-  return new Option(
-    "--python <path>",
-    "the Python that runs programs (default $SELFHEAL_PYTHON, else python3 on PATH; `selfheal doctor` lists those found)",
-  );
+/** `Rounds before ...` as commander's help words it: `rounds before ...`. */
+const helpWords = (help: string): string =>
+  /^[A-Z][a-z]/.test(help) ? help.charAt(0).toLowerCase() + help.slice(1) : help;
+
+/**
+ * A setting's flag, declared from its entry in the setting table: the value's parser or choices,
+ * and the help with the default. No default is given to commander: an absent flag must stay
+ * undefined, so `resume` keeps the run's own setting.
+ */
+export function settingOption(key: SettingKey | string, table: SettingTable = SETTING_TABLE): Option {
+  const spec = table[key];
+  const flag = spec && flagOf(key, spec);
+  if (!spec || !flag) throw new Error(`setting ${key} has no flag`);
+  const option = new Option(flag, helpWords(spec.help) + defaultWords(spec));
+  switch (spec.kind) {
+    case "integer":
+      return option.argParser(integer);
+    case "number":
+      return option.argParser(decimal);
+    case "choice":
+      return option.choices(spec.choices);
+    default:
+      return option;
+  }
 }
+
+/** ` (default 4)`; nothing where the help says it (a default from the environment) or there is none. */
+function defaultWords(spec: SettingSpec): string {
+  if (spec.kind === "group" || spec.default === null || typeof spec.default === "function") return "";
+  if (spec.kind === "boolean") return spec.default ? ": on by default, this flag turns it off" : "";
+  return ` (default ${spec.default})`;
+}
+
+/** The `--sandbox` flag, on every command that runs programs. */
+export const sandboxOption = (): Option => settingOption("sandbox");
+
+/** The `--python` flag, on the commands that run Python programs a person starts. */
+export const pythonOption = (): Option => settingOption("python");
 
 /** The `--allow-package` flag, on `run` and `demo`: their hints name it when a module is missing. */
 export function allowPackageOption(): Option {
@@ -96,81 +122,32 @@ Which model answers:
 \`selfheal doctor\` says which one a run would call.`;
 
 /**
- * The setting flags. No defaults given to commander: an absent flag must stay undefined, so
- * `resume` keeps the run's own setting; the help shows the defaults. An environment that sets a
- * bad model timeout fails here, as it would fail the run.
+ * A flag for every setting of the table that has one, in the table's order. An environment that
+ * sets a bad model timeout fails here, as it would fail the run.
  */
-export function addSettingOptions(command: Command): Command {
-  const defaults = flagDefaults();
-  return command
-    .addHelpText("after", MODEL_HELP)
-    .option("--max-attempts <n>", `programs to execute before giving up (default ${defaults.maxAttempts})`, integer)
-    .option("--token-budget <n>", `total tokens the run may spend (default ${defaults.tokenBudget})`, integer)
-    .option("--timeout <ms>", `wall-clock limit per execution (default ${defaults.timeoutMs})`, integer)
-    .option("-m, --model <name>", `model name (default ${defaults.model}; or set $SELFHEAL_MODEL)`)
-    .option(
-      "--model-timeout <ms>",
-      `how long one model request may wait (default ${defaults.modelTimeoutMs}; or set $SELFHEAL_MODEL_TIMEOUT_MS)`,
-      integer,
-    )
-    .addOption(sandboxOption())
-    .option(
-      "--sandbox-pool <n>",
-      `interpreters kept warm per language by the bwrap and process sandboxes (default ${defaults.sandboxPoolSize})`,
-      integer,
-    )
-    .addOption(pythonOption())
-    .option("--llm-review", "ask the critic model to review runs that have no tests")
-    .option(
-      "--candidates <n>",
-      `programs written and run in parallel per round (default ${defaults.candidates})`,
-      integer,
-    )
-    .addOption(
-      new Option("--strategy <name>", `after a failed round of candidates (default ${defaults.strategy})`).choices([
-        ...STRATEGIES,
-      ]),
-    )
-    .option("--memory-mb <n>", `memory per execution, MiB (default ${defaults.memoryMb})`, integer)
-    .option("--cpu-seconds <n>", `CPU seconds per execution (default ${defaults.cpuSeconds})`, integer)
-    .option("--max-processes <n>", `processes per execution (default ${defaults.maxProcesses})`, integer)
-    .option("--max-file-mb <n>", `largest file an execution may write, MiB (default ${defaults.maxFileMb})`, integer)
-    .option("--max-disk-mb <n>", `disk per execution, MiB (default ${defaults.maxDiskMb})`, integer)
-    .option(
-      "--max-output-bytes <n>",
-      `stdout and stderr kept per execution, each (default ${defaults.maxOutputBytes})`,
-      integer,
-    )
-    .option(
-      "--store-wait <seconds>",
-      `how long the run waits for its run store to come back when it goes away, before it stops resumable (default ${defaults.storeWaitSeconds})`,
-      integer,
-    );
+export function addSettingOptions(command: Command, table: SettingTable = SETTING_TABLE): Command {
+  command.addHelpText("after", MODEL_HELP);
+  for (const [key, spec] of Object.entries(table)) {
+    if (flagOf(key, spec)) command.addOption(settingOption(key, table));
+  }
+  return command;
 }
 
-/** Only the flags that were given, ready to lay over stored or default settings. */
-export function settingsFromFlags(flags: SettingFlags): Partial<SettingsInput> {
-  const given: Partial<SettingsInput> = {
-    maxAttempts: flags.maxAttempts,
-    tokenBudget: flags.tokenBudget,
-    timeoutMs: flags.timeout,
-    modelTimeoutMs: flags.modelTimeout,
-    model: flags.model,
-    sandbox: flags.sandbox,
-    sandboxPoolSize: flags.sandboxPool,
-    llmReview: flags.llmReview,
-    candidates: flags.candidates,
-    strategy: flags.strategy,
-    python: flags.python,
-    memoryMb: flags.memoryMb,
-    cpuSeconds: flags.cpuSeconds,
-    maxProcesses: flags.maxProcesses,
-    maxFileMb: flags.maxFileMb,
-    maxDiskMb: flags.maxDiskMb,
-    maxOutputBytes: flags.maxOutputBytes,
-    storeWaitSeconds: flags.storeWait,
-  };
-  return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+/**
+ * Only the settings whose flags were given, ready to lay over stored or default settings. A
+ * `--no-...` flag that was not given reads as true in commander: only its false is a given value.
+ */
+export function settingsFromFlags(flags: SettingFlags, table: SettingTable = SETTING_TABLE): Record<string, unknown> {
+  const given: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(table)) {
+    const flag = flagOf(key, spec);
+    if (!flag) continue;
+    const option = new Option(flag);
+    const value = flags[option.attributeName()];
+    if (value === undefined || (option.negate && value === true)) continue;
+    given[key] = value;
+  }
+  return given;
 }
 
 /** Where a command's result goes: the code on stdout, or JSON, or a file. */

@@ -1,10 +1,8 @@
 import { InvalidSettingsError } from "./errors.js";
-import { DEFAULT_LIMITS, SANDBOX_POOL_SIZE } from "./limits.js";
 
 /**
- * The run settings' names, choices and defaults, with no schema behind them: the settings schema
- * (settings.ts) takes its choices and defaults from here, and the CLI declares its flags from here,
- * so a usage error is found before zod, let alone the graph, loads.
+ * The run settings' choices and the defaults read from the environment, with no schema behind
+ * them: the setting table (setting-table.ts) takes them from here.
  */
 
 /** Languages a sandbox can run. Python is the default everywhere. */
@@ -48,25 +46,3 @@ export function modelTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): numbe
 export const defaultModelName = (env: NodeJS.ProcessEnv = process.env): string => env.SELFHEAL_MODEL ?? "gpt-4o-mini";
 
 export const DEFAULT_STORE_WAIT_SECONDS = 180;
-
-/** Defaults the settings schema gives as they are (the limits' are in limits.ts). */
-export const SETTING_DEFAULTS = Object.freeze({
-  maxAttempts: 4,
-  candidates: 1,
-  strategy: "repair" as Strategy,
-  tokenBudget: 40_000,
-  temperature: 0.2,
-  sandbox: "auto" as SandboxKind,
-});
-
-/** The defaults of the settings the CLI has flags for; the model's two read the environment. */
-export function flagDefaults(env: NodeJS.ProcessEnv = process.env) {
-  return {
-    ...SETTING_DEFAULTS,
-    sandboxPoolSize: SANDBOX_POOL_SIZE.default,
-    storeWaitSeconds: DEFAULT_STORE_WAIT_SECONDS,
-    model: defaultModelName(env),
-    modelTimeoutMs: modelTimeoutFromEnv(env),
-    ...DEFAULT_LIMITS,
-  };
-}

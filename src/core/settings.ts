@@ -1,50 +1,43 @@
 import type { BaseChannel } from "@langchain/langgraph";
-import { z } from "zod";
+import { type ZodType, z } from "zod";
 import { InvalidSettingsError } from "./errors.js";
-import { DEFAULT_LIMITS, LIMIT_BOUNDS, SANDBOX_POOL_SIZE, type SandboxLimits } from "./limits.js";
-import { SandboxKindSchema, TestIsolationSchema } from "./run-result.js";
+import type { SandboxLimits } from "./limits.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
   DEFAULT_STORE_WAIT_SECONDS,
-  defaultModelName,
   MAX_MODEL_TIMEOUT_MS,
   MIN_MODEL_TIMEOUT_MS,
   modelTimeoutFromEnv,
-  SETTING_DEFAULTS,
   STRATEGIES,
   type Strategy,
 } from "./setting-names.js";
+import {
+  type IntegerSpec,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_CANDIDATES,
+  MAX_PROPOSED_INPUTS,
+  MAX_SANDBOX_CONCURRENCY,
+  type NumberSpec,
+  SETTING_TABLE,
+  type SettingSpec,
+  type SettingTable,
+  type TextSpec,
+} from "./setting-table.js";
 import { didYouMean } from "./spelling.js";
 
 export {
   DEFAULT_MODEL_TIMEOUT_MS,
   DEFAULT_STORE_WAIT_SECONDS,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_CANDIDATES,
   MAX_MODEL_TIMEOUT_MS,
+  MAX_PROPOSED_INPUTS,
+  MAX_SANDBOX_CONCURRENCY,
   MIN_MODEL_TIMEOUT_MS,
   modelTimeoutFromEnv,
   STRATEGIES,
   type Strategy,
 };
-
-/**
- * The most attempts one run may take. The graph's recursion limit is derived from it, so any valid
- * setting ends through the routers (failed, stuck, budget) and never through GraphRecursionError.
- */
-export const MAX_ATTEMPTS_LIMIT = 100;
-
-/** The most candidates one round may write in parallel: each is a model call and a sandbox run at once. */
-export const MAX_CANDIDATES = 16;
-/** The most inputs the model may propose for telling candidates apart. */
-export const MAX_PROPOSED_INPUTS = 10;
-/** The most programs of one run in the sandbox at a time. */
-export const MAX_SANDBOX_CONCURRENCY = 16;
-
-/**
- * What a failed round of candidates leads to (with `candidates` 1 and `repair`, the loop as it
- * always was): `repair` mends the chosen program, one program a round; `resample` writes
- * `candidates` fresh programs every round and never repairs; `mixed` writes, every round after the
- * first, one repair of the chosen program beside `candidates - 1` fresh ones.
- */
 
 export const DEFAULT_PACKAGE_INSTALL_TIMEOUT_MS = 120_000;
 
@@ -87,239 +80,98 @@ export const PackageInstallSchema = z.strictObject({
 });
 export type PackageInstall = z.infer<typeof PackageInstallSchema>;
 
-/** A whole-number setting within bounds, each message naming the setting. */
-/** A day: a run that waits longer for its database is better stopped and resumed. */
-const MAX_STORE_WAIT_SECONDS = 86_400;
-/** Three minutes: longer than a managed PostgreSQL's restart or failover takes. */
+/** The schema of each setting of kind "group": a few fields of their own, validated together. */
+const GROUP_SCHEMAS = {
+  packages: PackagesSchema.default(() => ({ python: [], javascript: [] })),
+  packageInstall: PackageInstallSchema.default(() => PackageInstallSchema.parse({})),
+} as const;
 
-function boundedInteger(name: string, min: number, max: number, fallback: number) {
-  return z
-    .number({ error: `${name} must be a number` })
-    .int(`${name} must be a whole number`)
-    .min(min, min === 0 ? `${name} must not be negative` : `${name} must be at least ${min}`)
-    .max(max, `${name} must be at most ${max}`)
-    .default(fallback);
+/** A number within the spec's bounds, each message naming the setting. */
+function boundedNumber(name: string, spec: IntegerSpec | NumberSpec) {
+  let field = z.number({ error: `${name} must be a number` });
+  if (spec.kind === "integer") field = field.int(`${name} must be a whole number`);
+  if (spec.kind === "number") {
+    const between = `${name} must be between ${spec.min} and ${spec.max}`;
+    return field.min(spec.min, between).max(spec.max, between);
+  }
+  field = field.min(spec.min, spec.min === 0 ? `${name} must not be negative` : `${name} must be at least ${spec.min}`);
+  return spec.max === undefined ? field : field.max(spec.max, `${name} must be at most ${spec.max}`);
 }
 
-/** A sandbox limit as a setting: its default and bounds from core/limits.ts, the one place they live. */
-function limitSetting(name: keyof SandboxLimits) {
-  const { min, max } = LIMIT_BOUNDS[name];
-  return boundedInteger(name, min, max, DEFAULT_LIMITS[name]);
+function textField(name: string, spec: TextSpec) {
+  const text = spec.trim ? z.string().trim() : z.string();
+  return text.min(1, spec.emptyMessage ?? `${name} must not be empty`);
+}
+
+/** One setting's zod field, built from its entry in the setting table. */
+function fieldOf(name: string, spec: SettingSpec): ZodType {
+  switch (spec.kind) {
+    case "integer":
+    case "number": {
+      const field = boundedNumber(name, spec);
+      const fallback = spec.default;
+      return (typeof fallback === "function" ? field.default(fallback) : field.default(fallback)).describe(spec.help);
+    }
+    case "boolean":
+      return z
+        .boolean({ error: `${name} must be true or false` })
+        .default(spec.default)
+        .describe(spec.help);
+    case "choice":
+      return z
+        .enum(spec.choices, { error: `${name} must be one of: ${spec.choices.join(", ")}` })
+        .default(spec.default)
+        .describe(spec.help);
+    case "text": {
+      const fallback = spec.default;
+      if (fallback === null) return textField(name, spec).nullable().default(null).describe(spec.help);
+      return (
+        typeof fallback === "function"
+          ? textField(name, spec).default(fallback)
+          : textField(name, spec).default(fallback)
+      ).describe(spec.help);
+    }
+    case "group": {
+      const group = GROUP_SCHEMAS[name as keyof typeof GROUP_SCHEMAS];
+      if (!group) throw new Error(`setting ${name} is a group with no schema in GROUP_SCHEMAS`);
+      return group.describe(spec.help);
+    }
+  }
+}
+
+/** The zod type each kind of setting becomes, so the schema built from a table keeps its types. */
+type FieldOf<K, S> = K extends keyof typeof GROUP_SCHEMAS
+  ? (typeof GROUP_SCHEMAS)[K]
+  : S extends { kind: "integer" | "number" }
+    ? z.ZodDefault<z.ZodNumber>
+    : S extends { kind: "boolean" }
+      ? z.ZodDefault<z.ZodBoolean>
+      : S extends { kind: "choice"; choices: infer C extends readonly string[] }
+        ? z.ZodDefault<z.ZodEnum<{ [V in C[number]]: V }>>
+        : S extends { kind: "text"; default: null }
+          ? z.ZodDefault<z.ZodNullable<z.ZodString>>
+          : S extends { kind: "text" }
+            ? z.ZodDefault<z.ZodString>
+            : never;
+
+export type SettingsShape<T extends SettingTable> = { -readonly [K in keyof T]: FieldOf<K, T[K]> };
+
+/**
+ * The settings schema of a setting table: strict, so a misspelt setting from JSON, Studio or the
+ * queue (`maxAtempts`) is an error that names it, never silently a default. Tests build one from a
+ * copy of the table to see a new setting reach every front end.
+ */
+export function settingsSchemaOf<T extends SettingTable>(table: T) {
+  const shape = Object.fromEntries(Object.entries(table).map(([name, spec]) => [name, fieldOf(name, spec)]));
+  return z.strictObject(shape as SettingsShape<T>);
 }
 
 /**
- * Run settings, passed as `invoke(input, { context })`. This is the only place defaults live;
- * nodes read them through `parseSettings(runtime.context)`. Strict: a misspelt setting from JSON,
- * Studio or the queue (`maxAtempts`) is an error that names it, never silently a default.
+ * Run settings, passed as `invoke(input, { context })`, built from the setting table
+ * (setting-table.ts), the only place their defaults, bounds and help live; nodes read them
+ * through `parseSettings(runtime.context)`.
  */
-export const SettingsSchema = z.strictObject({
-  /**
-   * Rounds before the run gives up as `failed`. A round is one program, or with `candidates` > 1
-   * one fan-out of candidates written and run in parallel; a repair after it is a round too.
-   */
-  maxAttempts: boundedInteger("maxAttempts", 1, MAX_ATTEMPTS_LIMIT, SETTING_DEFAULTS.maxAttempts).describe(
-    "Rounds (a program, or a round of candidates) before the run gives up",
-  ),
-  /**
-   * Programs written and run in parallel in the first round (and in every round, with `resample`
-   * or `mixed`); the verdict judges each, and a pass by any ends the run. 1: one program at a time.
-   */
-  candidates: boundedInteger("candidates", 1, MAX_CANDIDATES, SETTING_DEFAULTS.candidates).describe(
-    "Programs written and run in parallel in a round; a pass by any ends the run",
-  ),
-  /** What follows a round in which no candidate passed; see STRATEGIES. */
-  strategy: z
-    .enum(STRATEGIES, { error: `strategy must be one of: ${STRATEGIES.join(", ")}` })
-    .default(SETTING_DEFAULTS.strategy)
-    .describe("What follows a round in which no candidate passed: repair, resample or mixed"),
-  /**
-   * Calls the model proposes once per run (in the first round of candidates, beside them) to tell
-   * candidates apart when none passes: each is run on them, and those that agree form a group.
-   * Python only; 0 (the default, as it costs a call per run): the tests' calls (or the output) alone.
-   */
-  proposedInputs: boundedInteger("proposedInputs", 0, MAX_PROPOSED_INPUTS, 0).describe(
-    "Calls the model proposes to tell candidates apart when none passes (Python; 0: none)",
-  ),
-  /** Candidates of one run in the sandbox at the same time; the model calls are not limited by it. */
-  sandboxConcurrency: boundedInteger("sandboxConcurrency", 1, MAX_SANDBOX_CONCURRENCY, 4).describe(
-    "Candidates of one run in the sandbox at the same time",
-  ),
-  /** Total tokens (input + output, all models) the run may spend. */
-  tokenBudget: z
-    .number({ error: "tokenBudget must be a number" })
-    .int("tokenBudget must be a whole number")
-    // No model call fits in 0 tokens: such a run could only end budget_exhausted before its first program.
-    .min(1, "tokenBudget must be at least 1")
-    .default(SETTING_DEFAULTS.tokenBudget)
-    .describe("Total tokens the run may spend on model calls"),
-  /** How many times in a row one error may repeat before a fresh rewrite, then `stuck`. */
-  repeatLimit: z
-    .number()
-    .int()
-    .min(1, "repeatLimit must be at least 1")
-    .default(2)
-    .describe("Times in a row one error may repeat before a fresh rewrite, then stuck"),
-  /** Wall-clock limit for one execution of the program and its tests. */
-  timeoutMs: limitSetting("timeoutMs").describe("Wall-clock limit per execution, in milliseconds"),
-  /**
-   * Memory of one execution in MiB: for the whole run where the sandbox has a cgroup (bwrap as root,
-   * container), else per process (`selfheal doctor` says which). Past it the run ends `memory_limit`.
-   */
-  memoryMb: limitSetting("memoryMb").describe("Memory per execution, MiB"),
-  /** CPU seconds of one execution, for the whole run or per process as the sandbox can; then `timeout`. */
-  cpuSeconds: limitSetting("cpuSeconds").describe("CPU seconds per execution"),
-  /** Processes and threads one execution may have at once. */
-  maxProcesses: limitSetting("maxProcesses").describe("Processes per execution"),
-  /** The largest file one execution may write, in MiB. */
-  maxFileMb: limitSetting("maxFileMb").describe("Largest file an execution may write, MiB"),
-  /** MiB one execution may write to /work and /tmp together (a tmpfs of its own where the sandbox can mount one). */
-  maxDiskMb: limitSetting("maxDiskMb").describe("Disk per execution (work dir and /tmp together), MiB"),
-  /** Bytes of stdout, and of stderr, kept of one execution; past it the run ends `output_limit`. */
-  maxOutputBytes: limitSetting("maxOutputBytes").describe("Bytes of stdout and of stderr kept per execution"),
-  /**
-   * How long one model request may wait for an answer before it fails (and is retried, for models
-   * built from the environment); an injected model without a timeout of its own gets it per call.
-   */
-  modelTimeoutMs: z
-    .number({ error: "modelTimeoutMs must be a number" })
-    .int("modelTimeoutMs must be a whole number of milliseconds")
-    .min(MIN_MODEL_TIMEOUT_MS, `modelTimeoutMs must be at least ${MIN_MODEL_TIMEOUT_MS}`)
-    .max(MAX_MODEL_TIMEOUT_MS, `modelTimeoutMs must be at most ${MAX_MODEL_TIMEOUT_MS} (an hour)`)
-    .default(() => modelTimeoutFromEnv())
-    .describe("Time limit per model call, in milliseconds"),
-  /** Model name for the generator (and every role without its own name). */
-  model: z
-    .string()
-    .min(1, "model must not be empty")
-    .default(() => defaultModelName())
-    .describe("Model name for the generator (and for the fixer and critic unless they are named)"),
-  /** Model name for the fixer; defaults to `model`. */
-  fixerModel: z.string().min(1).nullable().default(null).describe("Model name for the fixer; empty: the model"),
-  /** Model for hard failures (assertions, wrong output); defaults to the fixer's. */
-  strongFixerModel: z
-    .string()
-    .min(1)
-    .nullable()
-    .default(null)
-    .describe("Model name the fixer switches to when the same error repeats; empty: never switch"),
-  /** Model name for the LLM review; defaults to `model`. */
-  criticModel: z.string().min(1).nullable().default(null).describe("Model name for the LLM review; empty: the model"),
-  temperature: z
-    .number()
-    .min(0, "temperature must be between 0 and 2")
-    .max(2, "temperature must be between 0 and 2")
-    .default(SETTING_DEFAULTS.temperature)
-    .describe("Sampling temperature of the model calls"),
-  /** Ask the critic model to review runs that have no tests and exited cleanly. */
-  llmReview: z
-    .boolean()
-    .default(false)
-    .describe("Without tests, a clean run passes only when the critic model approves it"),
-  /** Upper bound on one model reply; it shrinks further as the budget runs out. */
-  maxOutputTokens: z.number().int().min(64).default(2048).describe("Output cap per model call, in tokens"),
-  /** Pause before each execution for a person to approve, reject or edit the program. */
-  approval: z
-    .boolean()
-    .default(false)
-    .describe("Pause before each execution for a person to approve, reject or edit the program"),
-  /** Bytes all input files of a run may hold together; more is refused before any model call. */
-  maxInputBytes: z
-    .number()
-    .int()
-    .min(0, "maxInputBytes must not be negative")
-    .default(16 * 1024 * 1024)
-    .describe("Bytes the input files of a run may hold together"),
-  /** Files one run may leave under `out/`; the rest are not collected, and the attempt fails. */
-  maxArtifacts: z
-    .number()
-    .int()
-    .min(0, "maxArtifacts must not be negative")
-    .default(32)
-    .describe("Files one execution may leave under out/"),
-  /** Bytes the artifacts of one run may hold together; a file past it is not collected, and the attempt fails. */
-  maxArtifactBytes: z
-    .number()
-    .int()
-    .min(0, "maxArtifactBytes must not be negative")
-    .default(32 * 1024 * 1024)
-    .describe("Bytes the artifacts of one execution may hold together"),
-  /**
-   * Where artifacts are kept, as `<dir>/<thread>/attempt-<n>/out/...`; the CLI uses the run
-   * store's folder (`.selfheal/artifacts`). Null: the state lists them, their bytes are not kept.
-   */
-  artifactsDir: z
-    .string()
-    .min(1)
-    .nullable()
-    .default(null)
-    .describe("Folder where kept artifacts are stored; empty: listed, not kept"),
-  /**
-   * The Python that runs programs: a path, or a command looked up on PATH. Null: `$SELFHEAL_PYTHON`,
-   * else python3 on PATH. The bwrap and gVisor sandboxes mount its installation read-only; the
-   * container backend runs its image's own.
-   */
-  python: z
-    .string()
-    .trim()
-    .min(1, "python must name an interpreter")
-    .nullable()
-    .default(null)
-    .describe("The Python that runs programs (path or command); empty: $SELFHEAL_PYTHON, else python3"),
-  /**
-   * Show the fixer the values a failed run computed: a failed assert's operands, the locals of the
-   * innermost frames, bounded and masked (see "Runtime values" in the README).
-   */
-  runtimeValues: z
-    .boolean()
-    .default(true)
-    .describe("Show the fixer the values a failed run computed (operands, locals)"),
-  /**
-   * Also record the calls the tests make of the program's functions, with arguments and results
-   * (Python). Off by default: `npm run bench:values` measured it at about 10% of a passing run.
-   */
-  traceCalls: z
-    .boolean()
-    .default(false)
-    .describe("Also record the calls the tests make of the functions of the program (Python)"),
-  /** Sandbox backend: bwrap when usable, else a plain subprocess. */
-  sandbox: SandboxKindSchema.default(SETTING_DEFAULTS.sandbox).describe(
-    "Sandbox backend: auto (bwrap when usable, else process), bwrap, process, container, gvisor",
-  ),
-  /**
-   * Where the acceptance tests run: `process`, in a process of their own that the program cannot
-   * read, trace or change, comparing what the program returns as plain data (a pass the program
-   * cannot forge); `shared`, appended to the program in its process, as HumanEval runs them.
-   */
-  testIsolation: TestIsolationSchema.default("process").describe(
-    "Where the tests run: process (their own, a pass the program cannot forge) or shared",
-  ),
-  /**
-   * Interpreters the local sandboxes (bwrap, process) keep started ahead of need, per language;
-   * each one a run takes is replaced at once. More than 1 serves rounds of candidates and runs that
-   * come faster than an interpreter starts; each waiting one holds ~10 MiB and a work dir.
-   */
-  sandboxPoolSize: boundedInteger(
-    "sandboxPoolSize",
-    SANDBOX_POOL_SIZE.min,
-    SANDBOX_POOL_SIZE.max,
-    SANDBOX_POOL_SIZE.default,
-  ).describe("Interpreters kept started ahead of need, per language"),
-  /**
-   * How long a run waits for its run store when the database goes away mid-run (a restart, a
-   * failover, a network blip, a SQLite file locked or on a full disk), retrying with backoff; past
-   * it the run stops at its last saved checkpoint, to be resumed. 0: stop at the first failure.
-   */
-  storeWaitSeconds: boundedInteger("storeWaitSeconds", 0, MAX_STORE_WAIT_SECONDS, DEFAULT_STORE_WAIT_SECONDS).describe(
-    "Seconds a run waits for its database to come back before it stops",
-  ),
-  /** Packages the program may import beyond the standard library, installed on first need. */
-  packages: PackagesSchema.default(() => ({ python: [], javascript: [] })).describe(
-    "Packages programs may import, installed on first need, by language",
-  ),
-  packageInstall: PackageInstallSchema.default(() => PackageInstallSchema.parse({})).describe(
-    "How packages are installed: index, timeouts, cache",
-  ),
-});
+export const SettingsSchema = settingsSchemaOf(SETTING_TABLE);
 
 export type Settings = z.infer<typeof SettingsSchema>;
 

@@ -7,7 +7,6 @@ import {
   type LangGraphRunnableConfig,
   Send,
   START,
-  type StateDefinitionInit,
   StateGraph,
 } from "@langchain/langgraph";
 import type { ZodError, ZodObject } from "zod";
@@ -123,17 +122,12 @@ export interface IntrospectedDeclaration {
   context: ZodObject;
 }
 
-/** The graph's builder, declared from the StateSchema, or from `declaration` where one is given. */
+/**
+ * The graph's builder, declared from the StateSchema, or from `declaration` where one is given.
+ * Its node names are any string: past the core nodes, the caller names the extra steps at run time.
+ */
 function declareGraph(declaration?: IntrospectedDeclaration) {
-  type Builder = StateGraph<
-    typeof State,
-    AgentState,
-    AgentUpdate,
-    typeof START,
-    typeof State,
-    typeof State,
-    ContextChannels
-  >;
+  type Builder = StateGraph<typeof State, AgentState, AgentUpdate, string, typeof State, typeof State, ContextChannels>;
   if (!declaration) return new StateGraph(State) as Builder;
   // The zod declaration builds the same channels (reducers and defaults) as State; its static type
   // stays State's, the one the nodes are written against, since a zod object's inferred type would
@@ -165,15 +159,13 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
   const node = (name: CoreNodeName) => withSettings(options.replace?.[name]?.(deps, core[name]) ?? core[name]);
   const { before, after } = stagedSteps(options, deps);
 
-  const graph = widenNodeNames(
-    declareGraph(declaration)
-      .addNode("generator", node("generator"))
-      .addNode("approval", node("approval"))
-      .addNode("executor", node("executor"))
-      .addNode("critic", node("critic"))
-      .addNode("fixer", node("fixer"))
-      .addNode("finish", node("finish")),
-  );
+  const graph = declareGraph(declaration)
+    .addNode("generator", node("generator"))
+    .addNode("approval", node("approval"))
+    .addNode("executor", node("executor"))
+    .addNode("critic", node("critic"))
+    .addNode("fixer", node("fixer"))
+    .addNode("finish", node("finish"));
   for (const step of [...before, ...after]) graph.addNode(step.name, withSettings(step.node));
 
   // A round of candidates: k `Send`s to one node, each with its share of the budget reserved here,
@@ -236,19 +228,6 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
     [...AFTER_ROUND_TARGETS, "propose"],
   );
   graph.addEdge("finish", END);
-  return graph;
-}
-
-/** Extra nodes are named by the caller at run time, so past the core nodes the builder takes any name. */
-function widenNodeNames<
-  SD,
-  S,
-  U,
-  N extends string,
-  I extends StateDefinitionInit,
-  O extends StateDefinitionInit,
-  C extends StateDefinitionInit,
->(graph: StateGraph<SD, S, U, N, I, O, C>): StateGraph<SD, S, U, string, I, O, C> {
   return graph;
 }
 

@@ -1,6 +1,6 @@
 import { ReducedValue } from "@langchain/langgraph";
 import { registry } from "@langchain/langgraph/zod";
-import { type ZodType, z } from "zod";
+import { type ZodObject, type ZodType, z } from "zod";
 import { SettingsSchema } from "../core/settings.js";
 import { RunInputSchema, State } from "../core/state.js";
 import type { IntrospectedDeclaration } from "./build.js";
@@ -30,9 +30,10 @@ export function registeredState() {
 
 /**
  * How a graph served to Studio is declared: `createAgent(options, studioDeclaration())` gives any
- * agent (one with extensions too) Studio's input form and settings form.
+ * agent (one with extensions too) Studio's input form and settings form, the latter from
+ * `settings` (a test gives a schema built from a copy of the setting table).
  */
-export function studioDeclaration(): IntrospectedDeclaration {
+export function studioDeclaration(settings: ZodObject = SettingsSchema): IntrospectedDeclaration {
   // The input is validated field by field, as the StateSchema validates a code caller's: a
   // Command's update (a resume with `update: { status }`) carries state fields and no task. The
   // context is loose because LangGraph checks `configurable` (thread_id...) against it when a run
@@ -40,6 +41,6 @@ export function studioDeclaration(): IntrospectedDeclaration {
   return {
     state: registeredState(),
     input: RunInputSchema.partial().loose(),
-    context: SettingsSchema.loose(),
+    context: settings.loose(),
   };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { Command } from "@langchain/langgraph";
+import type { z } from "zod";
 import {
   type Agent,
   type AgentState,
@@ -18,35 +19,38 @@ import {
   planResume,
   RunInputSchema,
   runEvents,
+  SETTING_TABLE,
   type Settings,
   type SettingsInput,
-  SettingsSchema,
+  type SettingsShape,
+  type SettingTable,
   SharedSandboxes,
   StoreUnavailableError,
+  settingsSchemaOf,
   stepsLeft,
   UsageError,
 } from "../internal.js";
 import { artifactsFolder, describeStoreWait, type RunStore, withThreadLease } from "../store/index.js";
 
-/** The settings a person changes from an MCP client; the rest keep their defaults. */
-export const ClientSettingsSchema = SettingsSchema.pick({
-  maxAttempts: true,
-  tokenBudget: true,
-  timeoutMs: true,
-  modelTimeoutMs: true,
-  model: true,
-  fixerModel: true,
-  criticModel: true,
-  temperature: true,
-  llmReview: true,
-  approval: true,
-  python: true,
-  sandbox: true,
-  packages: true,
-  candidates: true,
-  strategy: true,
-  storeWaitSeconds: true,
-}).partial();
+/** The shape a client's settings have: each setting of the table but the server-only ones, optional. */
+type ClientSettingsShape<T extends SettingTable> = {
+  [K in keyof SettingsShape<T> as T[K] extends { serverOnly: true } ? never : K]: z.ZodOptional<SettingsShape<T>[K]>;
+};
+
+/**
+ * The settings an MCP client may give, each optional: every setting of the table but the server's
+ * own (`serverOnly`: a folder it writes, a package index, its shared sandbox pool).
+ */
+export function clientSettingsSchemaOf<T extends SettingTable>(table: T): z.ZodObject<ClientSettingsShape<T>> {
+  const serverOnly = Object.keys(table).filter((key) => table[key]?.serverOnly);
+  const schema: z.ZodObject = settingsSchemaOf<SettingTable>(table);
+  const mask: Record<string, true> = {};
+  for (const key of serverOnly) mask[key] = true;
+  // zod cannot follow a mask computed from a generic table; the shape type above says what it leaves.
+  return schema.omit(mask).partial() as unknown as z.ZodObject<ClientSettingsShape<T>>;
+}
+
+export const ClientSettingsSchema = clientSettingsSchemaOf(SETTING_TABLE);
 
 /** What one attempt ended in, and each line the program printed, as the run goes. */
 export interface RunListener {

@@ -10,10 +10,19 @@ import {
   type KeptArtifacts,
   LIVE_LINE_CHARS,
   RunInputSchema,
+  SETTING_TABLE,
+  SettingsSchema,
+  type SettingTable,
   UsageError,
 } from "../internal.js";
 import { didYouMean } from "../names.js";
-import { ClientSettingsSchema, type McpRuns, type RunListener, type RunOutcome } from "./runs.js";
+import {
+  ClientSettingsSchema,
+  clientSettingsSchemaOf,
+  type McpRuns,
+  type RunListener,
+  type RunOutcome,
+} from "./runs.js";
 
 /** Files bigger than this come back as a link to the file, not as its bytes. */
 export const MAX_INLINE_ARTIFACT_BYTES = 4 * 1024 * 1024;
@@ -151,25 +160,29 @@ async function answer(work: () => Promise<CallToolResult>): Promise<CallToolResu
   }
 }
 
-/** The tool's view of a run's input: the very schema `invoke` validates, plus where to run it and how. */
-/** The client's settings, loose where the SDK checks them: an unknown one is refused by name (refuseUnknownArguments). */
-const LooseSettingsSchema = ClientSettingsSchema.loose();
-
-const SolveInputSchema = RunInputSchema.extend({
-  threadId: z.string().min(1).optional().describe("Thread id for the run (default: a new random id)"),
-  settings: LooseSettingsSchema.optional().describe("Run settings; each one left out keeps its default"),
-})
-  // A field the tool does not have reaches `solve`, which refuses it by name (a setting given beside
-  // the task, `maxAttempts`, ran with the default before, silently).
-  .loose();
-
-const ResumeInputSchema = z
-  .object({
-    threadId: z.string().min(1).describe("The thread of the run to continue"),
-    decision: ApprovalDecisionSchema.optional().describe("For a run waiting for approval: approve, reject or edit"),
-    settings: LooseSettingsSchema.optional().describe("Settings to change for the rest of the run"),
-  })
-  .loose();
+/**
+ * The `solve` and `resume` tools' arguments: the run's input as `invoke` validates it, and the
+ * settings a client may give, loose where the SDK checks them so an unknown key reaches the tool,
+ * which refuses it by name (refuseUnknownArguments): a setting given beside the task, `maxAttempts`,
+ * ran with the default before, silently.
+ */
+function runToolSchemas<S extends z.ZodObject>(clientSettings: S) {
+  const settings = clientSettings.loose();
+  return {
+    clientSettings,
+    solve: RunInputSchema.extend({
+      threadId: z.string().min(1).optional().describe("Thread id for the run (default: a new random id)"),
+      settings: settings.optional().describe("Run settings; each one left out keeps its default"),
+    }).loose(),
+    resume: z
+      .object({
+        threadId: z.string().min(1).describe("The thread of the run to continue"),
+        decision: ApprovalDecisionSchema.optional().describe("For a run waiting for approval: approve, reject or edit"),
+        settings: settings.optional().describe("Settings to change for the rest of the run"),
+      })
+      .loose(),
+  };
+}
 
 const ListRunsInputSchema = z
   .object({ limit: z.number().int().min(1).max(500).default(20).describe("How many runs, at most") })
@@ -183,14 +196,17 @@ function refuseUnknownKeys(given: object, known: string[], describe: (key: strin
   if (unknown.length > 0) throw new UsageError(unknown.map((key) => describe(key, didYouMean(key, known))).join("; "));
 }
 
-/** A setting no client may set, refused by name as parseSettings refuses one. */
-function refuseUnknownSettings(settings: unknown): void {
+/**
+ * A setting no client may give, refused by name as parseSettings refuses one; a server-only one
+ * (setting table `serverOnly`) says it is the server's.
+ */
+function refuseUnknownSettings(settings: unknown, clientSettings: z.ZodObject): void {
   if (typeof settings !== "object" || settings === null) return;
-  refuseUnknownKeys(
-    settings,
-    Object.keys(ClientSettingsSchema.shape),
-    (key, hint) => `unknown setting "${key}"${hint}`,
-  );
+  const known = Object.keys(clientSettings.shape);
+  const serverOnly = Object.keys(settings).filter((key) => !known.includes(key) && key in SettingsSchema.shape);
+  if (serverOnly.length > 0)
+    throw new UsageError(`${serverOnly.join(", ")}: set by the server, not by a client (selfheal mcp's own settings)`);
+  refuseUnknownKeys(settings, known, (key, hint) => `unknown setting "${key}"${hint}`);
 }
 
 /**
@@ -198,18 +214,31 @@ function refuseUnknownSettings(settings: unknown): void {
  * schema here is loose, so such a key reaches the tool, which refuses it by name with the one it
  * was probably meant to be, as the CLI and Studio do. Its settings are checked the same way.
  */
-function refuseUnknownArguments(tool: string, args: Record<string, unknown>, schema: z.ZodObject): void {
+function refuseUnknownArguments(
+  tool: string,
+  args: Record<string, unknown>,
+  schema: z.ZodObject,
+  clientSettings?: z.ZodObject,
+): void {
   const known = Object.keys(schema.shape);
   refuseUnknownKeys(
     args,
     known,
     (key, hint) => `${tool} has no argument "${key}"${hint} (it takes ${known.join(", ")})`,
   );
-  refuseUnknownSettings(args.settings);
+  if (clientSettings) refuseUnknownSettings(args.settings, clientSettings);
 }
 
-/** An MCP server offering selfheal's runs as tools; one per client connection, all sharing `runs`. */
-export function createMcpServer(runs: McpRuns, info: { version: string }): McpServer {
+/**
+ * An MCP server offering selfheal's runs as tools; one per client connection, all sharing `runs`.
+ * `settings`: the setting table its tools offer (a test gives a copy with a setting added).
+ */
+export function createMcpServer(
+  runs: McpRuns,
+  info: { version: string },
+  settings: SettingTable = SETTING_TABLE,
+): McpServer {
+  const tools = runToolSchemas(settings === SETTING_TABLE ? ClientSettingsSchema : clientSettingsSchemaOf(settings));
   const server = new McpServer(
     { name: "selfheal", version: info.version },
     {
@@ -228,13 +257,13 @@ export function createMcpServer(runs: McpRuns, info: { version: string }): McpSe
         "Write a program for the task, run it in a sandbox, and fix it from the real error until it passes (or a limit says stop). " +
         "Returns the status, the final program, each attempt, the tokens spent, and the files it wrote under out/. " +
         "Each attempt is reported as progress, each line the program prints as a log message.",
-      inputSchema: SolveInputSchema,
+      inputSchema: tools.solve,
     },
     (args, call) =>
       answer(async () => {
         // Its input's own fields are checked as invoke checks them: an unknown one there is refused by checkRunInput.
         const { threadId, settings, ...input } = args;
-        refuseUnknownSettings(settings);
+        refuseUnknownSettings(settings, tools.clientSettings);
         return runResult(await runs.solve({ input, settings, threadId }, listenerFor(call), call.signal));
       }),
   );
@@ -245,11 +274,11 @@ export function createMcpServer(runs: McpRuns, info: { version: string }): McpSe
       title: "Continue a stopped run",
       description:
         "Continue a run that was cancelled, stopped on a model error, or is waiting for approval (give a decision then).",
-      inputSchema: ResumeInputSchema,
+      inputSchema: tools.resume,
     },
     (args, call) =>
       answer(async () => {
-        refuseUnknownArguments("resume", args, ResumeInputSchema);
+        refuseUnknownArguments("resume", args, tools.resume, tools.clientSettings);
         return runResult(await runs.resume(args, listenerFor(call), call.signal));
       }),
   );

@@ -9,13 +9,9 @@ import {
 } from "../tools/behaviour.js";
 import { type SandboxSlots, slotKeyOf } from "../tools/slots.js";
 import { judgeWithArtifacts } from "./artifact-check.js";
-import { dataFilesSection } from "./data-files.js";
+import { writeAttempt } from "./attempt.js";
 import { executeProgram, notRun } from "./executor.js";
-import { fixerRoleFor } from "./fixer.js";
-import { buildFixerPrompt } from "./fixer.prompt.js";
-import { buildGeneratorPrompt } from "./generator.prompt.js";
 import type { AgentRuntime, NodeDeps } from "./types.js";
-import { writeProgram } from "./write-program.js";
 
 /**
  * What one candidate is sent (LangGraph `Send`): the part of the state its prompt and its run
@@ -82,39 +78,22 @@ export function createCandidateNode(deps: NodeDeps, slots: SandboxSlots) {
   return async (input: CandidateTask, runtime: AgentRuntime): Promise<AgentUpdate> => {
     const settings = runtime.context;
     const spec = input.candidate;
-    const dataFiles = await dataFilesSection(input, settings);
-    if ("invalid" in dataFiles) {
-      const reason = dataFiles.invalid.reason ?? "an input file is unavailable";
-      const stop = { status: "invalid_input" as const, reason };
-      return { candidates: [withoutProgram(spec, notRun("InputUnavailable", reason), 0, stop)] };
-    }
-    const repair = spec.kind === "repair" && input.lastRun;
-    const messages = repair
-      ? buildFixerPrompt({
-          task: input.task,
-          language: input.language,
-          code: input.code,
-          run: repair,
-          critique: input.critique,
-          errors: input.errors,
-          latestFingerprint: input.latestFingerprint,
-          dataFiles: dataFiles.section,
-          candidates: input.disagreement,
-        })
-      : buildGeneratorPrompt({ task: input.task, language: input.language, dataFiles: dataFiles.section });
-    const role = repair ? fixerRoleFor(repair.error?.type) : "generator";
-    const written = await writeProgram({
+    const repair = spec.kind === "repair" ? input.lastRun : undefined;
+    const written = await writeAttempt({
+      deps,
       node: "candidate",
-      getModel: () => deps.resolveModel(role, settings),
-      messages,
-      state: input,
+      source: input,
+      request: repair
+        ? { kind: "repair", run: repair, latestFingerprint: input.latestFingerprint, disagreement: input.disagreement }
+        : { kind: "fresh" },
+      runtime,
       // The share reserved before the fan-out: the k calls made at once cannot overrun the budget.
-      settings: { ...settings, tokenBudget: spec.tokenBudget },
-      signal: runtime.signal,
+      tokenBudget: spec.tokenBudget,
     });
     if (written.kind === "stop") {
       const stop = { status: written.status, reason: written.reason };
-      return { candidates: [withoutProgram(spec, notRun("CandidateStopped", stop.reason), 0, stop)] };
+      const type = written.status === "invalid_input" ? "InputUnavailable" : "CandidateStopped";
+      return { candidates: [withoutProgram(spec, notRun(type, stop.reason), 0, stop)] };
     }
     const usage = [written.usage];
     if (written.kind === "noCode") {

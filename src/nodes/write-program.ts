@@ -11,13 +11,13 @@ import { callModel, type ModelReply } from "../tools/models.js";
 
 /**
  * What a writer's model call came to: a program, a reply with no program in it (and why), or a
- * stop that ends the run as data (the budget, a failed model call). Each writer turns it into what
+ * stop that ends the run as data (the budget, a failed model call, an input file that cannot be used). Each writer turns it into what
  * it returns: the generator and the fixer a state update (`writtenUpdate`), a candidate its outcome.
  */
 export type Written =
   | { kind: "code"; code: string; usage: ModelCallUsage; tokens: number; note?: string }
   | { kind: "noCode"; usage: ModelCallUsage; tokens: number; problem: string }
-  | { kind: "stop"; status: "budget_exhausted" | "model_error"; reason: string; resumeFrom?: string };
+  | { kind: "stop"; status: "budget_exhausted" | "model_error" | "invalid_input"; reason: string; resumeFrom?: string };
 
 /**
  * The shared half of every writer: check the budget, ask for a program, pull the code out of the

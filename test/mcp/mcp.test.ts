@@ -135,6 +135,14 @@ describe("the MCP tools", () => {
     expect(await call("resume", { threadId: "t", settings: { modle: "x" } })).toBe(
       'unknown setting "modle" (did you mean model?)',
     );
+    // A folder the server writes or a package index is the server's to choose, not a client's.
+    const serverOwn = await solve(client, {
+      task: "Print one.",
+      settings: { artifactsDir: "/etc", packageInstall: { pythonIndexUrl: "http://evil.example/simple" } },
+    });
+    expect(textOf(serverOwn)).toBe(
+      "artifactsDir, packageInstall: set by the server, not by a client (selfheal mcp's own settings)",
+    );
     expect(model.prompts).toHaveLength(0);
     expect(await store.listRuns()).toEqual([]);
   });

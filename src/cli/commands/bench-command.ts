@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { DATASET_NAMES, FEEDBACK_MODES } from "../../benchmark/names.js";
-import { flagDefaults, STRATEGIES, type Strategy } from "../../names.js";
+import { STRATEGIES, type Strategy, settingDefaults } from "../../names.js";
 import { addModelCallOptions, nonNegativeInteger, positiveInteger, sandboxOption } from "../options.js";
 import { addQueueOptions } from "../queue-options.js";
 import { addStoreOptions } from "../store-options.js";
@@ -20,7 +20,7 @@ function strategyList(value: string): Strategy[] {
 
 /** `selfheal bench`. */
 export function registerBenchCommand(program: Command): Command {
-  const defaults = flagDefaults();
+  const defaults = settingDefaults();
   const command = program
     .command("bench")
     .description(SUMMARIES.bench)

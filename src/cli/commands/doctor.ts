@@ -12,7 +12,7 @@ import {
   type SandboxIsolation,
   type SandboxKind,
 } from "../../internal.js";
-import { flagDefaults } from "../../names.js";
+import { settingDefaults } from "../../names.js";
 import { EXIT } from "../exit.js";
 
 const LIMITS = ["memory", "processes", "cpu", "disk", "syscalls"] as const;
@@ -43,7 +43,7 @@ export function formatPythons(pythons: readonly PythonFound[], defaultExecutable
 
 /** Where runs send their model calls, from the environment, as `run` shows it. */
 export function describeModelConfig(env: NodeJS.ProcessEnv = process.env): string {
-  const endpoint = describeModelEndpoint(flagDefaults().model, env);
+  const endpoint = describeModelEndpoint(settingDefaults().model, env);
   return hasModelConfig(env)
     ? `model: ${endpoint}\n`
     : `model: ${endpoint}, but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: \`selfheal run\` needs one (\`selfheal demo\` does not)\n`;
@@ -78,7 +78,7 @@ export async function runDoctor(flags: { sandbox?: SandboxKind; json?: boolean }
     const pythons = await findPythons();
     const byDefault = pythons.find((found) => found.source !== "system")?.executable;
     const model = {
-      endpoint: describeModelEndpoint(flagDefaults().model),
+      endpoint: describeModelEndpoint(settingDefaults().model),
       configured: hasModelConfig(),
     };
     const problems = await problemsOf(flags.sandbox ?? "auto");
