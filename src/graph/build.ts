@@ -37,7 +37,14 @@ import type { Sandbox } from "../sandbox/types.js";
 import { createModelResolver } from "../tools/models.js";
 import { ModelCallLog, type ModelCallsMode } from "../tools/recorded-model.js";
 import { sandboxSlots } from "../tools/slots.js";
-import { type AgentExtensions, CORE_NODES, type CoreNodeName, FAN_OUT_NODES, stagedSteps } from "./extensions.js";
+import {
+  type AgentExtensions,
+  CORE_NODES,
+  type CoreNodeName,
+  FAN_OUT_NODES,
+  type StagedSteps,
+  stagedSteps,
+} from "./extensions.js";
 import {
   AFTER_JOIN_TARGETS,
   AFTER_ROUND_TARGETS,
@@ -122,32 +129,52 @@ export interface IntrospectedDeclaration {
   context: ZodObject;
 }
 
-/**
- * The graph's builder, declared from the StateSchema, or from `declaration` where one is given.
- * Its node names are any string: past the core nodes, the caller names the extra steps at run time.
- */
-function declareGraph(declaration?: IntrospectedDeclaration) {
-  type Builder = StateGraph<typeof State, AgentState, AgentUpdate, string, typeof State, typeof State, ContextChannels>;
-  if (!declaration) return new StateGraph(State) as Builder;
+/** The graph's builder. Its node names are any string: past the core nodes, the caller names the extra steps at run time. */
+type AgentGraphBuilder = StateGraph<
+  typeof State,
+  AgentState,
+  AgentUpdate,
+  string,
+  typeof State,
+  typeof State,
+  ContextChannels
+>;
+
+/** The graph's builder, declared from the StateSchema, or from `declaration` where one is given. */
+function declareGraph(declaration?: IntrospectedDeclaration): AgentGraphBuilder {
+  if (!declaration) return new StateGraph(State) as AgentGraphBuilder;
   // The zod declaration builds the same channels (reducers and defaults) as State; its static type
   // stays State's, the one the nodes are written against, since a zod object's inferred type would
   // lose the reducers' update types.
   return new StateGraph(declaration.state, {
     input: declaration.input,
     context: declaration.context,
-  }) as unknown as Builder;
+  }) as unknown as AgentGraphBuilder;
 }
 
+/** The sends that start a round of candidates: k candidates, and the proposer of inputs once per run. */
+type FanOut = (state: AgentState, config: LangGraphRunnableConfig) => Send[];
+
 /**
- * The uncompiled graph: generator -> [before steps] -> (approval, when on) -> executor ->
- * [after steps] -> critic -> fixer | generator (a fresh rewrite) | finish -> END; a writer that
- * stops the run (budget, model error) goes to finish too. With `candidates` > 1: START -> k x
- * candidate (+ propose, once) -> join -> (probe) -> critic, and resample/mixed rounds go back to
- * the candidates from the critic (see core/candidates.ts). Add nodes, edges or a
+ * The uncompiled graph, as the README draws it: generator -> [before steps] -> (approval, when on)
+ * -> executor -> [after steps] -> critic -> fixer | generator (a fresh rewrite) | finish -> END; a
+ * writer that stops the run (budget, model error) goes to finish too. With `candidates` > 1:
+ * START -> k x candidate (+ propose, once) -> join -> (probe) -> critic, and resample/mixed rounds
+ * go back to the candidates from the critic (see core/candidates.ts). Add nodes, edges or a
  * checkpointer, then `compile()`; `createAgent` also sets the recursion limit.
  */
 export function buildAgentGraph(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
   const deps = createNodeDeps(options);
+  const graph = declareGraph(declaration);
+  const steps = stagedSteps(options, deps);
+  addAttemptNodes(graph, options, deps, steps);
+  const fanOut = addCandidateRound(graph, deps);
+  addAttemptEdges(graph, steps, fanOut);
+  return graph;
+}
+
+/** The single path's nodes (each replaceable through `options.replace`) and the extensions' steps. */
+function addAttemptNodes(graph: AgentGraphBuilder, options: AgentOptions, deps: NodeDeps, steps: StagedSteps): void {
   const core: Record<CoreNodeName, AgentNode> = {
     generator: createGeneratorNode(deps),
     approval: approvalNode,
@@ -156,20 +183,17 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
     fixer: createFixerNode(deps),
     finish: finishNode,
   };
-  const node = (name: CoreNodeName) => withSettings(options.replace?.[name]?.(deps, core[name]) ?? core[name]);
-  const { before, after } = stagedSteps(options, deps);
+  for (const name of CORE_NODES)
+    graph.addNode(name, withSettings(options.replace?.[name]?.(deps, core[name]) ?? core[name]));
+  for (const step of [...steps.before, ...steps.after]) graph.addNode(step.name, withSettings(step.node));
+}
 
-  const graph = declareGraph(declaration)
-    .addNode("generator", node("generator"))
-    .addNode("approval", node("approval"))
-    .addNode("executor", node("executor"))
-    .addNode("critic", node("critic"))
-    .addNode("fixer", node("fixer"))
-    .addNode("finish", node("finish"));
-  for (const step of [...before, ...after]) graph.addNode(step.name, withSettings(step.node));
-
-  // A round of candidates: k `Send`s to one node, each with its share of the budget reserved here,
-  // before any call; LangGraph runs them in one super-step and the join after all have returned.
+/**
+ * A round of candidates: k `Send`s to one node, each with its share of the budget reserved here,
+ * before any call; LangGraph runs them in one super-step and the join after all have returned.
+ * Returns the fan-out that starts a round, for START and the critic.
+ */
+function addCandidateRound(graph: AgentGraphBuilder, deps: NodeDeps): FanOut {
   const slots = sandboxSlots();
   const candidate = createCandidateNode(deps, slots);
   const propose = createProposeNode(deps);
@@ -181,7 +205,11 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
   );
   graph.addNode("join", withSettings(joinNode));
   graph.addNode("probe", withSettings(createProbeNode(deps, slots)));
-  const fanOut = (state: AgentState, config: LangGraphRunnableConfig) => {
+  graph.addEdge("candidate", "join");
+  graph.addEdge("propose", "join");
+  graph.addConditionalEdges("join", routeAfterJoin, [...AFTER_JOIN_TARGETS]);
+  graph.addEdge("probe", "critic");
+  return (state, config) => {
     const settings = parseSettings(config.context);
     const asking = proposesInputs(state, settings);
     const specs = planRound(state, settings, asking ? 1 : 0);
@@ -190,16 +218,16 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
     if (asking) sends.push(new Send("propose", { task: state.task, usage: state.usage, tokenBudget: share }));
     return sends;
   };
+}
+
+/** The loop: START -> a writer or a round; writer -> [before] -> approval -> executor -> [after] -> critic -> next. */
+function addAttemptEdges(graph: AgentGraphBuilder, { before, after }: StagedSteps, fanOut: FanOut): void {
   graph.addConditionalEdges(
     START,
     (state: AgentState, config: LangGraphRunnableConfig) =>
       routeFromStart(config) === "candidate" ? fanOut(state, config) : "generator",
     [...START_TARGETS, "propose"],
   );
-  graph.addEdge("candidate", "join");
-  graph.addEdge("propose", "join");
-  graph.addConditionalEdges("join", routeAfterJoin, [...AFTER_JOIN_TARGETS]);
-  graph.addEdge("probe", "critic");
 
   // A written program enters the first step before execution; without one, the approval gate
   // or the executor. Path maps name every target, so Studio draws every edge.
@@ -228,7 +256,6 @@ export function buildAgentGraph(options: AgentOptions = {}, declaration?: Intros
     [...AFTER_ROUND_TARGETS, "propose"],
   );
   graph.addEdge("finish", END);
-  return graph;
 }
 
 function chain(graph: { addEdge(from: string, to: string): unknown }, names: string[]): void {

@@ -70,10 +70,13 @@ export function verifierNode(verifier: Verifier, deps: NodeDeps): AgentNode {
 }
 
 /** The extra nodes of each stage, verifiers first: a program that fails a check need not be formatted. */
-export function stagedSteps(
-  extensions: AgentExtensions,
-  deps: NodeDeps,
-): { before: StagedNode[]; after: StagedNode[] } {
+/** The extensions' steps, in order, before execution and after it. */
+export interface StagedSteps {
+  before: StagedNode[];
+  after: StagedNode[];
+}
+
+export function stagedSteps(extensions: AgentExtensions, deps: NodeDeps): StagedSteps {
   const verifiersAt = (stage: Verifier["stage"]) =>
     (extensions.verifiers ?? [])
       .filter((verifier) => verifier.stage === stage)
