@@ -65,7 +65,14 @@ export {
   routeTowardsExecution,
   TOWARDS_EXECUTION_TARGETS,
 } from "./graph/routes.js";
-export { type RunEvent, type RunEventsOptions, type RunStart, runEvents } from "./graph/run-events.js";
+export {
+  driveRun,
+  type RunEvent,
+  type RunEventsOptions,
+  type RunStart,
+  type RunStop,
+  runEvents,
+} from "./graph/run-events.js";
 export { registeredState } from "./graph/studio-declaration.js";
 export * from "./index.js";
 export { ApprovalDecisionSchema, approvalNode } from "./nodes/approval.js";

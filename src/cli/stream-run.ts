@@ -8,8 +8,9 @@ import {
   type ApprovalDecision,
   type ApprovalRequest,
   ARTIFACTS_FOLDER,
+  driveRun,
   type RunStart,
-  runEvents,
+  type RunStop,
   type Settings,
   StoreUnavailableError,
   UsageError,
@@ -80,40 +81,25 @@ export function summarizeRun(state: AgentState, threadId?: string) {
   };
 }
 
-interface StreamOutcome {
-  state: AgentState;
-  /** Set when the graph paused in `interrupt()` before an execution. */
-  approvalRequest?: ApprovalRequest;
-}
-
 async function streamOnce(
   agent: Agent,
   start: RunStart,
   settings: Settings,
   options: RunOptions,
   reporter: ProgressReporter,
-): Promise<StreamOutcome> {
-  let state: AgentState | undefined;
-  let approvalRequest: ApprovalRequest | undefined;
-  const events = runEvents(agent, start, {
+): Promise<RunStop> {
+  const runOptions = {
     context: settings,
     threadId: options.threadId,
     signal: options.signal,
     output: true,
     tasks: true,
-  });
-  for await (const event of events) {
+  };
+  return driveRun(agent, start, runOptions, (event) => {
     if (event.kind === "output") reporter.output(event.event);
     else if (event.kind === "started") reporter.taskStarted(event.node);
     else if (event.kind === "updated") reporter.update(event.node, event.update);
-    else if (event.kind === "paused") approvalRequest = event.request;
-    else state = event.state;
-  }
-  // A run resumed straight into a pause may stream no full state at all: read it from the checkpoint.
-  if (!state && options.threadId)
-    state = (await agent.getState({ configurable: { thread_id: options.threadId } })).values;
-  if (!state) throw new Error("the run produced no state");
-  return { state, approvalRequest };
+  });
 }
 
 function describeDecision(decision: ApprovalDecision): string {
@@ -246,14 +232,14 @@ export async function streamRun(
   const reporter = new ProgressReporter({ from: { attempt: from.attempt, tokens: from.usage.totalTokens } });
 
   let next: RunStart = start;
-  let outcome: StreamOutcome;
+  let outcome: RunStop;
   const stopWatching = options.watchStore?.((event) => {
     if (event.threadId === undefined || event.threadId === options.threadId) reporter.note(describeStoreWait(event));
   });
   try {
     for (;;) {
       outcome = await streamOnce(agent, next, settings, options, reporter);
-      const request = outcome.approvalRequest;
+      const request = outcome.request;
       if (!request) break;
       reporter.stop();
       const decision = options.approve

@@ -84,3 +84,45 @@ function isOutputEvent(chunk: unknown): chunk is OutputEvent {
 function isTaskStart(chunk: unknown): chunk is { name: string; input: unknown } {
   return typeof chunk === "object" && chunk !== null && "name" in chunk && "input" in chunk && !("result" in chunk);
 }
+
+/** Where a run stands when its stream ends: its last state, and whether it paused for approval (and on what). */
+export interface RunStop {
+  state: AgentState;
+  paused: boolean;
+  request?: ApprovalRequest;
+}
+
+/**
+ * Drives a run from `start` to its end or a pause, handing each event to `onEvent` as it comes, and
+ * says where it stopped: the one run loop every front end calls with the settings it parsed once.
+ * A resume that goes straight into a pause may stream no whole state: its thread's checkpoint has it.
+ */
+export async function driveRun(
+  agent: Agent,
+  start: RunStart,
+  options: RunEventsOptions,
+  onEvent?: (event: RunEvent) => void | Promise<void>,
+): Promise<RunStop> {
+  let state: AgentState | undefined;
+  let paused = false;
+  let request: ApprovalRequest | undefined;
+  for await (const event of runEvents(agent, start, options)) {
+    if (event.kind === "state") state = event.state;
+    else if (event.kind === "paused") {
+      paused = true;
+      request = event.request;
+    }
+    await onEvent?.(event);
+  }
+  if (!state) {
+    if (!options.threadId) throw new Error("the run produced no state");
+    const snapshot = await agent.getState({ configurable: { thread_id: options.threadId } });
+    state = snapshot.values as AgentState;
+    const waiting = snapshot.tasks.flatMap((task) => task.interrupts)[0];
+    if (waiting) {
+      paused = true;
+      request ??= waiting.value as ApprovalRequest | undefined;
+    }
+  }
+  return { state, paused, ...(request ? { request } : {}) };
+}

@@ -10,6 +10,7 @@ import {
   checkSandbox,
   createAgent,
   describeStatus,
+  driveRun,
   hasModelConfig,
   loadInputs,
   MissingModelConfigError,
@@ -18,7 +19,8 @@ import {
   parseSettings,
   planResume,
   RunInputSchema,
-  runEvents,
+  type RunStart,
+  type RunStop,
   SETTING_TABLE,
   type Settings,
   type SettingsInput,
@@ -181,19 +183,33 @@ export class McpRuns {
 
   private async runThread(
     threadId: string,
-    start: ReturnType<typeof RunInputSchema.parse> | Command | null,
+    start: RunStart,
     settings: Settings,
     listener: RunListener,
     signal: AbortSignal,
   ): Promise<RunOutcome> {
     const agent = this.agent();
-    const config = { configurable: { thread_id: threadId } };
-    let attempt = (await agent.getState(config)).values.attempt ?? 0;
+    let attempt = (await agent.getState({ configurable: { thread_id: threadId } })).values.attempt ?? 0;
     const stopWatching = this.store.onWait((event) => {
       if (event.threadId === threadId) void listener.storeWait(describeStoreWait(event));
     });
+    let stop: RunStop;
     try {
-      attempt = await this.streamThread(agent, start, settings, listener, signal, config, attempt);
+      // Each attempt's end and each line of output go to the listener as they come.
+      stop = await driveRun(agent, start, { context: settings, threadId, signal, output: true }, async (event) => {
+        if (event.kind === "output") await listener.output(event.event);
+        if (event.kind !== "updated") return;
+        const { update } = event;
+        if (typeof update.attempt === "number") attempt = update.attempt;
+        if (update.critique) {
+          await listener.attemptEnded({
+            attempt,
+            maxAttempts: settings.maxAttempts,
+            passed: update.critique.passed,
+            summary: update.critique.summary,
+          });
+        }
+      });
     } catch (error: unknown) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       throw new StoreUnavailableError(
@@ -203,48 +219,14 @@ export class McpRuns {
     } finally {
       stopWatching();
     }
-    const snapshot = await agent.getState(config);
-    const state: AgentState = snapshot.values;
-    const interrupt = snapshot.tasks.flatMap((task) => task.interrupts)[0]?.value as
-      | { attempt: number; code: string }
-      | undefined;
-    return interrupt
-      ? { threadId, status: "awaiting_approval", state, awaiting: { attempt: interrupt.attempt, code: interrupt.code } }
-      : { threadId, status: state.status, state };
-  }
-
-  /** Streams the run, telling the listener each attempt's end and each line of output; returns the last attempt. */
-  private async streamThread(
-    agent: Agent,
-    start: ReturnType<typeof RunInputSchema.parse> | Command | null,
-    settings: Settings,
-    listener: RunListener,
-    signal: AbortSignal,
-    config: { configurable: { thread_id: string } },
-    from: number,
-  ): Promise<number> {
-    let attempt = from;
-    const events = runEvents(agent, start, {
-      context: settings,
-      threadId: config.configurable.thread_id,
-      signal,
-      output: true,
-    });
-    for await (const event of events) {
-      if (event.kind === "output") await listener.output(event.event);
-      if (event.kind !== "updated") continue;
-      const { update } = event;
-      if (typeof update.attempt === "number") attempt = update.attempt;
-      if (update.critique) {
-        await listener.attemptEnded({
-          attempt,
-          maxAttempts: settings.maxAttempts,
-          passed: update.critique.passed,
-          summary: update.critique.summary,
-        });
-      }
-    }
-    return attempt;
+    const { state, paused, request } = stop;
+    if (!paused) return { threadId, status: state.status, state };
+    return {
+      threadId,
+      status: "awaiting_approval",
+      state,
+      ...(request ? { awaiting: { attempt: request.attempt, code: request.code } } : {}),
+    };
   }
 
   /** The runs in the store, newest first: the ones the CLI or an MCP client started. */

@@ -7,10 +7,11 @@ import {
   type AgentState,
   checkSandbox,
   createAgent,
+  driveRun,
   parseSettings,
   planResume,
   type RunInput,
-  runEvents,
+  type RunStop,
   type Settings,
   type SharedSandboxes,
 } from "../internal.js";
@@ -120,32 +121,23 @@ export async function runQueuedThread(delivery: Delivery, deps: QueuedRunDeps): 
       }
       // The last state comes with the events: reading it back from the checkpoints after the run
       // cost a query and a deserialization on every job's path.
-      const events = runEvents(agent, start, {
-        context: settings,
-        threadId,
-        signal: delivery.signal,
-        callbacks: deps.callbacks,
-      });
-      let last: AgentState | undefined;
-      let paused = false;
+      let stop: RunStop;
       try {
-        for await (const event of events) {
-          if (event.kind === "paused") paused = true;
-          else if (event.kind === "state") last = event.state;
-          else if (event.kind === "updated") {
-            delivery.setStep(event.node);
-            deps.onStep?.(event.node);
-          }
-        }
+        const options = { context: settings, threadId, signal: delivery.signal, callbacks: deps.callbacks };
+        stop = await driveRun(agent, start, options, (event) => {
+          if (event.kind !== "updated") return;
+          delivery.setStep(event.node);
+          deps.onStep?.(event.node);
+        });
       } catch (error) {
         if (delivery.signal.aborted) {
           throw new EnvironmentFailure(`stopped: ${(delivery.signal.reason as Error)?.message ?? "aborted"}`);
         }
         throw error;
       }
-      const state: AgentState = last ?? (await agent.getState(config)).values;
-      if (state.status === "model_error") throw new EnvironmentFailure(state.reason ?? "the model call failed");
-      return outcomeOf(state, threadId, paused);
+      if (stop.state.status === "model_error")
+        throw new EnvironmentFailure(stop.state.reason ?? "the model call failed");
+      return outcomeOf(stop.state, threadId, stop.paused);
     },
     { waitSeconds: settings.storeWaitSeconds },
   );

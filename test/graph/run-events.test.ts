@@ -1,7 +1,7 @@
-import { MemorySaver } from "@langchain/langgraph";
+import { Command, MemorySaver } from "@langchain/langgraph";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAgent, createSandbox, parseSettings, ScriptedChatModel } from "../../src/index.js";
-import { type RunEvent, runEvents } from "../../src/internal.js";
+import { driveRun, type RunEvent, runEvents } from "../../src/internal.js";
 import { fence } from "../helpers/helpers.js";
 
 const sandbox = createSandbox({ kind: "process" });
@@ -49,5 +49,32 @@ describe("runEvents, the one stream loop of every front end", () => {
     expect(paused[0]).toMatchObject({ kind: "paused", request: { attempt: 1, code: "print('waiting')\n" } });
     // Without `output` and `tasks`, neither kind comes.
     expect(events.some((event) => event.kind === "output" || event.kind === "started")).toBe(false);
+  });
+});
+
+describe("driveRun, the run loop every front end calls", () => {
+  it("hands each event on and says where the run stopped: ended, or paused with its request", async () => {
+    const agent = createAgent({
+      model: new ScriptedChatModel([fence("print('waiting')")]),
+      sandbox,
+      checkpointer: new MemorySaver(),
+    });
+    const context = parseSettings({ approval: true });
+    const seen: string[] = [];
+    const paused = await driveRun(agent, { task: "Print waiting." }, { context, threadId: "drive" }, (event) => {
+      seen.push(event.kind);
+    });
+    expect(paused).toMatchObject({ paused: true, request: { attempt: 1, code: "print('waiting')\n" } });
+    // The pause is before the execution: the program is written, its attempt not yet counted.
+    expect(paused.state).toMatchObject({ status: "running", attempt: 0, code: "print('waiting')\n" });
+    expect(seen).toContain("paused");
+    expect(seen.filter((kind) => kind === "state").length).toBeGreaterThan(1);
+
+    // Going on without a decision pauses again at once: no whole state streams, and the checkpoint says it.
+    const again = await driveRun(agent, null, { context, threadId: "drive" });
+    expect(again).toMatchObject({ paused: true, request: { attempt: 1 }, state: { status: "running", attempt: 0 } });
+
+    const ended = await driveRun(agent, new Command({ resume: { action: "approve" } }), { context, threadId: "drive" });
+    expect(ended).toEqual({ paused: false, state: expect.objectContaining({ status: "passed", attempt: 1 }) });
   });
 });
