@@ -58,6 +58,7 @@ export {
 } from "./core/verdict.js";
 export { createNodeDeps, type IntrospectedDeclaration, recursionLimitFor, withSettings } from "./graph/build.js";
 export { verifierNode } from "./graph/extensions.js";
+export { checkNewRun, type NewRun } from "./graph/new-run.js";
 export { stepsLeft } from "./graph/resume.js";
 export {
   AFTER_CRITIC_TARGETS,

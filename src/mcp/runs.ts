@@ -6,19 +6,17 @@ import {
   type Agent,
   type AgentState,
   type ApprovalDecision,
-  checkRunInput,
+  checkNewRun,
   checkSandbox,
   createAgent,
   describeStatus,
   driveRun,
   hasModelConfig,
-  loadInputs,
   MissingModelConfigError,
   type ModelCallsMode,
   type OutputEvent,
   parseSettings,
   planResume,
-  RunInputSchema,
   type RunStart,
   type RunStop,
   SETTING_TABLE,
@@ -118,16 +116,11 @@ export class McpRuns {
     listener: RunListener,
     signal: AbortSignal,
   ): Promise<RunOutcome> {
-    checkRunInput(given.input);
-    const input = RunInputSchema.parse(given.input);
-    const settings: Settings = parseSettings({
-      ...given.settings,
-      artifactsDir: artifactsFolder(this.store.location),
-    });
-    const inputs = await loadInputs(input.inputs ?? {}, settings.maxInputBytes);
-    if (!inputs.ok) throw new UsageError(inputs.reason);
-    this.checkModel();
-    await checkSandbox({ kind: settings.sandbox, languages: [input.language] });
+    const { input, settings } = await checkNewRun(
+      given.input,
+      parseSettings({ ...given.settings, artifactsDir: artifactsFolder(this.store.location) }),
+      { model: this.options.model || this.options.modelCalls ? "own" : "environment" },
+    );
     const threadId = given.threadId ?? randomUUID();
     if ((await this.store.getRun(threadId)) || (await this.snapshot(threadId)).createdAt)
       throw new UsageError(`thread ${threadId} already has a run; continue it with the resume tool`);

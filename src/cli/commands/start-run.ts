@@ -2,15 +2,12 @@ import { randomUUID } from "node:crypto";
 import { basename, resolve } from "node:path";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import {
-  checkModelConfig,
-  checkSandbox,
+  checkNewRun,
   createAgent,
-  formatIssues,
   type InputSource,
-  loadInputs,
+  type Language,
   modelRetriesFromEnv,
   type RunInput,
-  RunInputSchema,
 } from "../../internal.js";
 import { artifactsFolder, describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
@@ -31,13 +28,6 @@ import {
 } from "../session.js";
 import { checkArtifactsDir, checkOutputFile, streamRun } from "../stream-run.js";
 import { reportAtEnd } from "./report.js";
-
-/** The input with its defaults filled in (the language, for one). */
-function validateInput(input: unknown): ReturnType<typeof RunInputSchema.parse> {
-  const result = RunInputSchema.safeParse(input);
-  if (!result.success) throw new UsageError(formatIssues(result.error));
-  return result.data;
-}
 
 export interface RunFlags extends SettingFlags, StoreFlags, ModelCallFlags {
   language: string;
@@ -78,35 +68,35 @@ export interface ScriptedRun {
 
 /** `selfheal run` and `selfheal demo`: a new run in a new (or named) thread, checkpointed at every step. */
 export async function startRun(task: string, flags: RunFlags, scripted?: ScriptedRun): Promise<number> {
+  // Before the store opens and before any model call: these fail the same way at any moment.
+  if (flags.artifacts) checkArtifactsDir(flags.artifacts);
+  if (flags.out) checkOutputFile(flags.out);
+  if (flags.report) checkOutputFile(flags.report, "--report");
+  // A replay answers from its folder: no model is built.
+  const modelCalls = modelCallsFromFlags(flags);
+  modelRetriesFromEnv();
   const tests = flags.tests ? await readFlagFile("--tests", flags.tests) : undefined;
-  const input = validateInput({
+  const given = {
     task,
     language: flags.language,
     tests,
     inputs: inputsFromFiles(flags.input),
     ...(flags.expect ? { expect: flags.expect } : {}),
     ...scripted?.input,
-  });
+  };
   const flagged = settingsWithFlags(
     {
       approval: Boolean(flags.approve),
-      packages: packagesFromFlags(flags.allowPackage, input.language),
+      packages: packagesFromFlags(flags.allowPackage, given.language as Language),
       ...(scripted ? { model: DEMO_MODEL_NAME } : {}),
     },
     flags,
   );
-  // A missing or oversized input is a usage error now, not a failed run after a model call.
-  const inputs = await loadInputs(input.inputs ?? {}, flagged.maxInputBytes);
-  if (!inputs.ok) throw new UsageError(inputs.reason.replace(/^input /, "--input "));
-  if (flags.artifacts) checkArtifactsDir(flags.artifacts);
-  // A replay answers from its folder: no model is built.
-  const modelCalls = modelCallsFromFlags(flags);
-  if (!scripted && !flags.replay) checkModelConfig();
-  modelRetriesFromEnv();
-  // Before the store opens and before any model call: these fail the same way at any moment.
-  if (flags.out) checkOutputFile(flags.out);
-  if (flags.report) checkOutputFile(flags.report, "--report");
-  await checkSandbox({ kind: flagged.sandbox, languages: [input.language] });
+  // A missing or oversized input, no model, or no sandbox is a usage error now, not a failed run after a model call.
+  const { input } = await checkNewRun(given, flagged, {
+    model: scripted || flags.replay ? "own" : "environment",
+    inputLabel: "--input",
+  });
   // Which Python runs the programs is settled (and stored) before the run, so resume keeps it;
   // after the checks above, which are cheaper than asking a Python what it can import. A container
   // runs its image's own Python.
