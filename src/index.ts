@@ -4,34 +4,12 @@
 // the MCP server `selfheal/mcp`, the sandbox conformance suite `selfheal/testing`. The CLI and the
 // other front ends reach the rest through an internal entry (src/internal.ts).
 
+// The error classes and the settings, as `selfheal/settings` has them too.
+export * from "./common-exports.js";
 export type { ArtifactFile } from "./core/data-files.js";
-// Every error selfheal throws on purpose: `instanceof SelfhealError`, told apart by `code`.
-export {
-  InvalidSettingsError,
-  MissingModelConfigError,
-  SandboxUnavailableError,
-  SelfhealError,
-  type SelfhealErrorCode,
-  StoreConnectionError,
-  StoreUnavailableError,
-  ThreadBusyError,
-  ThreadHasRunError,
-  UsageError,
-} from "./core/errors.js";
+export { StoreUnavailableError } from "./core/errors.js";
 export { type AfterCriticDecision, decideAfterCritic, type StopDecision } from "./core/policy.js";
 export { checkRunInput } from "./core/run-input.js";
-export { LANGUAGES, SANDBOX_KINDS } from "./core/run-result.js";
-// Settings: `invoke`'s context, checked and filled in by `parseSettings`.
-export {
-  ContextSchema,
-  MAX_ATTEMPTS_LIMIT,
-  parseSettings,
-  type Settings,
-  type SettingsInput,
-  SettingsSchema,
-  STRATEGIES,
-  type Strategy,
-} from "./core/settings.js";
 export type { AgentState, AgentUpdate, Execution, KeptArtifacts, Objection, RunInput } from "./core/state.js";
 export { blockExecution, failAttempt } from "./core/state.js";
 // The agent: `createAgent().invoke({ task }, { context: settings, configurable: { thread_id } })`.

@@ -257,3 +257,17 @@ describe("the layers of src/", () => {
     expect(folders.filter((folder) => !(folder in MAY_IMPORT))).toEqual([]);
   });
 });
+
+describe("test/", () => {
+  const TEST = resolve(import.meta.dirname, "..");
+  const folders = (dir: string) =>
+    readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+
+  it("mirrors src/: each folder of tests is a room of src/, beside the helpers, the fixtures and the package's own", () => {
+    const rooms = folders(SRC);
+    expect(folders(TEST).filter((folder) => !rooms.includes(folder))).toEqual(["fixtures", "helpers", "package"]);
+    expect(readdirSync(TEST).filter((name) => name.endsWith(".ts"))).toEqual([]);
+  });
+});

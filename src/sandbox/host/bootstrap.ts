@@ -33,6 +33,33 @@ export const PYTHON_JUDGE_RUN_FILE = ".selfheal-judge.py";
 /** The modules the Python judge imports on every judged run, which a warm bootstrap imports ahead with its compilation. */
 const PYTHON_JUDGE_MODULES = ["_ast", "_ctypes", "io", "json", "linecache", "operator", "signal", "traceback", "types"];
 
+/**
+ * Python: what interpreter shutdown does that a program can observe, which the bootstrap and the
+ * judge's program side both end a program with: join its threads, run atexit, flush. The rest
+ * (tearing down every module) takes ~10 ms and nobody sees it, so it is skipped.
+ */
+export const PYTHON_OBSERVABLE_SHUTDOWN = `
+def _flush_streams():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _observable_shutdown():
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+    import atexit
+
+    atexit._run_exitfuncs()
+    _flush_streams()
+`;
+
 export const PYTHON_BOOTSTRAP = `
 import os, resource, sys, types
 
@@ -73,22 +100,9 @@ for setting in sys.argv[1:]:
         hard = min(hard, current_hard)
     resource.setrlimit(kind, (min(soft, hard), hard))
 
+${PYTHON_OBSERVABLE_SHUTDOWN}
 def finish(status):
-    # What interpreter shutdown does that a program can observe: join its threads, run atexit,
-    # flush. The rest (tearing down every module) takes ~10 ms and nobody sees it, so skip it.
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        try:
-            threading._shutdown()
-        except BaseException:
-            pass
-    import atexit
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
+    _observable_shutdown()
     # The end report: the host may take the run as ended here instead of waiting out the exits
     # (this process's, then the sandbox's), which take 5-7 ms. The exit status goes last on stderr,
     # as os._exit will set it; only from this process (not a fork of it the program made), and only

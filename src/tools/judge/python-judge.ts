@@ -1,4 +1,4 @@
-import { PYTHON_JUDGE_RUN_FILE } from "../../sandbox/host/bootstrap.js";
+import { PYTHON_JUDGE_RUN_FILE, PYTHON_OBSERVABLE_SHUTDOWN } from "../../sandbox/host/bootstrap.js";
 import { PYTHON_VALUES_PARTS } from "../runtime-values/python-harness.js";
 
 /** The judge's file beside main.py; also the file name its cached compilation carries (bootstrap.ts, batch.ts). */
@@ -165,7 +165,7 @@ def _program_process(path, program, read_fd, write_fd):
     side = _ProgramSide(module, path, values)
     channel = _Channel(read_fd, write_fd, side.serve)
     side.channel = channel
-    _flush()
+    _flush_streams()
     # The builtins' names the program defines as its own: the tests take the builtin, and say so.
     shadowing = sorted(
         name
@@ -213,7 +213,7 @@ def _values_block(values, error, trace, remote):
 def _write_values(values, error, trace, remote):
     block = _values_block(values, error, trace, remote)
     if block:
-        _flush()
+        _flush_streams()
         try:
             os.write(2, block)
         except OSError:
@@ -230,27 +230,23 @@ def _exit_status(request):
     return 1
 
 
-def _flush():
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-
+${PYTHON_OBSERVABLE_SHUTDOWN}
 
 def _program_finish(status):
-    # As an interpreter that ran the program to its end: join threads, run atexit, flush.
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        try:
-            threading._shutdown()
-        except BaseException:
-            pass
-    import atexit
-
-    atexit._run_exitfuncs()
-    _flush()
+    # As an interpreter that ran the program to its end.
+    _observable_shutdown()
     os._exit(status & 0xFF if type(status) is int else 1)
+
+
+def _encode_flat(value, kind):
+    """bytes, bytearray and complex as the wire carries them, from either side; None for any other kind."""
+    if kind is bytes:
+        return ["B", value.hex()]
+    if kind is bytearray:
+        return ["Y", value.hex()]
+    if kind is complex:
+        return ["C", value.real, value.imag]
+    return None
 
 
 def _program_trace(trace, path):
@@ -280,7 +276,7 @@ class _Callback:
 
     def _ask(self, request):
         side = object.__getattribute__(self, "_side")
-        _flush()
+        _flush_streams()
         reply = side.channel.request(request)
         if reply[0] == "ok":
             return side.decode(reply[1])
@@ -340,12 +336,9 @@ class _ProgramSide:
                 return [tag] + [self.encode(item, depth + 1, seen) for item in value]
             finally:
                 seen.discard(id(value))
-        if kind is bytes:
-            return ["B", value.hex()]
-        if kind is bytearray:
-            return ["Y", value.hex()]
-        if kind is complex:
-            return ["C", value.real, value.imag]
+        flat = _encode_flat(value, kind)
+        if flat is not None:
+            return flat
         known = self.known(value, kind, depth, seen)
         if known is not None:
             return known
@@ -516,7 +509,7 @@ class _ProgramSide:
         finally:
             if capture is not None:
                 sys.stdout, sys.stderr = capture[0], capture[1]
-            _flush()
+            _flush_streams()
 
     def captured(self, capture):
         if capture is None:
@@ -664,7 +657,7 @@ def _test_process(path, program, pid, read_fd, write_fd):
         raise SystemExit(_exit_status(request))
     except _ProgramEnded as ended:
         if ended.status is not None:
-            _flush()
+            _flush_streams()
             os.write(2, ("selfheal: the program process exited with status %d during %s\n" % (ended.status, ended.during)).encode())
             raise SystemExit(ended.status)
         _write_values(values, ended, ended.__traceback__, None)
@@ -676,7 +669,7 @@ def _test_process(path, program, pid, read_fd, write_fd):
         _report(error, path)
         side.end()
         raise SystemExit(1)
-    _flush()
+    _flush_streams()
     os.write(2, b"\x1eselfheal-tests-done:" + nonce + b"\n")
     raise SystemExit(side.end())
 
@@ -684,13 +677,13 @@ def _test_process(path, program, pid, read_fd, write_fd):
 def _report(error, path):
     import traceback
 
-    _flush()
+    _flush_streams()
     entries = [entry for entry in traceback.extract_tb(error.__traceback__) if entry.filename == path]
     lines = ["Traceback (most recent call last):\n"] + traceback.format_list(entries)
     lines += getattr(error, "_selfheal_frames", None) or []
     lines += traceback.format_exception_only(type(error), error)
     sys.stderr.write("".join(lines))
-    _flush()
+    _flush_streams()
 
 
 class _ProgramEnded(Exception):
@@ -775,7 +768,7 @@ class _TestSide:
         return self.program_status()
 
     def ask(self, message, during):
-        _flush()
+        _flush_streams()
         try:
             return self.channel.request(message)
         except (EOFError, OSError):
@@ -925,12 +918,9 @@ class _TestSide:
             return ["S"] + [encode(item, depth + 1) for item in value]
         if kind is frozenset:
             return ["F"] + [encode(item, depth + 1) for item in value]
-        if kind is bytes:
-            return ["B", value.hex()]
-        if kind is bytearray:
-            return ["Y", value.hex()]
-        if kind is complex:
-            return ["C", value.real, value.imag]
+        flat = _encode_flat(value, kind)
+        if flat is not None:
+            return flat
         module = getattr(kind, "__module__", None)
         if module in ("collections", "decimal", "fractions", "datetime"):
             rebuilt = self.encode_library(value, kind, depth)
@@ -1072,56 +1062,8 @@ class Remote:
         name = object.__getattribute__(self, "_type")
         return side.call(object.__getattribute__(self, "_id"), "call", list(args), kwargs, None, "the call of %s" % name)
 
-    def __getattr__(self, name):
-        return self._op("getattr", name)
-
-    def __setattr__(self, name, value):
-        self._op("setattr", name, value)
-
-    def __delattr__(self, name):
-        self._op("delattr", name)
-
-    def __repr__(self):
-        return self._op("repr")
-
-    def __str__(self):
-        return self._op("str")
-
-    def __format__(self, spec):
-        return self._op("format", spec)
-
-    def __len__(self):
-        return self._op("len")
-
-    def __iter__(self):
-        return self._op("iter")
-
-    def __next__(self):
-        return self._op("next")
-
-    def __reversed__(self):
-        return self._op("reversed")
-
-    def __getitem__(self, key):
-        return self._op("getitem", key)
-
-    def __setitem__(self, key, value):
-        self._op("setitem", key, value)
-
-    def __delitem__(self, key):
-        self._op("delitem", key)
-
-    def __contains__(self, item):
-        return self._op("contains", item)
-
-    def __enter__(self):
-        return self._op("enter")
-
     def __exit__(self, *exc):
         return self._op("exit")
-
-    def __dir__(self):
-        return self._op("dir")
 
     # Decided here, from the object's plain data: a program's __eq__, __bool__ or __hash__ never is.
     def __eq__(self, other):
@@ -1190,8 +1132,12 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     _forward, _reflected = _binary(_name)
     setattr(Remote, "__%s__" % _dunder, _forward)
     setattr(Remote, "__r%s__" % _dunder, _reflected)
-for _name in ("neg", "pos", "abs", "invert"):
-    setattr(Remote, "__%s__" % _name, (lambda name: lambda self: self._op(name))(_name))
+# Uses the program answers as they come: attributes, text, containers, iteration, unary operators.
+for _name in (
+    "getattr", "setattr", "delattr", "repr", "str", "format", "dir", "enter", "len", "iter", "next",
+    "reversed", "getitem", "setitem", "delitem", "contains", "neg", "pos", "abs", "invert",
+):
+    setattr(Remote, "__%s__" % _name, (lambda name: lambda self, *args: self._op(name, *args))(_name))
 del _name, _dunder, _forward, _reflected
 
 ${PYTHON_VALUES_PARTS}
