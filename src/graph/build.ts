@@ -288,10 +288,15 @@ export function createAgent(options: AgentOptions = {}, declaration?: Introspect
   // A new input on a thread that holds a run would carry that run's status, attempts and best
   // program into the new task (it "passed" without running): refused before the input is saved.
   const streamed = agent as unknown as {
-    _streamIterator(input: unknown, options?: { configurable?: Record<string, unknown> }): AsyncGenerator<unknown>;
+    _streamIterator(
+      input: unknown,
+      options?: { configurable?: Record<string, unknown>; context?: unknown },
+    ): AsyncGenerator<unknown>;
   };
   const streamIterator = streamed._streamIterator.bind(agent);
+  const bypassed = stepsCandidatesBypass(options, graph);
   streamed._streamIterator = async function* (input, options) {
+    if (bypassed.length > 0) refuseCandidatesPast(bypassed, options?.context);
     if (input != null && !isCommand(input)) await refuseUsedThread(agent, options);
     yield* streamIterator(input, options);
   };
@@ -306,6 +311,31 @@ export function createAgent(options: AgentOptions = {}, declaration?: Introspect
     }
   };
   return agent;
+}
+
+/**
+ * What a round of candidates would run past: a candidate writes, runs and judges its program in
+ * one node, so the extensions' steps and verifiers, and a replaced writer or executor, never see it.
+ */
+function stepsCandidatesBypass(options: AgentOptions, graph: { nodes: Record<string, unknown> }): string[] {
+  const known: readonly string[] = [...CORE_NODES, ...FAN_OUT_NODES];
+  const steps = Object.keys(graph.nodes).filter((name) => !known.includes(name));
+  const replaced = (["generator", "fixer", "executor"] as const).filter((name) => options.replace?.[name]);
+  return [...steps, ...replaced.map((name) => `the replaced ${name}`)];
+}
+
+/**
+ * A round of candidates with steps it would run past is refused, not run: a candidate could pass
+ * without the verifier that would have failed it. One program at a time takes every step.
+ */
+function refuseCandidatesPast(bypassed: string[], context: unknown): void {
+  // Only the number is read here: the nodes parse (and refuse) a bad context as always.
+  const candidates =
+    typeof context === "object" && context !== null && "candidates" in context ? context.candidates : 1;
+  if (typeof candidates !== "number" || candidates <= 1) return;
+  throw new InvalidSettingsError(
+    `a round of candidates would run past this agent's ${bypassed.join(", ")}: set candidates to 1 to use them`,
+  );
 }
 
 /**

@@ -10,8 +10,10 @@ import {
   createNodeDeps,
   createSandbox,
   finishNode,
+  InvalidSettingsError,
   parseSettings,
   routeAfterCritic,
+  ScriptedChatModel,
   State,
   type Verifier,
   withSettings,
@@ -113,6 +115,32 @@ describe("extending the graph", () => {
     expect(result.status).toBe("passed");
     expect(result.attempt).toBe(2);
     expect(result.errors[0]).toMatchObject({ type: "WrongOutput" });
+  });
+
+  it("refuses a round of candidates that would run past its steps and verifiers, before any model call", async () => {
+    const model = new ScriptedChatModel([fence("print(1)")]);
+    const agent = createAgent({
+      model,
+      sandbox,
+      verifiers: [{ name: "noSecrets", stage: "after", check: () => null }],
+      before: [{ name: "tidy", node: () => ({}) }],
+      replace: { executor: (_deps, builtIn) => builtIn },
+    });
+    await expect(agent.invoke({ task: "Print 1." }, { context: { candidates: 2 } })).rejects.toThrow(
+      new InvalidSettingsError(
+        "a round of candidates would run past this agent's tidy, noSecrets, the replaced executor: set candidates to 1 to use them",
+      ),
+    );
+    expect(model.prompts).toHaveLength(0);
+    // One program at a time takes every step.
+    expect(await agent.invoke({ task: "Print 1." }, { context: { candidates: 1 } })).toMatchObject({
+      status: "passed",
+    });
+    // An agent with no steps of its own runs its rounds as before.
+    const plain = createAgent({ model: new ScriptedChatModel([fence("print(1)")]), sandbox });
+    expect(await plain.invoke({ task: "Print 1." }, { context: { candidates: 2 } })).toMatchObject({
+      status: "passed",
+    });
   });
 
   it("refuses an extra node whose name clashes", () => {
