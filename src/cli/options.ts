@@ -92,11 +92,18 @@ export function settingOption(key: SettingKey | string, table: SettingTable = SE
   }
 }
 
-/** ` (default 4)`; nothing where the help says it (a default from the environment) or there is none. */
+/**
+ * ` (1 to 100, default 4)`: a number's bounds, and the default where the help does not say it
+ * already (one read from the environment) and there is one.
+ */
 function defaultWords(spec: SettingSpec): string {
-  if (spec.kind === "group" || spec.default === null || typeof spec.default === "function") return "";
   if (spec.kind === "boolean") return spec.default ? ": on by default, this flag turns it off" : "";
-  return ` (default ${spec.default})`;
+  const words: string[] = [];
+  if (spec.kind === "integer" || spec.kind === "number")
+    words.push(spec.max === undefined ? `at least ${spec.min}` : `${spec.min} to ${spec.max}`);
+  if (spec.kind !== "group" && spec.default !== null && typeof spec.default !== "function")
+    words.push(`default ${spec.default}`);
+  return words.length > 0 ? ` (${words.join(", ")})` : "";
 }
 
 /** The `--sandbox` flag, on every command that runs programs. */

@@ -47,7 +47,9 @@ function studioSettings(table: SettingTable): Record<string, JsonSchema> {
   return (getConfigTypeSchema(agent) as JsonSchema).properties ?? {};
 }
 
-const cliHelp = (table: SettingTable): string => addSettingOptions(new Command("run"), table).helpInformation();
+/** `run --help` with its options built from `table`, each on one line. */
+const cliHelp = (table: SettingTable): string =>
+  addSettingOptions(new Command("run").configureHelp({ helpWidth: 400 }), table).helpInformation();
 
 describe("a setting added to the table", () => {
   // A copy of the real table with two settings more: one any client may give, one the server's own.
@@ -64,7 +66,7 @@ describe("a setting added to the table", () => {
   } as const satisfies SettingTable;
 
   it("is a flag of the CLI, with its help and default, read into the settings", () => {
-    expect(cliHelp(table)).toMatch(/--retry-jitter <n>\s+seconds of jitter between retries \(default 3\)/);
+    expect(cliHelp(table)).toMatch(/--retry-jitter <n>\s+seconds of jitter between retries \(0 to 9, default 3\)/);
     expect(cliHelp(table)).toMatch(/--scratch <dir>\s+where the server keeps scratch files/);
     const command = addSettingOptions(new Command("run").exitOverride(), table);
     command.parse(["--retry-jitter", "5", "--scratch", "/tmp/s"], { from: "user" });
