@@ -506,12 +506,14 @@ export function getSupportDir(): string {
  * each of its programs through them, so each starts and ends as a run alone does.
  */
 export function pythonRunMainSource(): string {
+  // From the shutdown that finish(status) ends with, which the bootstrap defines just before it.
+  const shutdown = PYTHON_BOOTSTRAP.indexOf(PYTHON_OBSERVABLE_SHUTDOWN);
   const start = PYTHON_BOOTSTRAP.indexOf("\ndef finish(status):");
   const waitStart = PYTHON_BOOTSTRAP.indexOf(`\n${WAIT_FOR_GO_START}\n`);
   const waitEnd = PYTHON_BOOTSTRAP.indexOf(`\n${WAIT_FOR_GO_END}\n`);
-  if (start === -1 || waitStart < start || waitEnd < waitStart)
-    throw new Error("the Python bootstrap no longer defines finish(status) before its wait for the go");
+  if (shutdown === -1 || start < shutdown || waitStart < start || waitEnd < waitStart)
+    throw new Error("the Python bootstrap no longer defines its shutdown and finish(status) before its wait for the go");
   // Each program's main.py is on disk before it starts, and it has no end report.
   const fresh = "path, module = fresh_main()\nprogram_text = None\n";
-  return `${PYTHON_BOOTSTRAP.slice(start + 1, waitStart + 1)}${fresh}${PYTHON_BOOTSTRAP.slice(waitEnd + WAIT_FOR_GO_END.length + 2)}`;
+  return `${PYTHON_BOOTSTRAP.slice(shutdown + 1, waitStart + 1)}${fresh}${PYTHON_BOOTSTRAP.slice(waitEnd + WAIT_FOR_GO_END.length + 2)}`;
 }
