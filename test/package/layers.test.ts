@@ -94,12 +94,15 @@ function backwardImports(src: string): string[] {
 /**
  * The rooms of src/sandbox/: the public surface (index.ts) over one folder per backend, which
  * share only what lies below them: `run/` (a started program's life), `host/` (what this machine
- * offers) and the plain files at the top (types, limits, error parsing). A backend never imports a
- * sibling backend; host imports no backend and nothing of run/.
+ * offers), `egress/` (the allowlist proxy a run's network goes through) and the plain files at the
+ * top (types, limits, error parsing). A backend never imports a sibling backend; host and egress
+ * import no backend and nothing of run/.
  */
 const SANDBOX_MAY_IMPORT: Record<string, string[]> = {
   ".": [],
   host: ["."],
+  // The outbound proxy (issue 40) stands alone, as host/ does: the backends that start it stand on it.
+  egress: ["."],
   run: [".", "host"],
   process: [".", "host", "run"],
   bwrap: [".", "host", "run"],

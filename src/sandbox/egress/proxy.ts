@@ -1,0 +1,350 @@
+import { lookup } from "node:dns/promises";
+import { once } from "node:events";
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { isIP, type Socket, connect as tcpConnect } from "node:net";
+import type { Duplex, Readable, Writable } from "node:stream";
+import { isPrivateAddress } from "./addresses.js";
+import { type Allowlist, canonicalHost, matchAllowlist } from "./allowlist.js";
+import {
+  connectTarget,
+  forwardedHeaders,
+  httpRequestTarget,
+  type RequestTarget,
+  type TargetProblem,
+} from "./request-target.js";
+
+/** A host's addresses, in the order to try them; the proxy connects to one of these and asks no one again. */
+export type ResolveHost = (host: string) => Promise<string[]>;
+
+export interface EgressProxyOptions {
+  /** The hosts and ports a program may reach (parseAllowlist); everything else is refused. */
+  allowlist: Allowlist;
+  /**
+   * Where the proxy listens: a port of 127.0.0.1 (0, the default, picks a free one), or a unix
+   * socket path, which a sandbox without a network reaches through a bind mount.
+   */
+  listen?: { port: number } | { path: string };
+  /** Connections the proxy opens to listed hosts in its life; later requests are refused. */
+  maxConnections: number;
+  /** Bytes through the proxy in both directions, all connections together; past it, new requests are refused and open ones cut. */
+  maxBytes: number;
+  /**
+   * Lets a listed name reach private, loopback and link-local addresses. Tests use it to reach
+   * their loopback servers; a real run passes it only when the user's list itself names such a
+   * host (a machine on the local network they mean), never by default.
+   */
+  allowPrivateAddresses?: boolean;
+  /** Default: the system resolver (getaddrinfo, every address). Tests map names to their servers. */
+  resolve?: ResolveHost;
+}
+
+export type EgressProxyAddress = { kind: "tcp"; host: "127.0.0.1"; port: number } | { kind: "unix"; path: string };
+
+/** One request a program made through the proxy, allowed or not. */
+export interface ConnectionRecord {
+  host: string;
+  port: number;
+  method: "CONNECT" | "HTTP";
+  /** Whether the allowlist and the limits let it through. */
+  allowed: boolean;
+  /** Why it was refused, or, for an allowed one, what went wrong on the way (unreachable, cut). */
+  reason?: string;
+  /** Bytes the program sent (a plain request's body, or what went into a tunnel). */
+  bytesUp: number;
+  /** Bytes the program received (a plain response's body, or what came out of a tunnel). */
+  bytesDown: number;
+}
+
+export interface EgressProxy {
+  address: EgressProxyAddress;
+  /** Every request so far, in the order the proxy decided them (a copy). */
+  connections(): ConnectionRecord[];
+  /** Refusals past the first MAX_RECORDED_REFUSALS, counted but not recorded one by one. */
+  unrecordedRefusals(): number;
+  /** Stops listening and ends every connection, the tunnels included; resolves once all is closed. */
+  close(): Promise<void>;
+}
+
+/** A program that loops on refused requests must not grow the records without bound. */
+export const MAX_RECORDED_REFUSALS = 1_000;
+
+/** Starts an HTTP forward proxy for plain requests and CONNECT tunnels that lets through only what `options.allowlist` names. */
+export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
+  const proxy = new AllowlistProxy(options);
+  await proxy.listen();
+  return proxy;
+}
+
+const resolveWithSystem: ResolveHost = async (host) =>
+  (await lookup(host, { all: true, verbatim: true })).map((found) => found.address);
+
+/** A request turned away: what it asked for, the status it is answered with, and why. */
+type Refusal = Omit<TargetProblem, "status"> & { status: 400 | 403 | 502 };
+
+/** What `admit` decided: a record in the list either way, and for an allowed request the address to connect to. */
+type Admission =
+  | { allowed: true; record: ConnectionRecord; address: string }
+  | { allowed: false; status: 400 | 403 | 502; reason: string };
+
+class AllowlistProxy implements EgressProxy {
+  address: EgressProxyAddress = { kind: "tcp", host: "127.0.0.1", port: 0 };
+  private readonly server = createServer();
+  private readonly records: ConnectionRecord[] = [];
+  private readonly sockets = new Set<Duplex>();
+  private readonly resolve: ResolveHost;
+  private refusalsRecorded = 0;
+  private refusalsUnrecorded = 0;
+  /** Connections admitted (or being admitted), against maxConnections. */
+  private opened = 0;
+  private bytes = 0;
+  private closed = false;
+
+  constructor(private readonly options: EgressProxyOptions) {
+    this.resolve = options.resolve ?? resolveWithSystem;
+    this.server.on("connection", (socket: Socket) => this.track(socket));
+    this.server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+      this.forwardRequest(request, response).catch((error) => response.destroy(error));
+    });
+    this.server.on("connect", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.openTunnel(request, socket, head).catch(() => socket.destroy());
+    });
+  }
+
+  async listen(): Promise<void> {
+    const where = this.options.listen ?? { port: 0 };
+    if ("path" in where) this.server.listen(where.path);
+    else this.server.listen(where.port, "127.0.0.1");
+    await once(this.server, "listening");
+    const bound = this.server.address();
+    this.address =
+      typeof bound === "string" || bound === null
+        ? { kind: "unix", path: bound ?? "" }
+        : { kind: "tcp", host: "127.0.0.1", port: bound.port };
+  }
+
+  connections(): ConnectionRecord[] {
+    return this.records.map((record) => ({ ...record }));
+  }
+
+  unrecordedRefusals(): number {
+    return this.refusalsUnrecorded;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    this.server.closeAllConnections();
+    await stopped;
+  }
+
+  /** A plain HTTP request: checked, then sent on to the admitted address with one fresh connection. */
+  private async forwardRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    request.on("error", () => response.destroy());
+    response.on("error", () => undefined);
+    const target = httpRequestTarget(request.url ?? "", request.headers);
+    const admission = "status" in target ? this.refuse("HTTP", target) : await this.admit("HTTP", target);
+    if (!admission.allowed || "status" in target) {
+      if (!admission.allowed) answerPlainly(response, admission.status, admission.reason);
+      return;
+    }
+    const { record } = admission;
+    const upstream = httpRequest({
+      host: admission.address,
+      port: target.port,
+      method: request.method,
+      path: target.path,
+      headers: forwardedHeaders(request.headers, { host: target.authority }),
+      agent: false,
+    });
+    const cut = () => {
+      upstream.destroy();
+      response.destroy();
+    };
+    upstream.on("socket", (socket) => this.track(socket));
+    // The program hung up (or the answer is complete): nothing more to fetch for it.
+    response.on("close", () => upstream.destroy());
+    upstream.on("error", (error) => {
+      if (response.headersSent) return response.destroy();
+      record.reason ??= `could not reach ${target.host}:${target.port}: ${errorCode(error)}`;
+      answerPlainly(response, 502, record.reason);
+    });
+    upstream.on("response", (answer) => {
+      answer.on("error", () => response.destroy());
+      response.writeHead(answer.statusCode ?? 502, answer.statusMessage, forwardedHeaders(answer.headers));
+      this.meter(answer, response, record, "bytesDown", cut);
+    });
+    this.meter(request, upstream, record, "bytesUp", cut);
+  }
+
+  /** A CONNECT tunnel: checked, then bytes both ways to the admitted address, never looked into. */
+  private async openTunnel(request: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    client.on("error", () => client.destroy());
+    const target = connectTarget(request.url ?? "");
+    const admission = "status" in target ? this.refuse("CONNECT", target) : await this.admit("CONNECT", target);
+    if (!admission.allowed) {
+      client.end(statusLine(admission.status, admission.reason));
+      return;
+    }
+    const { record } = admission;
+    const upstream = tcpConnect({ host: admission.address, port: record.port });
+    this.track(upstream);
+    let connected = false;
+    const cut = () => {
+      upstream.destroy();
+      client.destroy();
+    };
+    upstream.on("error", (error) => {
+      if (connected) return cut();
+      record.reason ??= `could not reach ${record.host}:${record.port}: ${errorCode(error)}`;
+      client.end(statusLine(502, record.reason));
+    });
+    client.on("error", cut);
+    // One side gone: the other gets what is still on its way to it, then its end (errors cut both).
+    upstream.on("close", () => client.end());
+    client.on("close", () => upstream.end());
+    upstream.on("connect", () => {
+      connected = true;
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length > 0) {
+        if (!this.account(record, "bytesUp", head.length)) return cut();
+        upstream.write(head);
+      }
+      this.meter(client, upstream, record, "bytesUp", cut);
+      this.meter(upstream, client, record, "bytesDown", cut);
+    });
+  }
+
+  /**
+   * Decides a request the targets' parsing let through: the list (host and port), the limits, then
+   * the address. The name is resolved here, once, and the address chosen is the one connected to,
+   * so a second DNS answer (rebinding) can never redirect an allowed name.
+   */
+  private async admit(method: ConnectionRecord["method"], target: RequestTarget): Promise<Admission> {
+    const { host, port } = target;
+    const refuse = (status: 400 | 403 | 502, reason: string) => this.refuse(method, { host, port, status, reason });
+    const canonical = canonicalHost(host);
+    if ("error" in canonical) return refuse(400, `${host} is not a host the proxy can reach: ${canonical.error}`);
+    const name = canonical.host;
+    if (!matchAllowlist(this.options.allowlist, name, port)) return refuse(403, this.notListed(canonical, port));
+    if (this.opened >= this.options.maxConnections) {
+      return refuse(403, `the proxy's connection limit (${this.options.maxConnections}) is reached`);
+    }
+    if (this.bytes >= this.options.maxBytes) {
+      return refuse(403, `the proxy's byte limit (${this.options.maxBytes} bytes) is reached`);
+    }
+    // Taken before the name is resolved, so requests arriving together cannot all pass the limit.
+    this.opened += 1;
+    let addresses: string[];
+    try {
+      addresses = canonical.kind === "name" ? await this.resolve(name) : [name];
+    } catch (error) {
+      this.opened -= 1;
+      return refuse(502, `could not resolve ${name}: ${errorCode(error)}`);
+    }
+    // Only addresses: a name handed on to connect() would be resolved again, out of the list's sight.
+    const usable = addresses.filter(
+      (address) => isIP(address) !== 0 && (this.options.allowPrivateAddresses || !isPrivateAddress(address)),
+    );
+    const address = usable[0];
+    if (this.closed || address === undefined) {
+      this.opened -= 1;
+      if (this.closed) return refuse(403, "the proxy is closed");
+      if (!addresses.some((address) => isIP(address) !== 0)) return refuse(502, `${name} has no address`);
+      return refuse(403, `${name} resolves to a private address (${addresses[0]}), which the proxy does not reach`);
+    }
+    const record: ConnectionRecord = { host: name, port, method, allowed: true, bytesUp: 0, bytesDown: 0 };
+    this.records.push(record);
+    return { allowed: true, record, address };
+  }
+
+  /** Why a host:port is not on the list, in words that tell the user what to add. */
+  private notListed(host: { kind: string; host: string }, port: number): string {
+    if (host.kind !== "name") return `the IP address ${host.host} is not on the allowlist (only a listed address is)`;
+    const onOtherPorts = this.options.allowlist.some((entry) =>
+      entry.ports.some((listed) => matchAllowlist([entry], host.host, listed)),
+    );
+    if (onOtherPorts) return `${host.host} is on the allowlist, but not port ${port}`;
+    return `${host.host} is not on the allowlist`;
+  }
+
+  private refuse(method: ConnectionRecord["method"], problem: Refusal): Admission & { allowed: false } {
+    const record: ConnectionRecord = {
+      host: problem.host,
+      port: problem.port,
+      method,
+      allowed: false,
+      reason: problem.reason,
+      bytesUp: 0,
+      bytesDown: 0,
+    };
+    if (this.refusalsRecorded < MAX_RECORDED_REFUSALS) {
+      this.refusalsRecorded += 1;
+      this.records.push(record);
+    } else {
+      this.refusalsUnrecorded += 1;
+    }
+    return { allowed: false, status: problem.status, reason: problem.reason };
+  }
+
+  /**
+   * Copies `from` to `to` as pipe does (backpressure included), counting each chunk before it is
+   * written: a chunk that would carry the proxy past maxBytes is not written, and `cut` ends the
+   * connection.
+   */
+  private meter(
+    from: Readable,
+    to: Writable,
+    record: ConnectionRecord,
+    direction: "bytesUp" | "bytesDown",
+    cut: () => void,
+  ): void {
+    from.on("data", (chunk: Buffer) => {
+      if (!this.account(record, direction, chunk.length)) return cut();
+      if (!to.write(chunk)) from.pause();
+    });
+    to.on("drain", () => from.resume());
+    from.on("end", () => to.end());
+  }
+
+  /** Counts `bytes` against the proxy's limit; false (and the reason recorded) when they would pass it. */
+  private account(record: ConnectionRecord, direction: "bytesUp" | "bytesDown", bytes: number): boolean {
+    if (this.bytes + bytes > this.options.maxBytes) {
+      record.reason ??= `cut at the proxy's byte limit (${this.options.maxBytes} bytes)`;
+      // The chunk that did not fit spends what was left: later requests are refused, not let through to be cut.
+      this.bytes = this.options.maxBytes;
+      return false;
+    }
+    this.bytes += bytes;
+    record[direction] += bytes;
+    return true;
+  }
+
+  private track(socket: Duplex): void {
+    if (this.closed) {
+      socket.destroy();
+      return;
+    }
+    this.sockets.add(socket);
+    socket.on("close", () => this.sockets.delete(socket));
+  }
+}
+
+/** The answer to a plain request that is not let through or cannot be served: its status and one line. */
+function answerPlainly(response: ServerResponse, status: number, reason: string): void {
+  response.writeHead(status, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+  response.end(`${reason}\n`);
+}
+
+/** A complete HTTP/1.1 answer to a CONNECT that is not let through, with its reason as the body. */
+function statusLine(status: 400 | 403 | 502, reason: string): string {
+  const text = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" }[status];
+  const body = `${reason}\n`;
+  return `HTTP/1.1 ${status} ${text}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === "string" ? code : error instanceof Error ? error.message : String(error);
+}
