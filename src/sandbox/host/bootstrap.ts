@@ -512,7 +512,9 @@ export function pythonRunMainSource(): string {
   const waitStart = PYTHON_BOOTSTRAP.indexOf(`\n${WAIT_FOR_GO_START}\n`);
   const waitEnd = PYTHON_BOOTSTRAP.indexOf(`\n${WAIT_FOR_GO_END}\n`);
   if (shutdown === -1 || start < shutdown || waitStart < start || waitEnd < waitStart)
-    throw new Error("the Python bootstrap no longer defines its shutdown and finish(status) before its wait for the go");
+    throw new Error(
+      "the Python bootstrap no longer defines its shutdown and finish(status) before its wait for the go",
+    );
   // Each program's main.py is on disk before it starts, and it has no end report.
   const fresh = "path, module = fresh_main()\nprogram_text = None\n";
   return `${PYTHON_BOOTSTRAP.slice(shutdown + 1, waitStart + 1)}${fresh}${PYTHON_BOOTSTRAP.slice(waitEnd + WAIT_FOR_GO_END.length + 2)}`;
