@@ -6,7 +6,6 @@ import {
   flagOf,
   InvalidSettingsError,
   SETTING_TABLE,
-  type SettingKey,
   type SettingSpec,
   type SettingTable,
   UsageError,
@@ -75,7 +74,7 @@ const helpWords = (help: string): string =>
  * and the help with the default. No default is given to commander: an absent flag must stay
  * undefined, so `resume` keeps the run's own setting.
  */
-export function settingOption(key: SettingKey | string, table: SettingTable = SETTING_TABLE): Option {
+export function settingOption(key: string, table: SettingTable = SETTING_TABLE): Option {
   const spec = table[key];
   const flag = spec && flagOf(key, spec);
   if (!spec || !flag) throw new Error(`setting ${key} has no flag`);
@@ -129,8 +128,9 @@ Which model answers:
 \`selfheal doctor\` says which one a run would call.`;
 
 /**
- * A flag for every setting of the table that has one, in the table's order. An environment that
- * sets a bad model timeout fails here, as it would fail the run.
+ * A flag for every setting of the table that has one, in the table's order. Defaults read from the
+ * environment are not read here (the help names the variable): a bad one fails when the flags are
+ * laid over the settings, as it would fail the run.
  */
 export function addSettingOptions(command: Command, table: SettingTable = SETTING_TABLE): Command {
   command.addHelpText("after", MODEL_HELP);
