@@ -268,11 +268,12 @@ function chain(graph: { addEdge(from: string, to: string): unknown }, names: str
  */
 export function createAgent(options: AgentOptions = {}, declaration?: IntrospectedDeclaration) {
   const graph = buildAgentGraph(options, declaration);
-  // Counted from the built graph, so the limit follows whatever steps the extensions added.
-  const extraSteps = Object.keys(graph.nodes).length - CORE_NODES.length - FAN_OUT_NODES.length;
+  // Read from the built graph, so the limit follows whatever steps the extensions added.
+  const known: readonly string[] = [...CORE_NODES, ...FAN_OUT_NODES];
+  const extraSteps = Object.keys(graph.nodes).filter((name) => !known.includes(name));
   const agent = graph
     .compile({ checkpointer: options.checkpointer, name: "selfheal" })
-    .withConfig({ recursionLimit: recursionLimitFor(extraSteps) });
+    .withConfig({ recursionLimit: recursionLimitFor(extraSteps.length) });
   // Every way in (invoke, stream, the LangGraph server behind Studio) validates a new run's input
   // in this one protected method, which LangGraph offers no hook around; a resume (a Command, or
   // null) carries no input.
@@ -294,7 +295,7 @@ export function createAgent(options: AgentOptions = {}, declaration?: Introspect
     ): AsyncGenerator<unknown>;
   };
   const streamIterator = streamed._streamIterator.bind(agent);
-  const bypassed = stepsCandidatesBypass(options, graph);
+  const bypassed = stepsCandidatesBypass(options, extraSteps);
   streamed._streamIterator = async function* (input, options) {
     if (bypassed.length > 0) refuseCandidatesPast(bypassed, options?.context);
     if (input != null && !isCommand(input)) await refuseUsedThread(agent, options);
@@ -317,9 +318,7 @@ export function createAgent(options: AgentOptions = {}, declaration?: Introspect
  * What a round of candidates would run past: a candidate writes, runs and judges its program in
  * one node, so the extensions' steps and verifiers, and a replaced writer or executor, never see it.
  */
-function stepsCandidatesBypass(options: AgentOptions, graph: { nodes: Record<string, unknown> }): string[] {
-  const known: readonly string[] = [...CORE_NODES, ...FAN_OUT_NODES];
-  const steps = Object.keys(graph.nodes).filter((name) => !known.includes(name));
+function stepsCandidatesBypass(options: AgentOptions, steps: string[]): string[] {
   const replaced = (["generator", "fixer", "executor"] as const).filter((name) => options.replace?.[name]);
   return [...steps, ...replaced.map((name) => `the replaced ${name}`)];
 }

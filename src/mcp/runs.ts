@@ -6,13 +6,12 @@ import {
   type Agent,
   type AgentState,
   type ApprovalDecision,
+  checkModelConfig,
   checkNewRun,
   checkSandbox,
   createAgent,
   describeStatus,
   driveRun,
-  hasModelConfig,
-  MissingModelConfigError,
   type ModelCallsMode,
   type OutputEvent,
   parseSettings,
@@ -106,8 +105,9 @@ export class McpRuns {
     return this.madeAgent;
   }
 
-  private checkModel(): void {
-    if (!this.options.model && !this.options.modelCalls && !hasModelConfig()) throw new MissingModelConfigError();
+  /** Whose model answers: this server's own (injected, or recorded calls), or one built from the environment. */
+  private modelSource(): "own" | "environment" {
+    return this.options.model || this.options.modelCalls ? "own" : "environment";
   }
 
   /** Starts a new run in a new (or named) thread and runs it until it ends, pauses, or `signal` stops it. */
@@ -119,7 +119,7 @@ export class McpRuns {
     const { input, settings } = await checkNewRun(
       given.input,
       parseSettings({ ...given.settings, artifactsDir: artifactsFolder(this.store.location) }),
-      { model: this.options.model || this.options.modelCalls ? "own" : "environment" },
+      { model: this.modelSource() },
     );
     const threadId = given.threadId ?? randomUUID();
     if ((await this.store.getRun(threadId)) || (await this.snapshot(threadId)).createdAt)
@@ -153,7 +153,7 @@ export class McpRuns {
         `thread ${threadId} already ended: ${plan.finished.status}; start a new run with the solve tool`,
       );
     }
-    this.checkModel();
+    if (this.modelSource() === "environment") checkModelConfig();
     await checkSandbox({ kind: settings.sandbox });
     const start = decision ? new Command({ resume: decision }) : plan.start;
     return this.withLease(threadId, () => this.runThread(threadId, start, settings, listener, signal));

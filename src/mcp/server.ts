@@ -184,6 +184,9 @@ function runToolSchemas<S extends z.ZodObject>(clientSettings: S) {
   };
 }
 
+/** The tools' schemas for the real setting table, built once for every connection of the server. */
+const DEFAULT_RUN_TOOLS = runToolSchemas(ClientSettingsSchema);
+
 const ListRunsInputSchema = z
   .object({ limit: z.number().int().min(1).max(500).default(20).describe("How many runs, at most") })
   .loose();
@@ -238,7 +241,7 @@ export function createMcpServer(
   info: { version: string },
   settings: SettingTable = SETTING_TABLE,
 ): McpServer {
-  const tools = runToolSchemas(settings === SETTING_TABLE ? ClientSettingsSchema : clientSettingsSchemaOf(settings));
+  const tools = settings === SETTING_TABLE ? DEFAULT_RUN_TOOLS : runToolSchemas(clientSettingsSchemaOf(settings));
   const server = new McpServer(
     { name: "selfheal", version: info.version },
     {
