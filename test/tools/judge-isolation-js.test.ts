@@ -27,7 +27,14 @@ function expectedEscapes(kind: BackendKind): string[] {
   return [];
 }
 
+/** Attacks fail fast or at this deadline; either way they fail. */
 const TIMEOUT_MS = 10_000;
+/**
+ * A right program must pass however busy the machine is: two Node processes in a fresh container
+ * took 2 s each here under load and ran past 10 s once on a busy CI machine. Its time is not what
+ * these tests check.
+ */
+const RIGHT_PROGRAM_TIMEOUT_MS = 120_000;
 
 /** Runs the program alone in a fresh Node (no tests anywhere near it) and says whether `wrongBecause` holds. */
 function checkedWrong(program: string, wrongBecause: string): string {
@@ -66,10 +73,10 @@ for (const backend of BACKENDS) {
       const sandbox: Sandbox | undefined = missing === null ? backend.make() : undefined;
       afterAll(() => sandbox?.close());
       const escapes = expectedEscapes(backend.kind);
-      const judge = (program: string, tests: string) =>
+      const judge = (program: string, tests: string, timeoutMs = TIMEOUT_MS) =>
         createAgent({ model: scriptedModel(fence(program, "javascript")), sandbox: sandbox! }).invoke(
           { task: "Write the function the tests call.", language: "javascript", tests },
-          { context: { maxAttempts: 1, timeoutMs: TIMEOUT_MS } },
+          { context: { maxAttempts: 1, timeoutMs } },
         );
 
       for (const attack of JS_ATTACKS) {
@@ -83,10 +90,18 @@ for (const backend of BACKENDS) {
 
       for (const right of JS_RIGHT_PROGRAMS) {
         it(`passes a right program: ${right.name}`, async () => {
-          const agent = await judge(right.program, right.tests);
-          expect(agent.lastRun?.stderr).toBe("");
-          expect(agent.lastRun?.testIsolation).toBe("process");
-          expect(agent.status).toBe("passed");
+          const agent = await judge(right.program, right.tests, RIGHT_PROGRAM_TIMEOUT_MS);
+          // One object, so that a failure shows how the run ended, not only that it failed.
+          const { status, exitCode, signal, stderr, testIsolation, testsCompleted } = agent.lastRun ?? {};
+          expect({ verdict: agent.status, status, exitCode, signal, stderr, testIsolation, testsCompleted }).toEqual({
+            verdict: "passed",
+            status: "ok",
+            exitCode: 0,
+            signal: null,
+            stderr: "",
+            testIsolation: "process",
+            testsCompleted: true,
+          });
         });
       }
     },

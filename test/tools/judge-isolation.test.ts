@@ -28,7 +28,10 @@ function expectedEscapes(kind: BackendKind): string[] {
   return [];
 }
 
+/** Attacks fail fast or at this deadline; either way they fail. */
 const TIMEOUT_MS = 5_000;
+/** A right program must pass however busy the machine is (see test/tools/judge-isolation-js.test.ts). */
+const RIGHT_PROGRAM_TIMEOUT_MS = 120_000;
 
 /** Runs the program alone in a fork of a fresh python3 (its parent holds no tests) and says whether `wrongBecause` holds. */
 function checkedWrong(program: string, wrongBecause: string): string {
@@ -99,11 +102,20 @@ for (const backend of BACKENDS) {
         it(`passes a right program: ${right.name}`, async () => {
           const agent = await createAgent({ model: scriptedModel(fence(right.program)), sandbox: sandbox! }).invoke(
             { task: "Write the function the tests call.", tests: right.tests },
-            { context: { maxAttempts: 1, timeoutMs: TIMEOUT_MS } },
+            { context: { maxAttempts: 1, timeoutMs: RIGHT_PROGRAM_TIMEOUT_MS } },
           );
-          expect(agent.lastRun?.stderr).not.toContain("Traceback");
-          expect(agent.status).toBe("passed");
-          expect((await judgeProgram(sandbox!, right.program, right.tests, TIMEOUT_MS)).passed).toBe(true);
+          // One object, so that a failure shows how the run ended, not only that it failed.
+          const { status, exitCode, signal, testsCompleted } = agent.lastRun ?? {};
+          expect({ verdict: agent.status, status, exitCode, signal, testsCompleted }, agent.lastRun?.stderr).toEqual({
+            verdict: "passed",
+            status: "ok",
+            exitCode: 0,
+            signal: null,
+            testsCompleted: true,
+          });
+          expect((await judgeProgram(sandbox!, right.program, right.tests, RIGHT_PROGRAM_TIMEOUT_MS)).passed).toBe(
+            true,
+          );
         });
       }
     },
