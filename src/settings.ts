@@ -6,6 +6,8 @@ export * from "./common-exports.js";
 export { checkSchemaName, DEFAULT_QUEUE_SCHEMA, type QueueSchemaName } from "./core/queue-schema.js";
 export type { Language, SandboxKind } from "./core/run-result.js";
 export {
+  type AllowHosts,
+  AllowHostsSchema,
   checkSettingCombinations,
   formatIssues,
   MAX_CANDIDATES,

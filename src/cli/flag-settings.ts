@@ -1,6 +1,8 @@
 import { Option } from "commander";
 import { flagOf, SETTING_TABLE, type SettingSpec } from "../names.js";
 import {
+  type AllowHosts,
+  AllowHostsSchema,
   checkSettingCombinations,
   InvalidSettingsError,
   LANGUAGES,
@@ -40,6 +42,14 @@ export function settingsWithFlags(base: Partial<SettingsInput>, flags: SettingFl
     const given = flag ? ` (got ${JSON.stringify(fromFlags[key])})` : "";
     return `${field}${rest}${given}`;
   });
+  throw new InvalidSettingsError(problems.join("; "));
+}
+
+/** `--allow-host` values as the `allowHosts` setting; a bad one is reported under the flag's name. */
+export function allowHostsFromFlags(hosts: readonly string[]): AllowHosts {
+  const parsed = AllowHostsSchema.safeParse(hosts);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => issue.message.replace(/^allowHosts entry/, "--allow-host"));
   throw new InvalidSettingsError(problems.join("; "));
 }
 

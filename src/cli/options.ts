@@ -119,6 +119,14 @@ export function allowPackageOption(): Option {
   );
 }
 
+/** The `--allow-host` flag, on `run`: the `allowHosts` setting, one host a value. */
+export function allowHostOption(): Option {
+  return new Option(
+    "--allow-host <host...>",
+    "hosts the program may reach over HTTP(S), through a proxy that refuses all others: NAME[:PORT], *.DOMAIN[:PORT] (no port: 80 and 443)",
+  );
+}
+
 /** Where a run's model is set, which no flag says: the help of every command that calls one ends with it. */
 export const MODEL_HELP = `
 Which model answers:

@@ -20,6 +20,10 @@ export interface SandboxLimits {
   maxDiskMb: number;
   /** Cap per stream (stdout and stderr each); the rest is dropped and `truncated` is set. */
   maxOutputBytes: number;
+  /** Connections through the egress proxy per run, with an allowlist (`allowHosts`); later ones are refused. */
+  maxConnections: number;
+  /** MiB through the egress proxy per run, both ways; past it open connections are cut and new ones refused. */
+  maxNetworkMb: number;
 }
 
 /** Limits used when the caller does not set them; generous for a test program, small for a host. */
@@ -31,6 +35,8 @@ export const DEFAULT_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   maxFileMb: 16,
   maxDiskMb: 64,
   maxOutputBytes: 65_536,
+  maxConnections: 64,
+  maxNetworkMb: 64,
 });
 
 /**
@@ -45,6 +51,8 @@ export const LIMIT_BOUNDS: Readonly<Record<keyof SandboxLimits, { min: number; m
   maxFileMb: { min: 1, max: 65_536 },
   maxDiskMb: { min: 1, max: 65_536 },
   maxOutputBytes: { min: 1_024, max: 64 * 1024 * 1024 },
+  maxConnections: { min: 1, max: 10_000 },
+  maxNetworkMb: { min: 1, max: 65_536 },
 });
 
 /**

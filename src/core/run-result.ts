@@ -39,6 +39,32 @@ export const ParsedErrorSchema = z.object({
 });
 export type ParsedError = z.infer<typeof ParsedErrorSchema>;
 
+/** One request a program made through the egress proxy (sandbox/egress/proxy.ts), allowed or not. */
+export const ConnectionRecordSchema = z.object({
+  host: z.string(),
+  port: z.number(),
+  method: z.enum(["CONNECT", "HTTP"]),
+  /** Whether the allowlist and the limits let it through. */
+  allowed: z.boolean(),
+  /** Why it was refused, or, for an allowed one, what went wrong on the way (unreachable, cut). */
+  reason: z.string().optional(),
+  /** Bytes the program sent (a plain request's body, or what went into a tunnel). */
+  bytesUp: z.number(),
+  /** Bytes the program received (a plain response's body, or what came out of a tunnel). */
+  bytesDown: z.number(),
+});
+export type ConnectionRecord = z.infer<typeof ConnectionRecordSchema>;
+
+/** What a run with an allowlist did on the network. */
+export const EgressReportSchema = z.object({
+  connections: z.array(ConnectionRecordSchema),
+  /** Refusals past the first thousand, counted but not recorded one by one. */
+  unrecordedRefusals: z.number(),
+  /** Whether the backend enforces the list (bwrap, gVisor, container) or only offers the proxy (process). */
+  enforced: z.boolean(),
+});
+export type EgressReport = z.infer<typeof EgressReportSchema>;
+
 /** What one sandbox run produced. */
 export const RunResultSchema = z.object({
   status: z.enum(RUN_RESULT_STATUSES),
@@ -51,5 +77,7 @@ export const RunResultSchema = z.object({
   error: ParsedErrorSchema.optional(),
   /** What the program left under `out/`, when the request asked for it. */
   artifacts: ArtifactCollectionSchema.optional(),
+  /** With `request.allowHosts`: each connection the program asked the egress proxy for. */
+  egress: EgressReportSchema.optional(),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;

@@ -172,6 +172,10 @@ export const SETTING_TABLE = {
   maxDiskMb: limit("maxDiskMb", "Disk per execution (work dir and /tmp together), MiB"),
   /** Past it the run ends `output_limit`. */
   maxOutputBytes: limit("maxOutputBytes", "Bytes of stdout and of stderr kept per execution"),
+  /** With `allowHosts`: past it, the egress proxy refuses the run's new connections. */
+  maxConnections: limit("maxConnections", "Connections per execution to the hosts of allowHosts"),
+  /** With `allowHosts`: past it, the egress proxy cuts the run's connections and refuses new ones. */
+  maxNetworkMb: limit("maxNetworkMb", "MiB per execution to and from the hosts of allowHosts"),
   /**
    * How long one model request may wait before it fails (and is retried, for models built from the
    * environment); an injected model without a timeout of its own gets it per call.
@@ -321,6 +325,17 @@ export const SETTING_TABLE = {
   packageInstall: {
     kind: "group",
     help: "How packages are installed: index, timeouts, cache",
+    flag: false,
+    serverOnly: true,
+  },
+  /**
+   * Hosts the programs may reach through the egress proxy (`--allow-host`, cli/flag-settings.ts);
+   * empty, they have no network. The server's to give: a client naming hosts (and headers read from
+   * the server's environment) would open the server's network and secrets to its programs.
+   */
+  allowHosts: {
+    kind: "group",
+    help: "Hosts the programs may reach over HTTP(S), e.g. api.github.com or *.example.org:8443; empty: no network",
     flag: false,
     serverOnly: true,
   },

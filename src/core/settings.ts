@@ -1,5 +1,6 @@
 import type { BaseChannel } from "@langchain/langgraph";
 import { type ZodType, z } from "zod";
+import { parseAllowlist } from "./allowlist.js";
 import { InvalidSettingsError } from "./errors.js";
 import type { SandboxLimits } from "./limits.js";
 import {
@@ -80,8 +81,29 @@ export const PackageInstallSchema = z.strictObject({
 });
 export type PackageInstall = z.infer<typeof PackageInstallSchema>;
 
+/** The most entries `allowHosts` takes: a list longer than this is a list of the internet. */
+export const MAX_ALLOW_HOSTS = 100;
+
+/**
+ * The hosts a run's programs may reach (core/allowlist.ts says what an entry may be): names with an
+ * optional port and `*.`, or objects whose headers the egress proxy adds, read from the host's
+ * environment. Every bad entry is reported at once.
+ */
+export const AllowHostsSchema = z
+  .array(
+    z.union([z.string(), z.strictObject({ host: z.string(), headers: z.record(z.string(), z.string()).optional() })]),
+    { error: "allowHosts must be a list of hosts" },
+  )
+  .max(MAX_ALLOW_HOSTS, `allowHosts takes at most ${MAX_ALLOW_HOSTS} entries`)
+  .superRefine((entries, context) => {
+    const parsed = parseAllowlist(entries);
+    if (!parsed.ok) for (const message of parsed.errors) context.addIssue({ code: "custom", message });
+  });
+export type AllowHosts = z.infer<typeof AllowHostsSchema>;
+
 /** The schema of each setting of kind "group": a few fields of their own, validated together. */
 const GROUP_SCHEMAS = {
+  allowHosts: AllowHostsSchema.default(() => []),
   packages: PackagesSchema.default(() => ({ python: [], javascript: [] })),
   packageInstall: PackageInstallSchema.default(() => PackageInstallSchema.parse({})),
 } as const;
@@ -249,5 +271,16 @@ function knownKeysAt(path: PropertyKey[]): Record<string, unknown> {
 /** The sandbox limits a run's settings ask for, as the executor passes them in each RunRequest. */
 export function limitsFromSettings(settings: Settings): SandboxLimits {
   const { timeoutMs, memoryMb, cpuSeconds, maxProcesses, maxFileMb, maxDiskMb, maxOutputBytes } = settings;
-  return { timeoutMs, memoryMb, cpuSeconds, maxProcesses, maxFileMb, maxDiskMb, maxOutputBytes };
+  const { maxConnections, maxNetworkMb } = settings;
+  return {
+    timeoutMs,
+    memoryMb,
+    cpuSeconds,
+    maxProcesses,
+    maxFileMb,
+    maxDiskMb,
+    maxOutputBytes,
+    maxConnections,
+    maxNetworkMb,
+  };
 }

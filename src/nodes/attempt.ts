@@ -69,12 +69,14 @@ export async function writeAttempt(args: {
           latestFingerprint: request.latestFingerprint,
           dataFiles: dataFiles.section,
           candidates: request.disagreement,
+          allowHosts: settings.allowHosts,
         })
       : buildGeneratorPrompt({
           task: source.task,
           language: source.language,
           rewrite: request.rewrite,
           dataFiles: dataFiles.section,
+          allowHosts: settings.allowHosts,
         });
   return writeProgram({
     node: args.node,

@@ -103,6 +103,14 @@ export async function executeProgram(
   });
   const { assembled } = prepared;
   const sandbox = deps.getSandbox(settings.sandbox, settings.sandboxPoolSize);
+  if (settings.allowHosts.length > 0 && !sandbox.egress) {
+    return {
+      lastRun: notRun(
+        "NetworkUnavailable",
+        `allowHosts names hosts, but the ${sandbox.kind} sandbox cannot give a program network; the bwrap, container and process sandboxes can`,
+      ),
+    };
+  }
   const liveTail: OutputLine[] = [];
   try {
     const { result, installed, notes } = await runWithPackages(
@@ -117,6 +125,7 @@ export async function executeProgram(
         limits: limitsFromSettings(settings),
         inputs: inputs.files,
         collectArtifacts: artifacts.request,
+        ...(settings.allowHosts.length > 0 ? { allowHosts: settings.allowHosts } : {}),
       },
       {
         state: program,

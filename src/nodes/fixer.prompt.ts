@@ -1,9 +1,18 @@
 import { type BaseMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
+import type { AllowHostInput } from "../core/allowlist.js";
 import type { ErrorRecord } from "../core/ledger.js";
 import type { Critique, Execution } from "../core/state.js";
 import type { Language } from "../sandbox/types.js";
 import { describeRuntimeValues } from "../tools/runtime-values/index.js";
-import { cutNote, ERROR_LINE_LIMITS, LANGUAGE_NAMES, summarizeErrors, tail } from "./prompt-parts.js";
+import {
+  cutNote,
+  ERROR_LINE_LIMITS,
+  LANGUAGE_NAMES,
+  networkReport,
+  networkSection,
+  summarizeErrors,
+  tail,
+} from "./prompt-parts.js";
 
 /** Caps that keep the fixer's prompt flat: attempt 5 costs what attempt 2 did. */
 export const FIXER_LIMITS = { tracebackChars: 2000, outputTailChars: 800, valuesChars: 1600, ...ERROR_LINE_LIMITS };
@@ -58,6 +67,8 @@ export function describeFailure(run: Execution): string {
     parts.push("The program printed more than the output limit: what it printed past the limit was not kept.");
   const values = valuesSection(run);
   if (values) parts.push(values);
+  const network = networkReport(run.egress);
+  if (network) parts.push(network);
   parts.push(
     `Exit: status ${run.status}, exit code ${run.exitCode ?? "none"}${run.signal ? `, signal ${run.signal}` : ""}`,
   );
@@ -91,6 +102,8 @@ export function buildFixerPrompt(args: {
   dataFiles?: string;
   /** How the candidates of the last round disagreed, one group a line (see chooseCandidate). */
   candidates?: string;
+  /** The hosts the program may reach (the `allowHosts` setting). */
+  allowHosts?: readonly AllowHostInput[];
 }): BaseMessage[] {
   const system = [
     `You are an expert ${LANGUAGE_NAMES[args.language]} programmer repairing a program that failed when it ran.`,
@@ -102,6 +115,7 @@ export function buildFixerPrompt(args: {
   const parts = [
     `Task:\n${taskWithoutRepeats(args.task, args.code)}`,
     ...(args.dataFiles ? [args.dataFiles] : []),
+    ...[networkSection(args.language, args.allowHosts ?? [])].filter((section) => section !== null),
     args.code.trim()
       ? `Current program:\n\`\`\`${args.language}\n${args.code.trimEnd()}\n\`\`\``
       : "Current program: none yet.",

@@ -1,4 +1,6 @@
+import type { AllowHostInput } from "../core/allowlist.js";
 import type { ErrorRecord } from "../core/ledger.js";
+import type { EgressReport } from "../core/run-result.js";
 import type { Language } from "../sandbox/types.js";
 
 /** The pieces more than one node's prompt uses, so no prompt borrows from a sibling node. */
@@ -71,4 +73,50 @@ export function describeDataFiles(inputs: InputSummary[], expected: string[]): s
   const must = expected.length > 0 ? ` The task must produce: ${expected.join(", ")}.` : "";
   parts.push(`Files the user gets back go under out/ (it exists; create subfolders as needed).${must}`);
   return parts.join("\n\n");
+}
+
+/**
+ * What the generator is told of the network: the hosts the program may reach and how, or null when
+ * it has none (the default, where the system prompt forbids the network).
+ */
+export function networkSection(language: Language, allowHosts: readonly AllowHostInput[]): string | null {
+  if (allowHosts.length === 0) return null;
+  const hosts = allowHosts.map((entry) => (typeof entry === "string" ? entry : entry.host)).join(", ");
+  const client =
+    language === "python"
+      ? "urllib.request (or requests where it is installed)"
+      : "fetch, or the http and https modules";
+  return [
+    `Network: the program may reach these hosts over HTTP and HTTPS, and no others: ${hosts}.`,
+    `Use ${client} with URLs naming them; the requests go through a proxy already set in the environment (no DNS lookups, sockets or other hosts).`,
+  ].join("\n");
+}
+
+/** The most connections a fixer prompt lists one by one. */
+const NETWORK_LINES = 8;
+
+/**
+ * What the failed run did on the network, for the fixer: each refused request with its reason
+ * (the refusal may be the failure's cause), then the allowed ones in a line.
+ */
+export function networkReport(egress: EgressReport | undefined): string | null {
+  if (!egress || egress.connections.length === 0) return null;
+  const refused = egress.connections.filter((connection) => !connection.allowed);
+  const reached = egress.connections.filter((connection) => connection.allowed);
+  const lines = refused
+    .slice(0, NETWORK_LINES)
+    .map(
+      (connection) =>
+        `- the program tried to reach ${connection.host}:${connection.port}, refused: ${connection.reason ?? "not allowed"}`,
+    );
+  const more = refused.length - lines.length + egress.unrecordedRefusals;
+  if (more > 0) lines.push(`- and ${more} more refused requests`);
+  for (const connection of reached.filter((connection) => connection.reason).slice(0, NETWORK_LINES)) {
+    lines.push(`- ${connection.host}:${connection.port} was allowed, but: ${connection.reason}`);
+  }
+  if (reached.length > 0) {
+    const hosts = [...new Set(reached.map((connection) => `${connection.host}:${connection.port}`))].join(", ");
+    lines.push(`- reached: ${hosts} (${reached.length} request${reached.length === 1 ? "" : "s"})`);
+  }
+  return `Network (through the proxy that allows only allowHosts):\n${lines.join("\n")}`;
 }

@@ -129,6 +129,25 @@ function valuesBlock(run: Execution | undefined): string {
   );
 }
 
+/** Each request the program made through the egress proxy, refused ones with their reason. */
+function networkList(run: Execution | undefined): string {
+  const egress = run?.egress;
+  if (!egress) return "";
+  const items = egress.connections.map((connection) => {
+    const where = `<code>${escapeHtml(`${connection.host}:${connection.port}`)}</code> (${connection.method === "CONNECT" ? "HTTPS" : "HTTP"})`;
+    if (!connection.allowed) {
+      return `${where}: <span class="fail">refused</span>, ${escapeHtml(connection.reason ?? "not allowed")}`;
+    }
+    const bytes = `${escapeHtml(sizeOf(connection.bytesUp))} up, ${escapeHtml(sizeOf(connection.bytesDown))} down`;
+    return `${where}: <span class="pass">allowed</span>, ${bytes}${connection.reason ? `; ${escapeHtml(connection.reason)}` : ""}`;
+  });
+  if (egress.unrecordedRefusals > 0) items.push(`and ${egress.unrecordedRefusals} more refused requests`);
+  const title = egress.enforced
+    ? "Network (through the egress proxy)"
+    : "Network (through the egress proxy; not enforced by this sandbox)";
+  return items.length > 0 ? list(title, items) : `<h4>${escapeHtml(title)}</h4><p>No requests.</p>`;
+}
+
 /** Which way the run's acceptance tests were judged; nothing for a run without tests. */
 function judgedWith(run: Execution | undefined): string {
   if (!run?.testIsolation) return "";
@@ -179,6 +198,7 @@ function attemptSection(attempt: AttemptTrace, previous: AttemptTrace | undefine
       "traceback",
     ),
     valuesBlock(run),
+    networkList(run),
     block("stdout (end)", run?.stdout, REPORT_LIMITS.outputChars),
     block("stderr (end)", run?.stderr, REPORT_LIMITS.outputChars),
     live.length > 0

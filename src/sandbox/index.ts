@@ -29,7 +29,10 @@ export interface SandboxOptions {
   /** Backend to use; `auto` (the default) picks bwrap when it works here, else the process backend. */
   kind?: SandboxKind;
   limits?: Partial<SandboxLimits>;
-  /** Generated code never gets network access; the option exists so callers can say so explicitly. */
+  /**
+   * Generated code gets no network; a run reaches the hosts its request names (`allowHosts`) through
+   * a proxy, and nothing else. The option exists so callers can say so explicitly.
+   */
   network?: false;
   /**
    * Keep an interpreter started ahead of need: `true` (default) warms a language after its first

@@ -8,6 +8,7 @@ export {
   type SandboxKind,
 } from "../core/run-result.js";
 
+import type { AllowHostInput } from "../core/allowlist.js";
 import type { SandboxLimits } from "../core/limits.js";
 import type { Language, RunResult } from "../core/run-result.js";
 
@@ -40,6 +41,11 @@ export interface RunRequest {
   inputs?: readonly InputFile[];
   /** Copy what the program leaves under `out/` to the host before the work dir goes. */
   collectArtifacts?: ArtifactRequest;
+  /**
+   * Hosts the program may reach over HTTP(S), through an egress proxy the run starts (see
+   * `Sandbox.egress`); what it did is in `result.egress`. Empty or absent: no network, as always.
+   */
+  allowHosts?: readonly AllowHostInput[];
 }
 
 export interface InputFile {
@@ -111,6 +117,12 @@ export interface Sandbox {
   run(request: RunRequest, hooks?: RunHooks): Promise<RunResult>;
   /** True when `run` mounts `request.packagesDir`; a backend without it cannot offer installed packages. */
   readonly mountsPackages?: boolean;
+  /**
+   * How `run` gives `request.allowHosts`: "enforced", the run's proxy is the program's only way
+   * out; "offered", the proxy is in the program's environment but nothing stops other connections
+   * (the process backend). Absent: not at all, and a run given hosts does not start.
+   */
+  readonly egress?: "enforced" | "offered";
   /** Which limits hold here, for the whole run or per process, and by what; `selfheal doctor` prints it. */
   describe(): SandboxIsolation;
   /** Releases pre-warmed processes and anything else kept between runs; safe to call more than once. */

@@ -10,7 +10,7 @@ describe("sandbox limits as settings", () => {
   it("takes every limit from JSON, defaults from the sandbox's one list", () => {
     const settings = parseSettings(
       JSON.parse(
-        '{"memoryMb": 1024, "cpuSeconds": 30, "maxProcesses": 8, "maxFileMb": 2, "maxDiskMb": 128, "maxOutputBytes": 4096}',
+        '{"memoryMb": 1024, "cpuSeconds": 30, "maxProcesses": 8, "maxFileMb": 2, "maxDiskMb": 128, "maxOutputBytes": 4096, "maxConnections": 3, "maxNetworkMb": 5}',
       ),
     );
     expect(settings).toMatchObject({
@@ -20,6 +20,8 @@ describe("sandbox limits as settings", () => {
       maxFileMb: 2,
       maxDiskMb: 128,
       maxOutputBytes: 4096,
+      maxConnections: 3,
+      maxNetworkMb: 5,
     });
     const defaults = parseSettings({});
     expect({
@@ -30,6 +32,8 @@ describe("sandbox limits as settings", () => {
       maxFileMb: defaults.maxFileMb,
       maxDiskMb: defaults.maxDiskMb,
       maxOutputBytes: defaults.maxOutputBytes,
+      maxConnections: defaults.maxConnections,
+      maxNetworkMb: defaults.maxNetworkMb,
     }).toEqual(DEFAULT_LIMITS);
   });
 

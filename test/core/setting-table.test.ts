@@ -102,8 +102,8 @@ describe("a setting added to the table", () => {
 
 describe("the real table", () => {
   // Written down, not read from the table: a change to either list is a decision to make here.
-  const WITHOUT_GENERIC_FLAG = ["approval", "artifactsDir", "packages", "packageInstall"];
-  const SERVER_ONLY = ["artifactsDir", "sandboxPoolSize", "packageInstall"];
+  const WITHOUT_GENERIC_FLAG = ["approval", "artifactsDir", "packages", "packageInstall", "allowHosts"];
+  const SERVER_ONLY = ["artifactsDir", "sandboxPoolSize", "packageInstall", "allowHosts"];
 
   it("gives every setting to Studio, and every one but the server's own to MCP", async () => {
     const every = Object.keys(SettingsSchema.shape);

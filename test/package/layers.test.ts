@@ -96,14 +96,14 @@ function backwardImports(src: string): string[] {
  * share only what lies below them: `run/` (a started program's life), `host/` (what this machine
  * offers), `egress/` (the allowlist proxy a run's network goes through) and the plain files at the
  * top (types, limits, error parsing). A backend never imports a sibling backend; host and egress
- * import no backend and nothing of run/.
+ * import no backend and nothing of run/; run/ starts a run's proxy for the backends.
  */
 const SANDBOX_MAY_IMPORT: Record<string, string[]> = {
   ".": [],
   host: ["."],
   // The outbound proxy (issue 40) stands alone, as host/ does: the backends that start it stand on it.
   egress: ["."],
-  run: [".", "host"],
+  run: [".", "host", "egress"],
   process: [".", "host", "run"],
   bwrap: [".", "host", "run"],
   gvisor: [".", "host", "run"],

@@ -4,7 +4,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type Se
 import { createServer as createTcpServer, type Socket, type Server as TcpServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { type AllowHostInput, parseAllowlist } from "../../src/sandbox/egress/allowlist.js";
+import { type AllowHostInput, parseAllowlist } from "../../src/core/allowlist.js";
 import {
   type EgressProxy,
   type EgressProxyOptions,

@@ -58,6 +58,7 @@ describe("createSandbox", () => {
   it("reports a run as unavailable when the interpreter is missing", async () => {
     const noPython: Launcher = {
       kind: "process",
+      egress: { via: "tcp", enforced: false, supportDir: "/nowhere" },
       describe: () => new ProcessLauncher(resolveLimits()).describe(),
       async reserve() {
         const workDir = await WorkDir.create();

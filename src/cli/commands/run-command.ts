@@ -5,6 +5,7 @@ import {
   addOutputOptions,
   addReportOption,
   addSettingOptions,
+  allowHostOption,
   allowPackageOption,
 } from "../options.js";
 import { addStoreOptions } from "../store-options.js";
@@ -23,6 +24,7 @@ export function registerRunCommand(program: Command): void {
     .addOption(new Option("-l, --language <language>", "language of the program").choices(LANGUAGES).default("python"))
     .option("-t, --tests <file>", "acceptance tests in the same language, run after the program")
     .addOption(allowPackageOption())
+    .addOption(allowHostOption())
     .option("--input <files...>", "input files, put read-only into the program's working directory by base name")
     .option("--expect <names...>", "files the program must write under out/, e.g. out/chart.png")
     .option("--artifacts <dir>", "copy the files the kept attempt wrote under out/ into this folder at the end");

@@ -12,7 +12,7 @@ import {
 import { artifactsFolder, describeLocation } from "../../store/index.js";
 import { canAskPerson, terminalApprover } from "../approval-prompt.js";
 import { DEMO_MODEL_NAME } from "../demo-model.js";
-import { packagesFromFlags, settingsWithFlags } from "../flag-settings.js";
+import { allowHostsFromFlags, packagesFromFlags, settingsWithFlags } from "../flag-settings.js";
 import { type ModelCallFlags, modelCallsFromFlags, readFlagFile, type SettingFlags } from "../options.js";
 import { ProgressReporter } from "../progress.js";
 import { choosePython, modulesSuggested } from "../python-choice.js";
@@ -39,6 +39,8 @@ export interface RunFlags extends SettingFlags, StoreFlags, ModelCallFlags {
   /** Where to write the run's HTML report once it stops. */
   report?: string;
   allowPackage?: string[];
+  /** `--allow-host`: the `allowHosts` setting. */
+  allowHost?: string[];
   /** Input files, each put into the work dir under its base name. */
   input?: string[];
   /** Artifacts the task must produce, e.g. out/chart.png. */
@@ -88,6 +90,7 @@ export async function startRun(task: string, flags: RunFlags, scripted?: Scripte
     {
       approval: Boolean(flags.approve),
       packages: packagesFromFlags(flags.allowPackage, given.language as Language),
+      ...(flags.allowHost ? { allowHosts: allowHostsFromFlags(flags.allowHost) } : {}),
       ...(scripted ? { model: DEMO_MODEL_NAME } : {}),
     },
     flags,

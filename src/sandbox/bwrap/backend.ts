@@ -20,6 +20,7 @@ import { packageMount, SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-vi
 import { hostUids } from "../host/uids.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { MAX_DISK_FILES, MIB, sameStartLimits } from "../limits.js";
+import { EGRESS_MOUNT, type RunEgress } from "../run/egress.js";
 import { endMarkFor } from "../run/end-report.js";
 import type { Launcher, Reservation } from "../run/local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "../run/run-child.js";
@@ -45,6 +46,8 @@ function warnWeakerLimitsOnce(isolation: SandboxIsolation): void {
 /** Runs each program in its own bubblewrap sandbox; see `buildBwrapArgv` for what it can see. */
 export class BwrapLauncher implements Launcher {
   readonly kind = "bwrap" as const;
+  // The sandbox has no network: the proxy's socket, bound in, is its one way out.
+  readonly egress = { via: "socket", enforced: true, supportDir: SANDBOX_SUPPORT_DIR } as const;
   private readonly isRoot = process.getuid?.() === 0;
   private readonly cgroups: CgroupSupport;
   private readonly disk: RunDisk | null;
@@ -139,10 +142,10 @@ export class BwrapLauncher implements Launcher {
     const forgetRuns: (() => void)[] = [];
     return {
       workDir,
-      spawn: (language, warm, packagesDir) => {
+      spawn: (language, warm, packagesDir, egress) => {
         const { parked } = resources;
         resources.parked = null;
-        if (parked?.fits(language, interpreters, packagesDir)) {
+        if (!egress && parked?.fits(language, interpreters, packagesDir)) {
           const { child, forget } = parked.start();
           forgetRuns.push(forget);
           return this.launched(child, resources, language, warm);
@@ -150,7 +153,7 @@ export class BwrapLauncher implements Launcher {
         if (parked) void parked.discard();
         const interpreter = interpreters[language];
         if (!interpreter) throw new InterpreterMissingError(language);
-        const child = this.startSandbox(interpreter, resources, language, { warm, packagesDir, parked: false });
+        const child = this.startSandbox(interpreter, resources, language, { warm, packagesDir, parked: false, egress });
         // Kills it should this process die mid-run: bwrap's --die-with-parent cannot, as root (run-reaper.ts).
         forgetRuns.push(trackRun({ processGroup: child.pid, ...group?.killTargets }));
         return this.launched(child, resources, language, warm);
@@ -220,7 +223,12 @@ export class BwrapLauncher implements Launcher {
     interpreter: Interpreter,
     { workDir, hostUid, group, limits }: RunResources,
     language: Language,
-    { warm, packagesDir, parked }: { warm: boolean; packagesDir?: string | undefined; parked: boolean },
+    {
+      warm,
+      packagesDir,
+      parked,
+      egress,
+    }: { warm: boolean; packagesDir?: string | undefined; parked: boolean; egress?: RunEgress | undefined },
   ): ChildProcess {
     const packages = packagesDir ? packageMount(language, packagesDir) : null;
     const command = interpreterCommand({
@@ -250,6 +258,7 @@ export class BwrapLauncher implements Launcher {
         ...sandboxEnv(interpreter.prefixes),
         ...inheritedFdsEnv(language, ours),
         ...judgeNodeEnv(language, interpreter.executable, SANDBOX_SUPPORT_DIR),
+        ...egress?.env,
       },
       workDir: workDir.path,
       supportDir: getSupportDir(),
@@ -260,6 +269,7 @@ export class BwrapLauncher implements Launcher {
       seccomp: this.host.seccomp.usable,
       parked,
       packages,
+      ...(egress?.socketDir ? { egressDir: { dir: egress.socketDir, at: EGRESS_MOUNT } } : {}),
       ...(group && this.host.shell ? { cgroupJoin: group.joinCommand(this.host.shell) } : {}),
     });
     const [file = "", ...args] = argv;

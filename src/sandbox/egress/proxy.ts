@@ -3,8 +3,9 @@ import { once } from "node:events";
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { isIP, type Socket, connect as tcpConnect } from "node:net";
 import type { Duplex, Readable, Writable } from "node:stream";
+import { type Allowlist, type AllowlistEntry, canonicalHost, matchAllowlist } from "../../core/allowlist.js";
+import type { ConnectionRecord } from "../../core/run-result.js";
 import { isPrivateAddress } from "./addresses.js";
-import { type Allowlist, canonicalHost, matchAllowlist } from "./allowlist.js";
 import {
   connectTarget,
   forwardedHeaders,
@@ -31,29 +32,15 @@ export interface EgressProxyOptions {
   /**
    * Lets a listed name reach private, loopback and link-local addresses. Tests use it to reach
    * their loopback servers; a real run passes it only when the user's list itself names such a
-   * host (a machine on the local network they mean), never by default.
+   * host (a machine on the local network they mean), never by default. A function decides per
+   * host (canonical, as the list compares it).
    */
-  allowPrivateAddresses?: boolean;
+  allowPrivateAddresses?: boolean | ((host: string) => boolean);
   /** Default: the system resolver (getaddrinfo, every address). Tests map names to their servers. */
   resolve?: ResolveHost;
 }
 
 export type EgressProxyAddress = { kind: "tcp"; host: "127.0.0.1"; port: number } | { kind: "unix"; path: string };
-
-/** One request a program made through the proxy, allowed or not. */
-export interface ConnectionRecord {
-  host: string;
-  port: number;
-  method: "CONNECT" | "HTTP";
-  /** Whether the allowlist and the limits let it through. */
-  allowed: boolean;
-  /** Why it was refused, or, for an allowed one, what went wrong on the way (unreachable, cut). */
-  reason?: string;
-  /** Bytes the program sent (a plain request's body, or what went into a tunnel). */
-  bytesUp: number;
-  /** Bytes the program received (a plain response's body, or what came out of a tunnel). */
-  bytesDown: number;
-}
 
 export interface EgressProxy {
   address: EgressProxyAddress;
@@ -75,7 +62,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
   return proxy;
 }
 
-const resolveWithSystem: ResolveHost = async (host) =>
+export const resolveWithSystem: ResolveHost = async (host) =>
   (await lookup(host, { all: true, verbatim: true })).map((found) => found.address);
 
 /** A request turned away: what it asked for, the status it is answered with, and why. */
@@ -83,7 +70,7 @@ type Refusal = Omit<TargetProblem, "status"> & { status: 400 | 403 | 502 };
 
 /** What `admit` decided: a record in the list either way, and for an allowed request the address to connect to. */
 type Admission =
-  | { allowed: true; record: ConnectionRecord; address: string }
+  | { allowed: true; record: ConnectionRecord; address: string; entry: AllowlistEntry }
   | { allowed: false; status: 400 | 403 | 502; reason: string };
 
 class AllowlistProxy implements EgressProxy {
@@ -149,13 +136,18 @@ class AllowlistProxy implements EgressProxy {
       if (!admission.allowed) answerPlainly(response, admission.status, admission.reason);
       return;
     }
-    const { record } = admission;
+    const { record, entry } = admission;
+    // The entry's own headers (a token read from the host's environment) go last: the program's
+    // header of the same name is replaced, never sent beside it.
+    const added = Object.fromEntries(
+      Object.entries(entry.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+    );
     const upstream = httpRequest({
       host: admission.address,
       port: target.port,
       method: request.method,
       path: target.path,
-      headers: forwardedHeaders(request.headers, { host: target.authority }),
+      headers: forwardedHeaders(request.headers, { ...added, host: target.authority }),
       agent: false,
     });
     const cut = () => {
@@ -227,7 +219,8 @@ class AllowlistProxy implements EgressProxy {
     const canonical = canonicalHost(host);
     if ("error" in canonical) return refuse(400, `${host} is not a host the proxy can reach: ${canonical.error}`);
     const name = canonical.host;
-    if (!matchAllowlist(this.options.allowlist, name, port)) return refuse(403, this.notListed(canonical, port));
+    const entry = matchAllowlist(this.options.allowlist, name, port);
+    if (!entry) return refuse(403, this.notListed(canonical, port));
     if (this.opened >= this.options.maxConnections) {
       return refuse(403, `the proxy's connection limit (${this.options.maxConnections}) is reached`);
     }
@@ -244,9 +237,10 @@ class AllowlistProxy implements EgressProxy {
       return refuse(502, `could not resolve ${name}: ${errorCode(error)}`);
     }
     // Only addresses: a name handed on to connect() would be resolved again, out of the list's sight.
-    const usable = addresses.filter(
-      (address) => isIP(address) !== 0 && (this.options.allowPrivateAddresses || !isPrivateAddress(address)),
-    );
+    const { allowPrivateAddresses } = this.options;
+    const privateAllowed =
+      typeof allowPrivateAddresses === "function" ? allowPrivateAddresses(name) : allowPrivateAddresses === true;
+    const usable = addresses.filter((address) => isIP(address) !== 0 && (privateAllowed || !isPrivateAddress(address)));
     const address = usable[0];
     if (this.closed || address === undefined) {
       this.opened -= 1;
@@ -256,7 +250,7 @@ class AllowlistProxy implements EgressProxy {
     }
     const record: ConnectionRecord = { host: name, port, method, allowed: true, bytesUp: 0, bytesDown: 0 };
     this.records.push(record);
-    return { allowed: true, record, address };
+    return { allowed: true, record, address, entry };
   }
 
   /** Why a host:port is not on the list, in words that tell the user what to add. */

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { canonicalHost } from "./allowlist.js";
+import { canonicalHost } from "../../core/allowlist.js";
 
 /** Where a request asks to go: the host as the URL parser reads it (before the allowlist's checks). */
 export interface RequestTarget {

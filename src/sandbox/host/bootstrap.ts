@@ -60,6 +60,87 @@ def _observable_shutdown():
     _flush_streams()
 `;
 
+/**
+ * A run with an allowlist (sandbox/run/egress.ts) reaches its proxy through a unix socket bound
+ * into the sandbox, but `requests`, urllib and curl know only TCP proxies: the first interpreter of
+ * the run relays a port of the sandbox's own loopback to the socket, from a process of its own (a
+ * grandchild, so the program never waits for it, sees it as a child or shares a thread with it).
+ * The program's own interpreter goes on at once; connections wait in the listen queue meanwhile.
+ */
+const PYTHON_EGRESS_RELAY = `
+def start_egress_relay(path, proxy_url):
+    import socket
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind(("127.0.0.1", int(proxy_url.rstrip("/").rsplit(":", 1)[1])))
+        listener.listen(128)
+    except (OSError, ValueError, IndexError):
+        # Another process of the run relays already (or there is nothing to relay to).
+        listener.close()
+        return
+    child = os.fork()
+    if child:
+        listener.close()
+        os.waitpid(child, 0)
+        return
+    try:
+        if os.fork():
+            os._exit(0)
+        import threading
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, listener.fileno())
+        os.closerange(listener.fileno() + 1, 65536)
+
+        def pipe(source, target, done):
+            try:
+                while True:
+                    data = source.recv(65536)
+                    if not data:
+                        break
+                    target.sendall(data)
+            except OSError:
+                pass
+            try:
+                target.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            done()
+
+        def relay(client):
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                upstream.connect(path)
+            except OSError:
+                client.close()
+                upstream.close()
+                return
+            left = [2]
+            lock = threading.Lock()
+
+            def done():
+                with lock:
+                    left[0] -= 1
+                    last = left[0] == 0
+                if last:
+                    client.close()
+                    upstream.close()
+
+            threading.Thread(target=pipe, args=(upstream, client, done), daemon=True).start()
+            pipe(client, upstream, done)
+
+        while True:
+            client, _ = listener.accept()
+            threading.Thread(target=relay, args=(client,), daemon=True).start()
+    finally:
+        os._exit(0)
+
+
+if os.environ.get("SELFHEAL_EGRESS_SOCKET"):
+    start_egress_relay(os.environ["SELFHEAL_EGRESS_SOCKET"], os.environ.get("HTTP_PROXY", ""))
+`;
+
 export const PYTHON_BOOTSTRAP = `
 import os, resource, sys, types
 
@@ -100,6 +181,7 @@ for setting in sys.argv[1:]:
         hard = min(hard, current_hard)
     resource.setrlimit(kind, (min(soft, hard), hard))
 
+${PYTHON_EGRESS_RELAY}
 ${PYTHON_OBSERVABLE_SHUTDOWN}
 def finish(status):
     _observable_shutdown()

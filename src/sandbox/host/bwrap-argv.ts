@@ -58,6 +58,8 @@ export interface BwrapArgvInput {
   cgroupJoin?: string[];
   /** A host dir of installed packages, bound read-only at `at` (see `packageMount`). */
   packages?: { dir: string; at: string } | null;
+  /** The folder of the run's egress proxy socket, bound read-only at `at`: the sandbox's one way out. */
+  egressDir?: { dir: string; at: string };
   /**
    * For the package installer only, never for a program: keep the host's network namespace and
    * bind the host's resolver and CA files, so pip or npm can reach their index.
@@ -165,6 +167,7 @@ function sandboxFileSystem(input: BwrapArgvInput, prefixes: string[]): string[] 
   }
   for (const prefix of prefixes) argv.push("--ro-bind", prefix, prefix);
   if (input.packages) argv.push("--ro-bind", input.packages.dir, input.packages.at);
+  if (input.egressDir) argv.push("--ro-bind", input.egressDir.dir, input.egressDir.at);
 
   // /etc: only what the C library, Python and Node read at start; no shadow, no host accounts.
   argv.push(...minimalEtc(input.supportDir));

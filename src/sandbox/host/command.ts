@@ -5,6 +5,7 @@ import { BOOTSTRAP_FILE_NAME, FD_CLOSER_FILE_NAME, PYTHON_BOOTSTRAP, PYTHON_JUDG
 
 /** Node 20 does not start below ~1 GiB of address space even with a tiny heap. */
 const NODE_ADDRESS_SPACE_SLACK_MB = 1024;
+const WASM_TRAP_HANDLER_FLAG = "--disable-wasm-trap-handler";
 
 /** One rlimit, by its prlimit(1) name. */
 export interface ResourceLimit {
@@ -75,8 +76,20 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
     return [input.executable, "-I", "-u", "-c", PYTHON_BOOTSTRAP, ...settings];
   }
   const heapFlag = `--max-old-space-size=${input.limits.memoryMb}`;
+  // V8 reserves ~10 GiB of address space per WebAssembly memory for its bounds-check trap handler,
+  // which RLIMIT_AS refuses: without the flag, undici's HTTP parser (fetch's, loaded with it) fails
+  // to start and kills the program. Node 20.15 and later know the flag; the check is the running
+  // Node's, which is the sandbox's unless another node comes first on PATH.
+  const wasmFlags = process.allowedNodeEnvironmentFlags.has(WASM_TRAP_HANDLER_FLAG) ? [WASM_TRAP_HANDLER_FLAG] : [];
   const script = input.warm ? join(input.supportDir, BOOTSTRAP_FILE_NAME) : "main.js";
   // The preload closes inherited descriptors before the program (or the bootstrap) runs.
-  const node = [input.executable, heapFlag, "--require", join(input.supportDir, FD_CLOSER_FILE_NAME), script];
+  const node = [
+    input.executable,
+    heapFlag,
+    ...wasmFlags,
+    "--require",
+    join(input.supportDir, FD_CLOSER_FILE_NAME),
+    script,
+  ];
   return input.prlimit ? [input.prlimit, ...prlimitArgs(resources), "--", ...node] : node;
 }

@@ -14,6 +14,7 @@ import { interpreterCommand } from "../host/command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
 import { trackRun } from "../host/run-reaper.js";
 import { WorkDir } from "../host/work-dir.js";
+import type { RunEgress } from "../run/egress.js";
 import { endMarkFor } from "../run/end-report.js";
 import type { Launcher, Reservation } from "../run/local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram } from "../run/run-child.js";
@@ -54,6 +55,8 @@ export function scrubbedEnv(home: string, path: string | undefined = process.env
 /** Runs code as a plain child process in its own process group, with the rlimits the OS allows. */
 export class ProcessLauncher implements Launcher {
   readonly kind = "process" as const;
+  // The program shares the host's network: the proxy is one more port of 127.0.0.1 it may use.
+  readonly egress = { via: "tcp", enforced: false, supportDir: getSupportDir() } as const;
   private readonly prlimit = findOnPath("prlimit");
 
   constructor(private readonly limits: SandboxLimits) {}
@@ -70,6 +73,7 @@ export class ProcessLauncher implements Launcher {
       notes: [
         "the process backend is not isolation",
         "installed packages are not read-only here: Python reads them from the cache, Node through a node_modules symlink in the work dir",
+        "allowHosts cannot be enforced here: the proxy is in the program's environment, but the program shares the host's network and may connect anywhere",
       ],
     };
   }
@@ -80,8 +84,8 @@ export class ProcessLauncher implements Launcher {
     const forgetRuns: (() => void)[] = [];
     return {
       workDir,
-      spawn: (language, warm, packagesDir) => {
-        const program = this.spawn(interpreters, workDir, limits, language, warm, packagesDir);
+      spawn: (language, warm, packagesDir, egress) => {
+        const program = this.spawn(interpreters, workDir, limits, language, { warm, packagesDir, egress });
         forgetRuns.push(trackRun({ processGroup: program.child.pid }));
         return program;
       },
@@ -99,8 +103,7 @@ export class ProcessLauncher implements Launcher {
     workDir: WorkDir,
     limits: SandboxLimits,
     language: Language,
-    warm: boolean,
-    packagesDir?: string,
+    { warm, packagesDir, egress }: { warm: boolean; packagesDir?: string | undefined; egress?: RunEgress | undefined },
   ): LaunchedProgram {
     const interpreter = interpreters[language];
     if (!interpreter) throw new InterpreterMissingError(language);
@@ -126,6 +129,7 @@ export class ProcessLauncher implements Launcher {
         ...scrubbedEnv(workDir.path),
         ...inheritedFdsEnv(language, control ? [0, 1, 2, 3] : [0, 1, 2]),
         ...judgeNodeEnv(language, interpreter.executable, getSupportDir()),
+        ...egress?.env,
       },
       // Its own process group, so one kill reaches every child it forks (unless it calls setsid).
       detached: true,

@@ -26,6 +26,10 @@ export class DeferredSandbox implements ManagedSandbox {
     return this.knownKind ?? this.now().kind;
   }
 
+  get egress(): ManagedSandbox["egress"] {
+    return this.now().egress;
+  }
+
   /** Probes the host and makes the backend; resolves once runs can start. Safe to call repeatedly. */
   async prepare(): Promise<void> {
     await this.backend();

@@ -9,6 +9,7 @@ import { limitsForRun, SANDBOX_POOL_SIZE, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 import { collectArtifacts } from "./artifacts.js";
+import { EgressSetupError, type RunEgress, type RunEgressOptions, startRunEgress, withEgressReport } from "./egress.js";
 import {
   collectOptionsFor,
   collectRun,
@@ -24,9 +25,10 @@ export interface Reservation {
   workDir: WorkDir;
   /**
    * Starts the interpreter. With `warm`, it loads, applies its limits, writes "r" on fd 3 and then
-   * waits there for "g" before reading main.py; otherwise it runs main.py at once.
+   * waits there for "g" before reading main.py; otherwise it runs main.py at once. With `egress`,
+   * the program reaches the run's proxy (its socket bound into the sandbox, its variables set).
    */
-  spawn(language: Language, warm: boolean, packagesDir?: string): LaunchedProgram;
+  spawn(language: Language, warm: boolean, packagesDir?: string, egress?: RunEgress): LaunchedProgram;
   /** Gives back the work dir and anything else reserved; called once the program is dead. */
   release(): Promise<void>;
 }
@@ -34,6 +36,8 @@ export interface Reservation {
 /** A backend that runs programs on this machine: the plain process one or bwrap. */
 export interface Launcher {
   readonly kind: "process" | "bwrap";
+  /** How a run's egress proxy is reached from this launcher's programs (see `startRunEgress`). */
+  readonly egress: RunEgressOptions;
   /**
    * A work dir and the interpreters, the Python being `python` when given (else the default), for
    * a run under `limits` (else the launcher's own).
@@ -79,6 +83,10 @@ interface PoolEntry {
 export class LocalSandbox implements Sandbox {
   readonly kind: "process" | "bwrap";
   readonly mountsPackages = true;
+
+  get egress(): "enforced" | "offered" {
+    return this.launcher.egress.enforced ? "enforced" : "offered";
+  }
   private readonly pools = new Map<Language, PoolEntry[]>();
   private readonly pendingReleases = new Set<Promise<unknown>>();
   private readonly pace = new Map<Language, Pace>();
@@ -116,9 +124,38 @@ export class LocalSandbox implements Sandbox {
     // the sandbox's own limits, so a run that needs packages, names its own Python or asks other
     // limits (more memory, say) goes cold; the warm ones wait for the next runs they fit.
     const python = request.language === "python" ? request.python : undefined;
-    const fitsWarm = !request.packagesDir && !python && sameStartLimits(this.limits, limits);
+    // A run with network starts cold: its sandbox binds the run's own proxy, which no warm one has.
+    const allowHosts = request.allowHosts ?? [];
+    const fitsWarm = !request.packagesDir && !python && allowHosts.length === 0 && sameStartLimits(this.limits, limits);
     const warm = fitsWarm && mayTakeWarm ? await this.takeWarm(request.language) : null;
 
+    let egress: RunEgress | undefined;
+    if (allowHosts.length > 0) {
+      try {
+        egress = await startRunEgress(allowHosts, limits, this.launcher.egress);
+      } catch (error) {
+        if (error instanceof EgressSetupError) return unavailableResult(error.message, startedAt);
+        throw error;
+      }
+    }
+    try {
+      return await this.runWith(startedAt, request, hooks, { warm, limits, python, egress });
+    } finally {
+      await egress?.close();
+    }
+  }
+
+  private async runWith(
+    startedAt: number,
+    request: RunRequest,
+    hooks: RunHooks | undefined,
+    {
+      warm,
+      limits,
+      python,
+      egress,
+    }: { warm: WarmProgram | null; limits: SandboxLimits; python: string | undefined; egress: RunEgress | undefined },
+  ): Promise<RunResult> {
     const reservation = warm?.reservation ?? (await this.launcher.reserve(python, limits));
     // A warm Python interpreter takes its program with the go and writes main.py itself.
     const programWithGo = warm !== null && takesProgramWithGo(warm.program);
@@ -156,7 +193,7 @@ export class LocalSandbox implements Sandbox {
       };
     } else {
       try {
-        program = reservation.spawn(request.language, false, request.packagesDir);
+        program = reservation.spawn(request.language, false, request.packagesDir, egress);
       } catch (error) {
         this.releaseLater(reservation);
         if (error instanceof InterpreterMissingError) return unavailableResult(error.message, startedAt);
@@ -171,7 +208,8 @@ export class LocalSandbox implements Sandbox {
       });
       // A run that reported its end may still be dying: what it left is taken once it is dead.
       if (request.collectArtifacts) await waitForExit(program.child);
-      return await withArtifacts(result, reservation.workDir, request);
+      const withNetwork = egress ? withEgressReport(result, egress, limits) : result;
+      return await withArtifacts(withNetwork, reservation.workDir, request);
     } finally {
       this.paceOf(request.language).lastEndedAt = performance.now();
       if (warm) warm.control.destroy();

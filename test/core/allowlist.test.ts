@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { isPrivateAddress } from "../../src/sandbox/egress/addresses.js";
 import {
   type AllowHostInput,
   type AllowlistEntry,
+  headersFromEnvironment,
   matchAllowlist,
   parseAllowHost,
   parseAllowlist,
-} from "../../src/sandbox/egress/allowlist.js";
+} from "../../src/core/allowlist.js";
+import { isPrivateAddress } from "../../src/sandbox/egress/addresses.js";
 
 /** The list `inputs` make, which the test expects to parse. */
 function listOf(...inputs: AllowHostInput[]): readonly AllowlistEntry[] {
@@ -48,13 +49,13 @@ describe("an allowlist entry", () => {
   });
 
   it("in its object form carries its headers", () => {
-    expect(parseAllowHost({ host: "api.github.com", headers: { Authorization: "Bearer x" } })).toEqual({
+    expect(parseAllowHost({ host: "api.github.com", headers: { Authorization: "Bearer env:GITHUB_TOKEN" } })).toEqual({
       entry: {
         written: "api.github.com",
         host: "api.github.com",
         kind: "name",
         ports: [80, 443],
-        headers: { Authorization: "Bearer x" },
+        headers: { Authorization: "Bearer env:GITHUB_TOKEN" },
       },
     });
   });
@@ -89,6 +90,10 @@ describe("an allowlist entry", () => {
       [
         { host: "api.github.com", headers: { "X-Token": "a\r\nInjected: 1" } },
         'allowHosts entry "api.github.com": header X-Token must be a string on one line',
+      ],
+      [
+        { host: "api.github.com", headers: { Authorization: "Bearer ghp_literal" } },
+        'allowHosts entry "api.github.com": header Authorization must name a variable of the host\'s environment (env:NAME, or a scheme and one: Bearer env:GITHUB_TOKEN), so that the secret stays out of the settings',
       ],
     ];
     for (const [input, message] of refusals) expect(parseAllowHost(input)).toEqual({ error: message });
@@ -158,5 +163,25 @@ describe("isPrivateAddress", () => {
     const publicOnes = ["8.8.8.8", "172.32.0.1", "100.128.0.1", "203.0.113.7", "2606:4700::1111", "::ffff:8.8.8.8"];
     expect(publicOnes.filter((address) => isPrivateAddress(address))).toEqual([]);
     expect(isPrivateAddress("example.org")).toBe(true);
+  });
+});
+
+describe("headers from the host's environment", () => {
+  it("read each variable, with the scheme written before it", () => {
+    expect(
+      headersFromEnvironment(
+        { Authorization: "Bearer env:GITHUB_TOKEN", "X-Key": "env:KEY_1" },
+        { GITHUB_TOKEN: "ghp_123", KEY_1: "k" },
+      ),
+    ).toEqual({ headers: { Authorization: "Bearer ghp_123", "X-Key": "k" } });
+  });
+
+  it("name every variable that is unset, empty or not one line", () => {
+    expect(
+      headersFromEnvironment(
+        { A: "env:UNSET", B: "env:EMPTY", C: "Bearer env:TWO_LINES", D: "env:SET" },
+        { EMPTY: "", TWO_LINES: "a\nb", SET: "x" },
+      ),
+    ).toEqual({ missing: ["UNSET", "EMPTY", "TWO_LINES"] });
   });
 });

@@ -148,6 +148,31 @@ function checkHeaders(headers: unknown): string | undefined {
     if (typeof value !== "string" || /[\r\n\0]/.test(value)) {
       return `header ${name} must be a string on one line`;
     }
+    if (!HEADER_FROM_ENV.test(value)) {
+      return `header ${name} must name a variable of the host's environment (env:NAME, or a scheme and one: Bearer env:GITHUB_TOKEN), so that the secret stays out of the settings`;
+    }
   }
   return undefined;
+}
+
+/** `env:NAME`, or a scheme before it (`Bearer env:NAME`): the value is read from the host's environment when a run starts. */
+const HEADER_FROM_ENV = /^(?:([!#$%&'*+.^_`|~0-9A-Za-z-]+) )?env:([A-Za-z_][A-Za-z0-9_]*)$/;
+
+/**
+ * An entry's headers with their values read from `env` (the host's environment), or the names of
+ * the variables that are not set. The values live only in the host process that runs the proxy.
+ */
+export function headersFromEnvironment(
+  headers: Readonly<Record<string, string>>,
+  env: NodeJS.ProcessEnv,
+): { headers: Record<string, string> } | { missing: string[] } {
+  const resolved: Record<string, string> = {};
+  const missing: string[] = [];
+  for (const [name, written] of Object.entries(headers)) {
+    const [, scheme, variable = ""] = HEADER_FROM_ENV.exec(written) ?? [];
+    const value = env[variable];
+    if (value === undefined || value === "" || /[\r\n\0]/.test(value)) missing.push(variable);
+    else resolved[name] = scheme ? `${scheme} ${value}` : value;
+  }
+  return missing.length > 0 ? { missing } : { headers: resolved };
 }

@@ -1,0 +1,181 @@
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import {
+  type AllowHostInput,
+  type AllowlistEntry,
+  headersFromEnvironment,
+  parseAllowlist,
+} from "../../core/allowlist.js";
+import type { EgressReport, RunResult } from "../../core/run-result.js";
+import { NODE_EGRESS_PRELOAD } from "../egress/node-preload.js";
+import { type EgressProxy, type ResolveHost, resolveWithSystem, startEgressProxy } from "../egress/proxy.js";
+import { provideSupportFile } from "../host/bootstrap.js";
+import { tempDirPrefix } from "../host/temp-dirs.js";
+import { MIB } from "../limits.js";
+import type { SandboxLimits } from "../types.js";
+
+/** Where a sandbox sees the folder that holds the run's proxy socket. */
+export const EGRESS_MOUNT = "/run/selfheal-egress";
+const SOCKET_NAME = "proxy.sock";
+/**
+ * The port inside a sandbox where the run's first interpreter relays to the proxy's socket, for
+ * clients that know only a TCP proxy (`requests`, curl). Each run has its own network namespace.
+ */
+export const EGRESS_RELAY_PORT = 3128;
+export const NODE_EGRESS_PRELOAD_FILE = "selfheal-egress.cjs";
+/**
+ * Names the proxy resolves to the given addresses instead of asking DNS (`data.test=127.0.0.1,...`),
+ * as curl's `--resolve` does; such a name may reach a private address, since the user named it.
+ * Tests point their names at loopback servers with it.
+ */
+export const EGRESS_RESOLVE_VARIABLE = "SELFHEAL_EGRESS_RESOLVE";
+
+/** A run's allowlist could not be made into a proxy: the run does not start, and says why. */
+export class EgressSetupError extends Error {}
+
+/** The proxy of one run, and what its sandbox needs to reach it. */
+export interface RunEgress {
+  /** Host folder with the proxy's socket, for a backend to bind at EGRESS_MOUNT; null where the proxy listens on TCP. */
+  socketDir: string | null;
+  /** The variables the program's environment gets: the proxy for the usual clients, and the Node preload. */
+  env: Record<string, string>;
+  report(): EgressReport;
+  /** Ends every connection and removes the socket's folder. */
+  close(): Promise<void>;
+}
+
+export interface RunEgressOptions {
+  /**
+   * "socket": the proxy listens on a unix socket in a folder of its own, which an isolated backend
+   * binds into its sandbox (the only way out of a namespace with no network); "tcp": on a port of
+   * 127.0.0.1, for the process backend, whose programs share the host's network.
+   */
+  via: "socket" | "tcp";
+  /** Whether the backend leaves the program no other way out; the report says so. */
+  enforced: boolean;
+  /** The support folder as the sandbox sees it, where the Node preload is. */
+  supportDir: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Starts the egress proxy of one run for `allowHosts` under the run's connection and byte limits.
+ * Headers an entry names are read from the host's environment here, and live only in this
+ * process's proxy; a variable that is not set is an EgressSetupError.
+ */
+export async function startRunEgress(
+  allowHosts: readonly AllowHostInput[],
+  limits: Pick<SandboxLimits, "maxConnections" | "maxNetworkMb">,
+  options: RunEgressOptions,
+): Promise<RunEgress> {
+  const env = options.env ?? process.env;
+  const allowlist = withSecretHeaders(allowHosts, env);
+  const overrides = resolveOverrides(env[EGRESS_RESOLVE_VARIABLE]);
+  const listedAddresses = new Set(
+    allowlist.filter((entry) => entry.kind !== "name" && entry.kind !== "wildcard").map((entry) => entry.host),
+  );
+  const socketDir = options.via === "socket" ? await mkdtemp(tempDirPrefix("egress")) : null;
+  let proxy: EgressProxy;
+  try {
+    proxy = await startEgressProxy({
+      allowlist,
+      listen: socketDir ? { path: join(socketDir, SOCKET_NAME) } : { port: 0 },
+      maxConnections: limits.maxConnections,
+      maxBytes: limits.maxNetworkMb * MIB,
+      allowPrivateAddresses: (host) => overrides.has(host) || listedAddresses.has(host),
+      ...(overrides.size > 0 ? { resolve: resolveWith(overrides) } : {}),
+    });
+    if (socketDir) {
+      // The program runs as another uid: it must be able to enter the folder and write to the socket.
+      await chmod(socketDir, 0o755);
+      await chmod(join(socketDir, SOCKET_NAME), 0o666);
+    }
+  } catch (error) {
+    if (socketDir) await rm(socketDir, { recursive: true, force: true });
+    throw error;
+  }
+  provideSupportFile(NODE_EGRESS_PRELOAD_FILE, NODE_EGRESS_PRELOAD);
+  const { address } = proxy;
+  const proxyUrl =
+    address.kind === "tcp" ? `http://127.0.0.1:${address.port}` : `http://127.0.0.1:${EGRESS_RELAY_PORT}`;
+  return {
+    socketDir,
+    env: {
+      HTTP_PROXY: proxyUrl,
+      HTTPS_PROXY: proxyUrl,
+      http_proxy: proxyUrl,
+      https_proxy: proxyUrl,
+      ...(socketDir ? { SELFHEAL_EGRESS_SOCKET: `${EGRESS_MOUNT}/${SOCKET_NAME}` } : {}),
+      NODE_OPTIONS: `--require=${join(options.supportDir, NODE_EGRESS_PRELOAD_FILE)}`,
+    },
+    report: () => ({
+      connections: proxy.connections(),
+      unrecordedRefusals: proxy.unrecordedRefusals(),
+      enforced: options.enforced,
+    }),
+    close: async () => {
+      await proxy.close();
+      if (socketDir) await rm(socketDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The run's result with what its program did on the network; where a limit of the run's stopped
+ * it, a line on stderr says which, as the other limits do, so the fixer learns why requests failed.
+ */
+export function withEgressReport(
+  result: RunResult,
+  egress: RunEgress,
+  limits: Pick<SandboxLimits, "maxConnections" | "maxNetworkMb">,
+): RunResult {
+  const report = egress.report();
+  const reasons = report.connections.map((connection) => connection.reason ?? "");
+  const notes: string[] = [];
+  if (reasons.some((reason) => reason.includes("connection limit"))) {
+    notes.push(
+      `[selfheal] the run used its ${limits.maxConnections} connections through the egress proxy (maxConnections); later ones were refused`,
+    );
+  }
+  if (reasons.some((reason) => reason.includes("byte limit"))) {
+    notes.push(
+      `[selfheal] the run moved ${limits.maxNetworkMb} MiB through the egress proxy (maxNetworkMb); its connections were cut and later ones refused`,
+    );
+  }
+  const stderr = notes.length > 0 ? `${result.stderr}\n${notes.join("\n")}\n` : result.stderr;
+  return { ...result, stderr, egress: report };
+}
+
+/** The list, its headers' values read from `env`. */
+function withSecretHeaders(allowHosts: readonly AllowHostInput[], env: NodeJS.ProcessEnv): AllowlistEntry[] {
+  const parsed = parseAllowlist(allowHosts);
+  if (!parsed.ok) throw new EgressSetupError(parsed.errors.join("; "));
+  return parsed.allowlist.map((entry) => {
+    if (!entry.headers) return entry;
+    const read = headersFromEnvironment(entry.headers, env);
+    if ("missing" in read) {
+      const names = read.missing.join(", ");
+      throw new EgressSetupError(
+        `allowHosts entry ${JSON.stringify(entry.written)} takes a header from ${names}, which ${read.missing.length === 1 ? "is" : "are"} not set in selfheal's environment`,
+      );
+    }
+    return { ...entry, headers: read.headers };
+  });
+}
+
+/** `name=address,name=address` as a map; entries without `=` are ignored. */
+function resolveOverrides(text: string | undefined): Map<string, string> {
+  const overrides = new Map<string, string>();
+  for (const pair of (text ?? "").split(",")) {
+    const [name = "", address = ""] = pair.split("=").map((part) => part.trim());
+    if (name !== "" && address !== "") overrides.set(name.toLowerCase(), address);
+  }
+  return overrides;
+}
+
+function resolveWith(overrides: Map<string, string>): ResolveHost {
+  return async (host) => {
+    const address = overrides.get(host);
+    return address === undefined ? resolveWithSystem(host) : [address];
+  };
+}
