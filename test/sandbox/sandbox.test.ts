@@ -34,6 +34,8 @@ describe("createSandbox", () => {
       maxFileMb: 16,
       maxDiskMb: 64,
       maxOutputBytes: 65_536,
+      maxConnections: 64,
+      maxNetworkMb: 64,
     });
   });
 

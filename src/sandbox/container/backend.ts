@@ -12,6 +12,7 @@ import { seccompProfileFile } from "../host/seccomp.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { limitsForRun, MIB, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
+import { EGRESS_MOUNT, EgressSetupError, type RunEgress, startRunEgress, withEgressReport } from "../run/egress.js";
 import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
 import {
   collectOptionsFor,
@@ -70,6 +71,8 @@ interface StartedContainer {
  */
 export class ContainerSandbox implements ManagedSandbox {
   readonly kind = "container" as const;
+  /** `--network none`: the run's proxy socket, bound in, is the container's one way out. */
+  readonly egress = "enforced" as const;
   private readonly engine: ContainerEngine;
   private readonly owner = `${process.pid}-${randomBytes(6).toString("hex")}`;
   private engineReady = false;
@@ -96,11 +99,36 @@ export class ContainerSandbox implements ManagedSandbox {
     if (problem !== null) return unavailableResult(problem, startedAt);
 
     const limits = limitsForRun(this.limits, request);
+    const allowHosts = request.allowHosts ?? [];
+    let egress: RunEgress | undefined;
+    if (allowHosts.length > 0) {
+      try {
+        egress = await startRunEgress(allowHosts, limits, { via: "socket", enforced: true, supportDir: EGRESS_MOUNT });
+      } catch (error) {
+        if (error instanceof EgressSetupError) return unavailableResult(error.message, startedAt);
+        throw error;
+      }
+    }
+    try {
+      const result = await this.runIn(request, hooks, { startedAt, limits, egress });
+      return egress ? withEgressReport(result, egress, limits) : result;
+    } finally {
+      await egress?.close();
+    }
+  }
+
+  private async runIn(
+    request: RunRequest,
+    hooks: RunHooks | undefined,
+    { startedAt, limits, egress }: { startedAt: number; limits: SandboxLimits; egress: RunEgress | undefined },
+  ): Promise<RunResult> {
     // A waiting container was started under the sandbox's own limits: a run asking others (more
-    // memory, say) starts its own, and the waiting one stays for the next run it fits.
-    const fitsWarm = sameStartLimits(this.limits, limits);
+    // memory, say) starts its own, and the waiting one stays for the next run it fits; so does a
+    // run with network, whose container binds the run's own proxy.
+    const fitsWarm = sameStartLimits(this.limits, limits) && !egress;
     const started =
-      (fitsWarm ? await this.takeWarm(request.language) : undefined) ?? (await this.start(request.language, limits));
+      (fitsWarm ? await this.takeWarm(request.language) : undefined) ??
+      (await this.start(request.language, limits, egress));
     const files: Record<string, string> = {
       ...request.files,
       [CODE_FILE_NAME[request.language]]: request.code,
@@ -243,7 +271,11 @@ export class ContainerSandbox implements ManagedSandbox {
     for (const { artifacts } of containers) if (artifacts) this.track(removal.then(() => artifacts.remove()));
   }
 
-  private async start(language: Language, limits: SandboxLimits = this.limits): Promise<StartedContainer> {
+  private async start(
+    language: Language,
+    limits: SandboxLimits = this.limits,
+    egress?: RunEgress,
+  ): Promise<StartedContainer> {
     // Removed by the process's watchdog should this process die before `close()`: the engine's
     // daemon owns the containers, so they would outlive their client.
     this.forgetContainers ??= trackRun({
@@ -261,6 +293,7 @@ export class ContainerSandbox implements ManagedSandbox {
       owner: this.owner,
       seccompProfile,
       artifactsFolder: artifacts ? join(artifacts.path, ARTIFACTS_FOLDER) : null,
+      ...(egress?.socketDir ? { egress: { dir: egress.socketDir, env: egress.env } } : {}),
     });
     // The engine CLI is ours, not the program's: it gets our environment (DOCKER_HOST and so on).
     const child = spawn(file, args, { detached: true, stdio: ["pipe", "pipe", "pipe"] });

@@ -2,6 +2,7 @@ import { ARTIFACTS_FOLDER } from "../../core/data-files.js";
 import { JUDGE_NODE_VARIABLE } from "../host/bootstrap.js";
 import { MAX_DISK_FILES, MAX_OPEN_FILES, MIB } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
+import { EGRESS_MOUNT, PYTHON_EGRESS_RELAY_FILE } from "../run/egress.js";
 import type { Language, SandboxLimits } from "../types.js";
 
 /** Where scripts/build-container-image.sh puts the JavaScript judge's execute-only Node in the image. */
@@ -59,6 +60,11 @@ export interface ContainerCommandInput {
   seccompProfile: string | null;
   /** Host dir (on a tmpfs of its own) bound at /work/out, from which the artifacts are collected; null for none. */
   artifactsFolder?: string | null;
+  /**
+   * The run's egress proxy: its folder (socket, Node preload, Python relay) bound read-only at
+   * EGRESS_MOUNT, the only way out of `--network none`, and the variables that point the program at it.
+   */
+  egress?: { dir: string; env: Record<string, string> };
 }
 
 /**
@@ -79,7 +85,10 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
   // (moby/moby#39466). Unpack, hand the saved stdin to the program, and delete it so it cannot find it.
   const share = diskShare(limits, Boolean(input.artifactsFolder));
   const tmpfsOptions = `rw,nosuid,nodev,size=${share.mb}m,nr_inodes=${share.inodes},mode=1777`;
-  const script = `cd /work && tar -x && exec 0< ${STDIN_FILE} && rm -f ${STDIN_FILE} && exec ${interpreter}`;
+  // A Python run starts without our bootstrap here: the relay to the proxy starts first, and returns once it listens.
+  const relay =
+    input.egress && input.language === "python" ? `python3 -I ${EGRESS_MOUNT}/${PYTHON_EGRESS_RELAY_FILE} && ` : "";
+  const script = `cd /work && tar -x && exec 0< ${STDIN_FILE} && rm -f ${STDIN_FILE} && ${relay}exec ${interpreter}`;
   return [
     input.engine,
     "run",
@@ -109,6 +118,8 @@ export function buildContainerCommand(input: ContainerCommandInput): string[] {
     ...(input.artifactsFolder
       ? ["--mount", `type=bind,src=${input.artifactsFolder},dst=/work/${ARTIFACTS_FOLDER}`]
       : []),
+    ...(input.egress ? ["--mount", `type=bind,src=${input.egress.dir},dst=${EGRESS_MOUNT},readonly`] : []),
+    ...Object.entries(input.egress?.env ?? {}).flatMap(([name, value]) => ["--env", `${name}=${value}`]),
     "--env",
     "HOME=/work",
     // Where the image has it (scripts/build-container-image.sh), the JavaScript judge's Node.

@@ -67,7 +67,10 @@ def _observable_shutdown():
  * grandchild, so the program never waits for it, sees it as a child or shares a thread with it).
  * The program's own interpreter goes on at once; connections wait in the listen queue meanwhile.
  */
-const PYTHON_EGRESS_RELAY = `
+export const PYTHON_EGRESS_RELAY = `
+import os
+
+
 def start_egress_relay(path, proxy_url):
     import socket
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

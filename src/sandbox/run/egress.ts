@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   type AllowHostInput,
@@ -9,7 +9,7 @@ import {
 import type { EgressReport, RunResult } from "../../core/run-result.js";
 import { NODE_EGRESS_PRELOAD } from "../egress/node-preload.js";
 import { type EgressProxy, type ResolveHost, resolveWithSystem, startEgressProxy } from "../egress/proxy.js";
-import { provideSupportFile } from "../host/bootstrap.js";
+import { PYTHON_EGRESS_RELAY, provideSupportFile } from "../host/bootstrap.js";
 import { tempDirPrefix } from "../host/temp-dirs.js";
 import { MIB } from "../limits.js";
 import type { SandboxLimits } from "../types.js";
@@ -23,6 +23,8 @@ const SOCKET_NAME = "proxy.sock";
  */
 export const EGRESS_RELAY_PORT = 3128;
 export const NODE_EGRESS_PRELOAD_FILE = "selfheal-egress.cjs";
+/** Beside the socket: the relay as a script, for a sandbox whose Python starts without our bootstrap (a container). */
+export const PYTHON_EGRESS_RELAY_FILE = "relay.py";
 /**
  * Names the proxy resolves to the given addresses instead of asking DNS (`data.test=127.0.0.1,...`),
  * as curl's `--resolve` does; such a name may reach a private address, since the user named it.
@@ -53,7 +55,7 @@ export interface RunEgressOptions {
   via: "socket" | "tcp";
   /** Whether the backend leaves the program no other way out; the report says so. */
   enforced: boolean;
-  /** The support folder as the sandbox sees it, where the Node preload is. */
+  /** The support folder as the program sees it, where the Node preload is when there is no socket folder to put it in. */
   supportDir: string;
   env?: NodeJS.ProcessEnv;
 }
@@ -86,16 +88,23 @@ export async function startRunEgress(
       ...(overrides.size > 0 ? { resolve: resolveWith(overrides) } : {}),
     });
     if (socketDir) {
+      // Beside the socket, so that every sandbox that binds the folder finds them, whatever its image.
+      await writeFile(join(socketDir, NODE_EGRESS_PRELOAD_FILE), NODE_EGRESS_PRELOAD, { mode: 0o444 });
+      await writeFile(join(socketDir, PYTHON_EGRESS_RELAY_FILE), PYTHON_EGRESS_RELAY, { mode: 0o444 });
       // The program runs as another uid: it must be able to enter the folder and write to the socket.
       await chmod(socketDir, 0o755);
       await chmod(join(socketDir, SOCKET_NAME), 0o666);
+    } else {
+      provideSupportFile(NODE_EGRESS_PRELOAD_FILE, NODE_EGRESS_PRELOAD);
     }
   } catch (error) {
     if (socketDir) await rm(socketDir, { recursive: true, force: true });
     throw error;
   }
-  provideSupportFile(NODE_EGRESS_PRELOAD_FILE, NODE_EGRESS_PRELOAD);
   const { address } = proxy;
+  const preload = socketDir
+    ? `${EGRESS_MOUNT}/${NODE_EGRESS_PRELOAD_FILE}`
+    : join(options.supportDir, NODE_EGRESS_PRELOAD_FILE);
   const proxyUrl =
     address.kind === "tcp" ? `http://127.0.0.1:${address.port}` : `http://127.0.0.1:${EGRESS_RELAY_PORT}`;
   return {
@@ -106,7 +115,7 @@ export async function startRunEgress(
       http_proxy: proxyUrl,
       https_proxy: proxyUrl,
       ...(socketDir ? { SELFHEAL_EGRESS_SOCKET: `${EGRESS_MOUNT}/${SOCKET_NAME}` } : {}),
-      NODE_OPTIONS: `--require=${join(options.supportDir, NODE_EGRESS_PRELOAD_FILE)}`,
+      NODE_OPTIONS: `--require=${preload}`,
     },
     report: () => ({
       connections: proxy.connections(),
