@@ -214,6 +214,8 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "maxFileMb",
       "maxDiskMb",
       "maxOutputBytes",
+      "maxConnections",
+      "maxNetworkMb",
       "modelTimeoutMs",
       "model",
       "fixerModel",
@@ -236,6 +238,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       "storeWaitSeconds",
       "packages",
       "packageInstall",
+      "allowHosts",
     ]);
     for (const [name, setting] of Object.entries(settings)) {
       expect(setting, name).toHaveProperty("default");
@@ -263,6 +266,7 @@ describe("the LangGraph server (what Studio talks to)", () => {
       approval: { type: "boolean", default: false },
       sandbox: { default: "auto", enum: ["auto", "bwrap", "process", "container", "gvisor"] },
       testIsolation: { default: "process", enum: ["process", "shared"] },
+      allowHosts: { type: "array", default: [] },
     });
     expect(schemas.config_schema).toEqual(schemas.context_schema);
 
