@@ -60,7 +60,7 @@ export const EgressReportSchema = z.object({
   connections: z.array(ConnectionRecordSchema),
   /** Refusals past the first thousand, counted but not recorded one by one. */
   unrecordedRefusals: z.number(),
-  /** Whether the backend enforces the list (bwrap, gVisor, container) or only offers the proxy (process). */
+  /** Whether the backend enforces the list (bwrap, container) or only offers the proxy (process). */
   enforced: z.boolean(),
 });
 export type EgressReport = z.infer<typeof EgressReportSchema>;

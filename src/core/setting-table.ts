@@ -175,7 +175,7 @@ export const SETTING_TABLE = {
   /** With `allowHosts`: past it, the egress proxy refuses the run's new connections. */
   maxConnections: limit("maxConnections", "Connections per execution to the hosts of allowHosts"),
   /** With `allowHosts`: past it, the egress proxy cuts the run's connections and refuses new ones. */
-  maxNetworkMb: limit("maxNetworkMb", "MiB per execution to and from the hosts of allowHosts"),
+  maxNetworkMb: limit("maxNetworkMb", "Data per execution to and from the hosts of allowHosts, MiB"),
   /**
    * How long one model request may wait before it fails (and is retried, for models built from the
    * environment); an injected model without a timeout of its own gets it per call.

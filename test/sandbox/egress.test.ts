@@ -46,7 +46,7 @@ get = lambda url, **options: urllib.request.urlopen(url, timeout=20, **options).
 attempt("listed", lambda: get("http://data.test:${http}/x.csv"))
 attempt("https", lambda: get("https://secure.test:${https}/x.csv", context=ssl.create_default_context(cafile="ca.pem")))
 attempt("unlisted", lambda: get("http://other.test:${http}/x.csv"))
-attempt("ip", lambda: get("http://127.0.0.1:${http}/x.csv"))
+attempt("ip", lambda: get("http://10.255.255.1:${http}/x.csv"))
 attempt("port", lambda: get("http://data.test:${https}/x.csv"))
 attempt("redirect", lambda: get("http://data.test:${http}/redirect?to=http://other.test:${http}/x.csv"))
 attempt("dns", lambda: socket.getaddrinfo("data.test", 80) and "resolved")
@@ -117,7 +117,7 @@ for (const backend of BACKENDS) {
           listed: TEST_CSV,
           https: TEST_CSV,
           unlisted: "HTTP 403: other.test is not on the allowlist",
-          ip: "HTTP 403: the IP address 127.0.0.1 is not on the allowlist (only a listed address is)",
+          ip: "HTTP 403: the IP address 10.255.255.1 is not on the allowlist (only a listed address is)",
           port: `HTTP 403: data.test is on the allowlist, but not port ${https}`,
           redirect: "HTTP 403: other.test is not on the allowlist",
           ...refusedRaw,
@@ -127,11 +127,11 @@ for (const backend of BACKENDS) {
           ["secure.test", https, "CONNECT", true, null],
           ["other.test", http, "HTTP", false, "other.test is not on the allowlist"],
           [
-            "127.0.0.1",
+            "10.255.255.1",
             http,
             "HTTP",
             false,
-            "the IP address 127.0.0.1 is not on the allowlist (only a listed address is)",
+            "the IP address 10.255.255.1 is not on the allowlist (only a listed address is)",
           ],
           ["data.test", https, "HTTP", false, `data.test is on the allowlist, but not port ${https}`],
           ["data.test", http, "HTTP", true, null],

@@ -67,6 +67,9 @@ export interface BwrapArgvInput {
   shareNetwork?: boolean;
 }
 
+/** Where the system's CA certificates are. */
+const CA_ETC = ["/etc/ssl", "/etc/ca-certificates"];
+
 /** What a process with the host's network reads to resolve names and check certificates. */
 const NETWORK_ETC = [
   "/etc/resolv.conf",
@@ -167,7 +170,11 @@ function sandboxFileSystem(input: BwrapArgvInput, prefixes: string[]): string[] 
   }
   for (const prefix of prefixes) argv.push("--ro-bind", prefix, prefix);
   if (input.packages) argv.push("--ro-bind", input.packages.dir, input.packages.at);
-  if (input.egressDir) argv.push("--ro-bind", input.egressDir.dir, input.egressDir.at);
+  if (input.egressDir) {
+    argv.push("--ro-bind", input.egressDir.dir, input.egressDir.at);
+    // The CA certificates, so that Python's ssl and curl can check the hosts the run may reach.
+    for (const path of CA_ETC) if (existsSync(path)) argv.push("--ro-bind", realpathSync(path), path);
+  }
 
   // /etc: only what the C library, Python and Node read at start; no shadow, no host accounts.
   argv.push(...minimalEtc(input.supportDir));

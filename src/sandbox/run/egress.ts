@@ -114,6 +114,9 @@ export async function startRunEgress(
       HTTPS_PROXY: proxyUrl,
       http_proxy: proxyUrl,
       https_proxy: proxyUrl,
+      // The program's own servers on its loopback are reached directly, by every client alike.
+      NO_PROXY: "localhost,127.0.0.1,::1",
+      no_proxy: "localhost,127.0.0.1,::1",
       ...(socketDir ? { SELFHEAL_EGRESS_SOCKET: `${EGRESS_MOUNT}/${SOCKET_NAME}` } : {}),
       NODE_OPTIONS: `--require=${preload}`,
     },
