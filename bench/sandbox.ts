@@ -14,9 +14,19 @@
  * call in the test process with perf_counter_ns, in one sandbox run, against the same loop calling the
  * function directly (shared); the median of `--call-runs` runs.
  *
+ * Egress rows (issue 40), where bwrap is usable: a Python program that makes one HTTP GET to a server
+ * on 127.0.0.1 (`urllib.request.urlopen(...).read()`), run in bwrap with `allowHosts`, so through the
+ * run's egress proxy (data.test mapped to the server by $SELFHEAL_EGRESS_RESOLVE, which the bench
+ * sets); beside it the same GET from the host (the same Python, `-I -c`, straight to 127.0.0.1, no
+ * proxy) and that program without the request, and the bwrap run with the urllib import but neither the request nor allowHosts, and with
+ * allowHosts but no request: a run with allowHosts starts cold (no warm interpreter binds its proxy),
+ * so the rows compare cold runs, and their gaps are the proxy's setup and the request through it.
+ *
  *   npm run bench:sandbox [-- --runs 100 --throughput-runs 40 --pool 1 --calls 2000 --call-runs 5]
  */
 import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
 import { cpus, loadavg } from "node:os";
 import { basename } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -33,6 +43,7 @@ import {
   probeBwrap,
   probeGvisor,
 } from "../src/sandbox/index.js";
+import { EGRESS_RESOLVE_VARIABLE } from "../src/sandbox/run/egress.js";
 import type { Language, RunRequest, SandboxKind } from "../src/sandbox/types.js";
 import { settleCompletion } from "../src/tools/assemble.js";
 import { type PreparedProgram, prepareProgram } from "../src/tools/judge/prepare.js";
@@ -92,6 +103,105 @@ const ISOLATIONS: Record<TestIsolation, string> = {
   process: "tests in own process",
   shared: "tests in program's process",
 };
+
+/** What the egress rows' server sends for /x.csv, and the name the sandboxed program asks for. */
+const EGRESS_CSV = "city,people\nLyon,522250\nNantes,323204\n";
+const EGRESS_HOST = "data.test";
+/** The egress rows' program: one GET of `url`, its body printed. */
+const egressProgram = (url: string): string =>
+  `import urllib.request\nimport sys\nsys.stdout.write(urllib.request.urlopen("${url}").read().decode())\n`;
+/** The same program with neither the request nor its output: the cold run the egress rows stand beside. */
+const EGRESS_IMPORT_ONLY = "import urllib.request\nimport sys\n";
+const EGRESS_ROWS = {
+  hostBare: "host, urllib imported, no request",
+  host: "host, one GET, no proxy",
+  bare: "bwrap, cold, urllib imported, no allowHosts",
+  setup: "bwrap, cold, allowHosts, no request",
+  get: "bwrap, cold, allowHosts, one GET via the proxy",
+};
+
+/** The egress rows' HTTP server on 127.0.0.1: /x.csv answers EGRESS_CSV. */
+async function startCsvServer(): Promise<{ server: Server; port: number }> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on("end", () => {
+      if (request.url === "/x.csv") {
+        response.writeHead(200, { "content-type": "text/csv" });
+        response.end(EGRESS_CSV);
+      } else {
+        response.writeHead(404);
+        response.end("no such path\n");
+      }
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+/**
+ * The program on the host, as `-I -c`: the same Python, with no proxy in its environment; with
+ * `port`, the GET, straight to the server, whose body it must print.
+ */
+function hostEgress(executable: string, port: number | null): Contender {
+  const env = { ...process.env };
+  for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"])
+    delete env[name];
+  const code = port === null ? EGRESS_IMPORT_ONLY : egressProgram(`http://127.0.0.1:${port}/x.csv`);
+  const expected = port === null ? "" : EGRESS_CSV;
+  return {
+    name: `${port === null ? EGRESS_ROWS.hostBare : EGRESS_ROWS.host} (${basename(executable)} -I -c)`,
+    runOnce: () =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(executable, ["-I", "-c", code], { env, stdio: ["ignore", "pipe", "pipe"] });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+        child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+        child.once("error", reject);
+        child.once("close", (exitCode) =>
+          exitCode === 0 && stdout === expected
+            ? resolve()
+            : reject(new Error(`host egress row: exit ${exitCode}, stdout ${JSON.stringify(stdout)} ${stderr}`)),
+        );
+      }),
+  };
+}
+
+/** A cold bwrap run of the egress rows: with `get`, the program must print the body, fetched through the proxy. */
+function egressContender(name: string, request: RunRequest, get: boolean): Contender {
+  const sandbox = createSandbox({ kind: "bwrap", prewarm: false });
+  return {
+    name,
+    runOnce: async () => {
+      const result = await sandbox.run(request);
+      if (result.status !== "ok") throw new Error(`${name}: ${result.status} ${result.stderr}`);
+      const through = result.egress?.connections.filter((connection) => connection.allowed) ?? [];
+      if (get && (result.stdout !== EGRESS_CSV || through.length !== 1)) {
+        throw new Error(
+          `${name}: stdout ${JSON.stringify(result.stdout)}, egress ${JSON.stringify(result.egress)} ${result.stderr}`,
+        );
+      }
+    },
+    close: () => sandbox.close(),
+  };
+}
+
+/** The egress rows, in the order the table shows them. */
+function egressContenders(executable: string, port: number): Contender[] {
+  const allowHosts = [`${EGRESS_HOST}:${port}`];
+  return [
+    hostEgress(executable, null),
+    hostEgress(executable, port),
+    egressContender(EGRESS_ROWS.bare, { language: "python", code: EGRESS_IMPORT_ONLY }, false),
+    egressContender(EGRESS_ROWS.setup, { language: "python", code: EGRESS_IMPORT_ONLY, allowHosts }, false),
+    egressContender(
+      EGRESS_ROWS.get,
+      { language: "python", code: egressProgram(`http://${EGRESS_HOST}:${port}/x.csv`), allowHosts },
+      true,
+    ),
+  ];
+}
 
 interface Row {
   name: string;
@@ -273,6 +383,7 @@ async function main(): Promise<void> {
   ];
   const bwrap = probeBwrap();
   let layers: { all: boolean; text: string } | null = null;
+  let csvServer: Server | null = null;
   if (bwrap.usable) {
     const warmBwrap = createSandbox({ kind: "bwrap", poolSize: POOL_SIZE });
     await warmBwrap.prepare();
@@ -289,8 +400,16 @@ async function main(): Promise<void> {
       sandboxContender("bwrap, pre-warmed", warmBwrap, true),
       ...judgedContenders("bwrap", "bwrap"),
     );
+    // The proxy reaches data.test at the bench's server; a mapping of the caller's own is kept beside it.
+    const started = await startCsvServer();
+    csvServer = started.server;
+    process.env[EGRESS_RESOLVE_VARIABLE] = [process.env[EGRESS_RESOLVE_VARIABLE], `${EGRESS_HOST}=127.0.0.1`]
+      .filter(Boolean)
+      .join(",");
+    contenders.push(...egressContenders(python.executable, started.port));
   } else {
     console.log(`bwrap skipped: ${bwrap.reason}`);
+    console.log(`egress rows skipped: they run in bwrap, which is not usable here (${bwrap.reason})`);
   }
   // A gVisor sandbox starts per run, so there is only a cold figure.
   const gvisorMissing = probeGvisor();
@@ -336,6 +455,10 @@ async function main(): Promise<void> {
       concurrent4,
     });
     await contender.close?.();
+  }
+  if (csvServer) {
+    csvServer.closeAllConnections();
+    await new Promise((resolve) => csvServer?.close(resolve));
   }
   const backToBackRows: { name: string; p50: number; p90: number }[] = [];
   const localBackToBack = [
@@ -445,6 +568,18 @@ async function main(): Promise<void> {
   // belongs here, where a loaded machine shows up as a figure instead of a failed test.
   for (const row of rows.filter((entry) => entry.name.endsWith("pre-warmed") && !entry.name.startsWith("container"))) {
     console.log(`${row.name} p50 = ${row.p50.toFixed(1)} ms (target < 100: print(1) answered quickly once warm)`);
+  }
+  const egressRow = (name: string) => rows.find((row) => row.name.startsWith(name));
+  const hostBareRow = egressRow(EGRESS_ROWS.hostBare);
+  const hostGetRow = egressRow(EGRESS_ROWS.host);
+  const egressBare = egressRow(EGRESS_ROWS.bare);
+  const egressSetup = egressRow(EGRESS_ROWS.setup);
+  const egressGet = egressRow(EGRESS_ROWS.get);
+  if (hostBareRow && hostGetRow && egressBare && egressSetup && egressGet) {
+    const ms = (value: number): string => `${value.toFixed(1)} ms`;
+    console.log(
+      `egress: one GET via the proxy in bwrap p50 = ${ms(egressGet.p50)}, ${(egressGet.p50 / hostGetRow.p50).toFixed(2)} x the same GET from the host (${ms(hostGetRow.p50)}); over the cold bwrap run without allowHosts or the request (${ms(egressBare.p50)}) it adds ${ms(egressGet.p50 - egressBare.p50)}: the proxy's setup ${ms(egressSetup.p50 - egressBare.p50)}, the request through it ${ms(egressGet.p50 - egressSetup.p50)} (on the host, the request ${ms(hostGetRow.p50 - hostBareRow.p50)})`,
+    );
   }
   const containerCold = rows.find((row) => row.name === "container (docker), cold");
   const containerWarm = rows.find((row) => row.name === "container (docker), pre-warmed");
