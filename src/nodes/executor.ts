@@ -107,7 +107,7 @@ export async function executeProgram(
     return {
       lastRun: notRun(
         "NetworkUnavailable",
-        `allowHosts names hosts, but the ${sandbox.kind} sandbox cannot give a program network; the bwrap, container and process sandboxes can`,
+        `allowHosts names hosts, but the ${sandbox.kind} sandbox cannot give a program network (it has no \`egress\`); selfheal's own sandboxes can`,
       ),
     };
   }

@@ -14,7 +14,7 @@ const EGRESS: Record<BackendKind, "enforced" | "offered" | undefined> = {
   process: "offered",
   bwrap: "enforced",
   container: "enforced",
-  gvisor: undefined,
+  gvisor: "enforced",
 };
 
 const TOKEN = "selfheal-test-token-5f1c";

@@ -1,14 +1,15 @@
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readlinkSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readlinkSync, realpathSync, symlinkSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { getSupportDir } from "../host/bootstrap.js";
-import { resourceLimits } from "../host/command.js";
-import { findOnPath, InterpreterMissingError, resolveInterpreters } from "../host/interpreters.js";
+import { nodeLimitFlags, resourceLimits } from "../host/command.js";
+import { findOnPath, type Interpreter, InterpreterMissingError, resolveInterpreters } from "../host/interpreters.js";
 import { trackRun } from "../host/run-reaper.js";
 import {
+  CA_CERTIFICATE_DIRS,
   lstatOrNull,
   SANDBOX_UID,
   SANDBOX_WORK_DIR,
@@ -20,6 +21,14 @@ import { tempDirPrefix } from "../host/temp-dirs.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { limitsForRun, MAX_DISK_FILES, MIB } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
+import {
+  EGRESS_MOUNT,
+  EgressSetupError,
+  PYTHON_EGRESS_RELAY_FILE,
+  type RunEgress,
+  startRunEgress,
+  withEgressReport,
+} from "../run/egress.js";
 import { withArtifacts, writeProgramFiles } from "../run/local-sandbox.js";
 import { collectOptionsFor, collectRun, isAlive, killProcessGroup, unavailableResult } from "../run/run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
@@ -46,6 +55,11 @@ export interface GvisorSpecInput {
   /** Host dir bound at /tmp (on the run's tmpfs); without it /tmp is a gVisor tmpfs. */
   tmpDir: string | null;
   etc: { source: string; target: string }[];
+  /**
+   * The run's egress proxy: its folder (socket, Node preload, Python relay) bound read-only at
+   * EGRESS_MOUNT, which runsc lets the program connect to (`--host-uds=open`), and the variables.
+   */
+  egress?: { dir: string; env: Record<string, string> };
 }
 
 /**
@@ -56,11 +70,21 @@ export interface GvisorSpecInput {
 export function buildGvisorSpec(input: GvisorSpecInput): Record<string, unknown> {
   const { limits, language } = input;
   const codeFile = CODE_FILE_NAME[language];
-  // No pre-warm bootstrap: a sandbox starts per run, so Python runs main.py directly.
-  const args =
+  // No pre-warm bootstrap: a sandbox starts per run, so Python runs main.py directly; with network,
+  // after the relay to the proxy, which returns once it listens.
+  const program =
     language === "python"
       ? [input.executable, "-I", "-u", codeFile]
-      : [input.executable, `--max-old-space-size=${limits.memoryMb}`, codeFile];
+      : [input.executable, ...nodeLimitFlags(limits), codeFile];
+  const args =
+    input.egress && language === "python"
+      ? [
+          "/bin/sh",
+          "-c",
+          `"$0" -I ${EGRESS_MOUNT}/${PYTHON_EGRESS_RELAY_FILE} && exec "$0" -I -u ${codeFile}`,
+          input.executable,
+        ]
+      : program;
   const prefixes = input.prefixes.filter((prefix) => prefix !== "/usr" && !prefix.startsWith("/usr/"));
   const readOnly = (source: string, destination: string) => ({
     destination,
@@ -75,7 +99,7 @@ export function buildGvisorSpec(input: GvisorSpecInput): Record<string, unknown>
       terminal: false,
       user: { uid: SANDBOX_UID, gid: SANDBOX_UID },
       args,
-      env: Object.entries(sandboxEnv(prefixes)).map(([name, value]) => `${name}=${value}`),
+      env: Object.entries({ ...sandboxEnv(prefixes), ...input.egress?.env }).map(([name, value]) => `${name}=${value}`),
       cwd: SANDBOX_WORK_DIR,
       capabilities: { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] },
       rlimits: resourceLimits(language, limits, { maxProcesses: true }).map(({ name, soft, hard }) => ({
@@ -96,6 +120,12 @@ export function buildGvisorSpec(input: GvisorSpecInput): Record<string, unknown>
       ...SYSTEM_DIRS.filter((path) => lstatOrNull(path)?.isDirectory()).map((path) => readOnly(path, path)),
       ...prefixes.map((prefix) => readOnly(prefix, prefix)),
       ...input.etc.map(({ source, target }) => readOnly(source, target)),
+      ...(input.egress
+        ? [
+            readOnly(input.egress.dir, EGRESS_MOUNT),
+            ...CA_CERTIFICATE_DIRS.filter((path) => existsSync(path)).map((path) => readOnly(realpathSync(path), path)),
+          ]
+        : []),
       input.tmpDir
         ? { destination: "/tmp", type: "bind", source: input.tmpDir, options: ["rbind", "rw", "nosuid", "nodev"] }
         : { destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", tmpfsSize] },
@@ -127,6 +157,8 @@ export function probeGvisor(searchPath: string = process.env.PATH ?? ""): string
  */
 export class GvisorSandbox implements Sandbox {
   readonly kind = "gvisor" as const;
+  /** `--network=none`: the run's proxy socket, bound in and opened through the gofer, is its one way out. */
+  readonly egress = "enforced" as const;
   private readonly runsc = findOnPath("runsc");
   private readonly disk: RunDisk | null;
 
@@ -147,14 +179,44 @@ export class GvisorSandbox implements Sandbox {
     const interpreter = (await resolveInterpreters(request.python))[request.language];
     if (!interpreter) return unavailableResult(new InterpreterMissingError(request.language).message, startedAt);
 
+    const limits = limitsForRun(this.limits, request);
+    const allowHosts = request.allowHosts ?? [];
+    let egress: RunEgress | undefined;
+    if (allowHosts.length > 0) {
+      try {
+        egress = await startRunEgress(allowHosts, limits, { via: "socket", enforced: true, supportDir: EGRESS_MOUNT });
+      } catch (error) {
+        if (error instanceof EgressSetupError) return unavailableResult(error.message, startedAt);
+        throw error;
+      }
+    }
+    try {
+      const result = await this.runIn(request, hooks, { startedAt, limits, interpreter, egress });
+      return egress ? withEgressReport(result, egress, limits) : result;
+    } finally {
+      await egress?.close();
+    }
+  }
+
+  private async runIn(
+    request: RunRequest,
+    hooks: RunHooks | undefined,
+    {
+      startedAt,
+      limits,
+      interpreter,
+      egress,
+    }: { startedAt: number; limits: SandboxLimits; interpreter: Interpreter; egress: RunEgress | undefined },
+  ): Promise<RunResult> {
+    if (!this.runsc) throw new Error("runsc is not installed");
     // Only root may hand the work dir to the sandbox's uid; runs as another user are untested here.
     const owner = process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_UID } : null;
-    const limits = limitsForRun(this.limits, request);
     const workDir = await WorkDir.create(owner, this.disk && { ...this.disk, bytes: limits.maxDiskMb * MIB });
     const bundle = await mkdtemp(tempDirPrefix("run"));
     const stateDir = join(bundle, "state");
     const name = `selfheal-${randomBytes(6).toString("hex")}`;
-    const runsc = [this.runsc, `--root=${stateDir}`, ...RUNSC_FLAGS];
+    // Opening host sockets is the gofer's to allow: only a run that binds its proxy's socket gets it.
+    const runsc = [this.runsc, `--root=${stateDir}`, ...RUNSC_FLAGS, ...(egress ? ["--host-uds=open"] : [])];
     let forgetRun = (): void => undefined;
     try {
       await writeProgramFiles(workDir, request);
@@ -167,6 +229,7 @@ export class GvisorSandbox implements Sandbox {
         workDir: workDir.path,
         tmpDir: workDir.tmpPath,
         etc: sandboxEtcFiles(getSupportDir()),
+        ...(egress?.socketDir ? { egress: { dir: egress.socketDir, env: egress.env } } : {}),
       });
       await writeFile(join(bundle, "config.json"), JSON.stringify(spec));
       const [file = "", ...args] = [...runsc, "run", "--bundle", bundle, name];

@@ -4,6 +4,7 @@ import { dirname } from "node:path";
 import { MIB } from "../limits.js";
 import type { SeccompFilter } from "./seccomp.js";
 import {
+  CA_CERTIFICATE_DIRS,
   lstatOrNull,
   SANDBOX_SUPPORT_DIR,
   SANDBOX_UID,
@@ -66,9 +67,6 @@ export interface BwrapArgvInput {
    */
   shareNetwork?: boolean;
 }
-
-/** Where the system's CA certificates are. */
-const CA_ETC = ["/etc/ssl", "/etc/ca-certificates"];
 
 /** What a process with the host's network reads to resolve names and check certificates. */
 const NETWORK_ETC = [
@@ -173,7 +171,7 @@ function sandboxFileSystem(input: BwrapArgvInput, prefixes: string[]): string[] 
   if (input.egressDir) {
     argv.push("--ro-bind", input.egressDir.dir, input.egressDir.at);
     // The CA certificates, so that Python's ssl and curl can check the hosts the run may reach.
-    for (const path of CA_ETC) if (existsSync(path)) argv.push("--ro-bind", realpathSync(path), path);
+    for (const path of CA_CERTIFICATE_DIRS) if (existsSync(path)) argv.push("--ro-bind", realpathSync(path), path);
   }
 
   // /etc: only what the C library, Python and Node read at start; no shadow, no host accounts.

@@ -41,6 +41,18 @@ export function resourceLimits(
   return result;
 }
 
+/**
+ * Node's flags for a run's limits: its heap is `memoryMb`. V8 reserves ~10 GiB of address space per
+ * WebAssembly memory for its bounds-check trap handler, which RLIMIT_AS refuses: without the second
+ * flag, undici's HTTP parser (fetch's, loaded with it) fails to start and kills the program. Node
+ * 20.15 and later know it; the check is the running Node's, which is the sandbox's unless another
+ * node comes first on PATH.
+ */
+export function nodeLimitFlags(limits: Pick<SandboxLimits, "memoryMb">): string[] {
+  const wasm = process.allowedNodeEnvironmentFlags.has(WASM_TRAP_HANDLER_FLAG) ? [WASM_TRAP_HANDLER_FLAG] : [];
+  return [`--max-old-space-size=${limits.memoryMb}`, ...wasm];
+}
+
 export function prlimitArgs(resources: ResourceLimit[]): string[] {
   return resources.map(({ name, soft, hard }) => `--${name}=${soft}:${hard}`);
 }
@@ -75,18 +87,11 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
     if (input.warm) settings.push(`judge=${join(input.supportDir, PYTHON_JUDGE_SUPPORT_FILE)}`);
     return [input.executable, "-I", "-u", "-c", PYTHON_BOOTSTRAP, ...settings];
   }
-  const heapFlag = `--max-old-space-size=${input.limits.memoryMb}`;
-  // V8 reserves ~10 GiB of address space per WebAssembly memory for its bounds-check trap handler,
-  // which RLIMIT_AS refuses: without the flag, undici's HTTP parser (fetch's, loaded with it) fails
-  // to start and kills the program. Node 20.15 and later know the flag; the check is the running
-  // Node's, which is the sandbox's unless another node comes first on PATH.
-  const wasmFlags = process.allowedNodeEnvironmentFlags.has(WASM_TRAP_HANDLER_FLAG) ? [WASM_TRAP_HANDLER_FLAG] : [];
   const script = input.warm ? join(input.supportDir, BOOTSTRAP_FILE_NAME) : "main.js";
   // The preload closes inherited descriptors before the program (or the bootstrap) runs.
   const node = [
     input.executable,
-    heapFlag,
-    ...wasmFlags,
+    ...nodeLimitFlags(input.limits),
     "--require",
     join(input.supportDir, FD_CLOSER_FILE_NAME),
     script,

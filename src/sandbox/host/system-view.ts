@@ -90,3 +90,6 @@ function resolveOrNull(path: string): string | null {
     return null;
   }
 }
+
+/** Where the system's CA certificates are: bound into a run that may reach hosts, so TLS clients can check them. */
+export const CA_CERTIFICATE_DIRS = ["/etc/ssl", "/etc/ca-certificates"];
