@@ -6,7 +6,7 @@ import { isIPv4, isIPv6 } from "node:net";
  * `files.local:8080`, or an IP literal (`203.0.113.7`, `[2001:db8::1]:8443`) that matches only
  * itself. The object form carries headers that a later step adds to the requests it allows.
  */
-export type AllowHostInput = string | { host: string; headers?: Record<string, string> };
+export type AllowHostInput = string | { host: string; headers?: Record<string, string>; tls?: "terminate" };
 
 export interface AllowlistEntry {
   /** The entry as the user wrote it, for messages and records. */
@@ -17,6 +17,12 @@ export interface AllowlistEntry {
   /** The ports it allows: the one written, else 80 and 443, the ports a URL without one means. */
   ports: readonly number[];
   headers?: Record<string, string>;
+  /**
+   * `tls: "terminate"`: the proxy ends the program's TLS with a certificate of the run's own CA
+   * (which the run trusts) and opens its own to the host, so that it can add the headers to HTTPS
+   * requests too. Without it an HTTPS tunnel is never looked into, and gets no headers.
+   */
+  terminateTls?: true;
 }
 
 export type Allowlist = readonly AllowlistEntry[];
@@ -49,6 +55,8 @@ export function parseAllowHost(input: AllowHostInput): { entry: AllowlistEntry }
   const headers = typeof input === "string" ? undefined : input.headers;
   const headerProblem = headers === undefined ? undefined : checkHeaders(headers);
   if (headerProblem) return fail(headerProblem);
+  const tls = typeof input === "string" ? undefined : input.tls;
+  if (tls !== undefined && tls !== "terminate") return fail(`tls must be "terminate" where given`);
 
   const text = written.trim();
   if (text === "") return fail("empty");
@@ -74,6 +82,10 @@ export function parseAllowHost(input: AllowHostInput): { entry: AllowlistEntry }
     ports: split.port === undefined ? DEFAULT_ALLOWED_PORTS : [split.port],
   };
   if (headers !== undefined) entry.headers = { ...headers };
+  if (tls === "terminate") {
+    if (entry.kind !== "name") return fail(`tls: "terminate" needs a host name, not a wildcard or an IP address`);
+    entry.terminateTls = true;
+  }
   return { entry };
 }
 

@@ -91,7 +91,14 @@ export const MAX_ALLOW_HOSTS = 100;
  */
 export const AllowHostsSchema = z
   .array(
-    z.union([z.string(), z.strictObject({ host: z.string(), headers: z.record(z.string(), z.string()).optional() })]),
+    z.union([
+      z.string(),
+      z.strictObject({
+        host: z.string(),
+        headers: z.record(z.string(), z.string()).optional(),
+        tls: z.literal("terminate").optional(),
+      }),
+    ]),
     { error: "allowHosts must be a list of hosts" },
   )
   .max(MAX_ALLOW_HOSTS, `allowHosts takes at most ${MAX_ALLOW_HOSTS} entries`)

@@ -48,6 +48,18 @@ describe("an allowlist entry", () => {
     expect(parseAllowHost("::1")).toEqual({ entry: { written: "::1", host: "::1", kind: "ipv6", ports: [80, 443] } });
   });
 
+  it("in its object form may ask the proxy to end its TLS", () => {
+    expect(parseAllowHost({ host: "api.example.org", tls: "terminate" })).toEqual({
+      entry: {
+        written: "api.example.org",
+        host: "api.example.org",
+        kind: "name",
+        ports: [80, 443],
+        terminateTls: true,
+      },
+    });
+  });
+
   it("in its object form carries its headers", () => {
     expect(parseAllowHost({ host: "api.github.com", headers: { Authorization: "Bearer env:GITHUB_TOKEN" } })).toEqual({
       entry: {
@@ -96,6 +108,16 @@ describe("an allowlist entry", () => {
         'allowHosts entry "api.github.com": header Authorization must name a variable of the host\'s environment (env:NAME, or a scheme and one: Bearer env:GITHUB_TOKEN), so that the secret stays out of the settings',
       ],
     ];
+    refusals.push(
+      [
+        { host: "*.example.org", tls: "terminate" },
+        'allowHosts entry "*.example.org": tls: "terminate" needs a host name, not a wildcard or an IP address',
+      ],
+      [
+        { host: "api.example.org", tls: "inspect" as "terminate" },
+        'allowHosts entry "api.example.org": tls must be "terminate" where given',
+      ],
+    );
     for (const [input, message] of refusals) expect(parseAllowHost(input)).toEqual({ error: message });
   });
 

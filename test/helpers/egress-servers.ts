@@ -24,6 +24,8 @@ export interface EgressTestServers {
   httpPort: number;
   httpsPort: number;
   certificate: string;
+  /** The same certificate as a file: the CA a proxy that connects on to secure.test must trust (SELFHEAL_EGRESS_CA_FILE). */
+  certificateFile: string;
   /** Headers of every request the servers answered, in order. */
   seen: IncomingHttpHeaders[];
   /** `SELFHEAL_EGRESS_RESOLVE` for the names: data.test, secure.test and other.test all map to the servers. */
@@ -78,6 +80,7 @@ export async function startEgressTestServers(): Promise<EgressTestServers> {
     httpPort,
     httpsPort,
     certificate: readFileSync(certFile, "utf8"),
+    certificateFile: certFile,
     seen,
     resolveVariable: "data.test=127.0.0.1,secure.test=127.0.0.1,other.test=127.0.0.1",
     close: async () => {

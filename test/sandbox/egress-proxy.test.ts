@@ -1,8 +1,9 @@
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
-import { createServer as createTcpServer, type Socket, type Server as TcpServer } from "node:net";
+import { connect, createServer as createTcpServer, type Socket, type Server as TcpServer } from "node:net";
 import { join } from "node:path";
+import { connect as tlsConnect } from "node:tls";
 import { afterEach, describe, expect, it } from "vitest";
 import { type AllowHostInput, parseAllowlist } from "../../src/core/allowlist.js";
 import {
@@ -11,6 +12,8 @@ import {
   MAX_RECORDED_REFUSALS,
   startEgressProxy,
 } from "../../src/sandbox/egress/proxy.js";
+import { createRunCertificateAuthority } from "../../src/sandbox/egress/run-ca.js";
+import { startEgressTestServers, TEST_CSV } from "../helpers/egress-servers.js";
 import { scratchDir } from "../helpers/scratch.js";
 
 /**
@@ -483,5 +486,53 @@ describe("closing the egress proxy", () => {
       await new Promise((resolve) => setImmediate(resolve));
     }
     expect(tcpHandles()).toBe(before);
+  });
+});
+
+describe("the egress proxy ending a tunnel's TLS (tls: terminate)", () => {
+  it("adds the entry's headers inside, and refuses a request whose Host is not the tunnel's host", async () => {
+    const servers = await startEgressTestServers();
+    opened.push(servers);
+    const ca = createRunCertificateAuthority();
+    const port = servers.httpsPort;
+    // The headers as the run's proxy gets them: read from the environment (run/egress.ts).
+    const parsed = parseAllowlist([
+      { host: `secure.test:${port}`, headers: { Authorization: "Bearer env:TOKEN" }, tls: "terminate" },
+    ]);
+    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+    const proxy = await startEgressProxy({
+      allowlist: parsed.allowlist.map((entry) => ({ ...entry, headers: { Authorization: "Bearer token-1" } })),
+      maxConnections: 100,
+      maxBytes: 1_000_000,
+      allowPrivateAddresses: true,
+      resolve: async () => ["127.0.0.1"],
+      tls: { issue: (host) => ca.issue(host), trusted: [servers.certificate] },
+    });
+    opened.push(proxy);
+    const address = proxy.address as { port: number };
+    /** One request through a CONNECT tunnel to secure.test, with TLS to the proxy's certificate for it. */
+    const through = async (host: string): Promise<[number, string]> => {
+      const tunnel = connect(address.port, "127.0.0.1");
+      tunnel.write(`CONNECT secure.test:${port} HTTP/1.1\r\nHost: secure.test:${port}\r\n\r\n`);
+      const [head] = (await once(tunnel, "data")) as [Buffer];
+      expect(head.toString()).toBe("HTTP/1.1 200 Connection Established\r\n\r\n");
+      const secure = tlsConnect({ socket: tunnel, servername: "secure.test", ca: ca.certificate });
+      await once(secure, "secureConnect");
+      secure.write(`GET /x.csv HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      const chunks: Buffer[] = [];
+      for await (const chunk of secure) chunks.push(chunk as Buffer);
+      const text = Buffer.concat(chunks).toString();
+      return [Number(text.split(" ")[1]), text.slice(text.indexOf("\r\n\r\n") + 4)];
+    };
+    const before = servers.seen.length;
+    // The answer's body comes chunked: the CSV between the chunk sizes.
+    expect(await through(`secure.test:${port}`)).toEqual([200, expect.stringContaining(TEST_CSV)]);
+    expect(await through("other.test")).toEqual([
+      403,
+      expect.stringContaining(
+        `the request's Host header (other.test) is not the tunnel's host (secure.test:${port})\n`,
+      ),
+    ]);
+    expect(servers.seen.slice(before).map((headers) => headers.authorization)).toEqual(["Bearer token-1"]);
   });
 });

@@ -24,10 +24,13 @@ beforeAll(async () => {
   servers = await startEgressTestServers();
   process.env.SELFHEAL_EGRESS_RESOLVE = servers.resolveVariable;
   process.env.SELFHEAL_TEST_EGRESS_TOKEN = TOKEN;
+  // The proxy connects on to secure.test itself where it ends a run's TLS: it trusts the test's certificate.
+  process.env.SELFHEAL_EGRESS_CA_FILE = servers.certificateFile;
 });
 afterAll(async () => {
   delete process.env.SELFHEAL_EGRESS_RESOLVE;
   delete process.env.SELFHEAL_TEST_EGRESS_TOKEN;
+  delete process.env.SELFHEAL_EGRESS_CA_FILE;
   await servers.close();
 });
 
@@ -162,6 +165,41 @@ for (const backend of BACKENDS) {
           listed: TEST_CSV,
           unlisted: [403, "other.test is not on the allowlist"],
         });
+      });
+
+      it("adds the secret header to HTTPS too where the entry has the proxy end its TLS, with a CA only the run trusts", async () => {
+        const { httpsPort: https } = servers;
+        const before = servers.seen.length;
+        const allowHosts = [
+          {
+            host: `secure.test:${https}`,
+            headers: { Authorization: "Bearer env:SELFHEAL_TEST_EGRESS_TOKEN" },
+            tls: "terminate" as const,
+          },
+        ];
+        const python = await sandbox.run({
+          language: "python",
+          code: `import os, urllib.request\nprint(urllib.request.urlopen("https://secure.test:${https}/x.csv", timeout=20).read().decode(), end="")\nprint(sorted(os.environ))`,
+          timeoutMs: 60_000,
+          allowHosts,
+        });
+        expect(python.status, python.stderr).toBe("ok");
+        expect(python.stdout.startsWith(TEST_CSV)).toBe(true);
+        const node = await sandbox.run({
+          language: "javascript",
+          code: `fetch("https://secure.test:${https}/x.csv").then((answer) => answer.text()).then((text) => process.stdout.write(text));`,
+          timeoutMs: 60_000,
+          allowHosts,
+        });
+        expect(node.status, node.stderr).toBe("ok");
+        expect(node.stdout).toBe(TEST_CSV);
+        // Each request reached the server with the header, over the proxy's own TLS.
+        expect(servers.seen.slice(before).map((headers) => headers.authorization)).toEqual([
+          `Bearer ${TOKEN}`,
+          `Bearer ${TOKEN}`,
+        ]);
+        expect(connections(python)).toEqual([["secure.test", https, "CONNECT", true, null]]);
+        expect(JSON.stringify([python, node])).not.toContain(TOKEN);
       });
 
       it("refuses connections past maxConnections, and says so on stderr", async () => {

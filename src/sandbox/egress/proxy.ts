@@ -1,8 +1,16 @@
 import { lookup } from "node:dns/promises";
 import { once } from "node:events";
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import {
+  type ClientRequest,
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import { request as httpsRequest } from "node:https";
 import { isIP, type Socket, connect as tcpConnect } from "node:net";
 import type { Duplex, Readable, Writable } from "node:stream";
+import { createSecureContext, rootCertificates, TLSSocket } from "node:tls";
 import { type Allowlist, type AllowlistEntry, canonicalHost, matchAllowlist } from "../../core/allowlist.js";
 import type { ConnectionRecord } from "../../core/run-result.js";
 import { isPrivateAddress } from "./addresses.js";
@@ -38,6 +46,12 @@ export interface EgressProxyOptions {
   allowPrivateAddresses?: boolean | ((host: string) => boolean);
   /** Default: the system resolver (getaddrinfo, every address). Tests map names to their servers. */
   resolve?: ResolveHost;
+  /**
+   * For entries with `tls: "terminate"`: the certificate the proxy shows the program for a host (of
+   * the run's own CA, run-ca.ts), and the CAs it trusts beyond the system's when it connects on
+   * (a private CA of the user's hosts, SELFHEAL_EGRESS_CA_FILE). Without it such entries tunnel.
+   */
+  tls?: { issue(host: string): { key: string; cert: string }; trusted?: string[] };
 }
 
 export type EgressProxyAddress = { kind: "tcp"; host: "127.0.0.1"; port: number } | { kind: "unix"; path: string };
@@ -76,6 +90,9 @@ type Admission =
 class AllowlistProxy implements EgressProxy {
   address: EgressProxyAddress = { kind: "tcp", host: "127.0.0.1", port: 0 };
   private readonly server = createServer();
+  /** Serves the requests inside the tunnels whose TLS the proxy ends (`tls: "terminate"`). */
+  private readonly decrypted = createServer();
+  private readonly tunnels = new WeakMap<object, Tunnel>();
   private readonly records: ConnectionRecord[] = [];
   private readonly sockets = new Set<Duplex>();
   private readonly resolve: ResolveHost;
@@ -94,6 +111,11 @@ class AllowlistProxy implements EgressProxy {
     });
     this.server.on("connect", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       this.openTunnel(request, socket, head).catch(() => socket.destroy());
+    });
+    this.decrypted.on("request", (request: IncomingMessage, response: ServerResponse) => {
+      const tunnel = this.tunnels.get(request.socket);
+      if (tunnel) this.forwardDecrypted(request, response, tunnel);
+      else response.destroy();
     });
   }
 
@@ -137,19 +159,54 @@ class AllowlistProxy implements EgressProxy {
       return;
     }
     const { record, entry } = admission;
-    // The entry's own headers (a token read from the host's environment) go last: the program's
-    // header of the same name is replaced, never sent beside it.
-    const added = Object.fromEntries(
-      Object.entries(entry.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
-    );
     const upstream = httpRequest({
       host: admission.address,
       port: target.port,
       method: request.method,
       path: target.path,
-      headers: forwardedHeaders(request.headers, { ...added, host: target.authority }),
+      headers: forwardedHeaders(request.headers, { ...addedHeaders(entry), host: target.authority }),
       agent: false,
     });
+    this.relayExchange(request, response, upstream, record);
+  }
+
+  /**
+   * One request inside a tunnel whose TLS the proxy ended: its Host must name the tunnel's host,
+   * and it goes on over the proxy's own TLS to the admitted address, whose certificate must be
+   * valid for the name.
+   */
+  private forwardDecrypted(request: IncomingMessage, response: ServerResponse, tunnel: Tunnel): void {
+    request.on("error", () => response.destroy());
+    response.on("error", () => undefined);
+    const { record, entry, address } = tunnel;
+    const authority = `${record.host}:${record.port}`;
+    if (!sameAuthority(String(request.headers.host ?? ""), record.host, record.port, 443)) {
+      const reason = `the request's Host header (${request.headers.host ?? "none"}) is not the tunnel's host (${authority})`;
+      record.reason ??= reason;
+      answerPlainly(response, 403, reason);
+      return;
+    }
+    const trusted = this.options.tls?.trusted ?? [];
+    const upstream = httpsRequest({
+      host: address,
+      port: record.port,
+      servername: record.host,
+      method: request.method,
+      path: request.url ?? "/",
+      headers: forwardedHeaders(request.headers, { ...addedHeaders(entry), host: String(request.headers.host) }),
+      agent: false,
+      ...(trusted.length > 0 ? { ca: [...rootCertificates, ...trusted] } : {}),
+    });
+    this.relayExchange(request, response, upstream, record);
+  }
+
+  /** Sends the program's request on as `upstream`, and its answer back; both ways metered. */
+  private relayExchange(
+    request: IncomingMessage,
+    response: ServerResponse,
+    upstream: ClientRequest,
+    record: ConnectionRecord,
+  ): void {
     const cut = () => {
       upstream.destroy();
       response.destroy();
@@ -159,7 +216,7 @@ class AllowlistProxy implements EgressProxy {
     response.on("close", () => upstream.destroy());
     upstream.on("error", (error) => {
       if (response.headersSent) return response.destroy();
-      record.reason ??= `could not reach ${target.host}:${target.port}: ${errorCode(error)}`;
+      record.reason ??= `could not reach ${record.host}:${record.port}: ${errorCode(error)}`;
       answerPlainly(response, 502, record.reason);
     });
     upstream.on("response", (answer) => {
@@ -180,6 +237,10 @@ class AllowlistProxy implements EgressProxy {
       return;
     }
     const { record } = admission;
+    if (admission.entry.terminateTls && this.options.tls) {
+      this.endTls(client, head, { record, entry: admission.entry, address: admission.address });
+      return;
+    }
     const upstream = tcpConnect({ host: admission.address, port: record.port });
     this.track(upstream);
     let connected = false;
@@ -206,6 +267,26 @@ class AllowlistProxy implements EgressProxy {
       this.meter(client, upstream, record, "bytesUp", cut);
       this.meter(upstream, client, record, "bytesDown", cut);
     });
+  }
+
+  /**
+   * Ends the program's TLS in an admitted tunnel with a certificate of the run's CA for its host,
+   * and serves the requests inside (forwardDecrypted); the tunnel counts as the one connection.
+   */
+  private endTls(client: Duplex, head: Buffer, tunnel: Tunnel): void {
+    const { record } = tunnel;
+    const tls = this.options.tls;
+    if (!tls) return;
+    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length > 0) client.unshift(head);
+    const secure = new TLSSocket(client as Socket, {
+      isServer: true,
+      secureContext: createSecureContext(tls.issue(record.host)),
+    });
+    this.track(secure);
+    secure.on("error", () => secure.destroy());
+    this.tunnels.set(secure, tunnel);
+    this.decrypted.emit("connection", secure);
   }
 
   /**
@@ -323,6 +404,30 @@ class AllowlistProxy implements EgressProxy {
     this.sockets.add(socket);
     socket.on("close", () => this.sockets.delete(socket));
   }
+}
+
+/** An admitted tunnel whose TLS the proxy ends. */
+interface Tunnel {
+  record: ConnectionRecord;
+  entry: AllowlistEntry;
+  address: string;
+}
+
+/**
+ * The entry's own headers (a token read from the host's environment), lowercase: they go last, so
+ * the program's header of the same name is replaced, never sent beside it.
+ */
+function addedHeaders(entry: AllowlistEntry): Record<string, string> {
+  return Object.fromEntries(Object.entries(entry.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
+}
+
+/** Whether a Host header names `host` on `port` (its port left out where it is the default). */
+function sameAuthority(header: string, host: string, port: number, defaultPort: number): boolean {
+  const colon = header.lastIndexOf(":");
+  const hasPort = colon > header.lastIndexOf("]");
+  const named = canonicalHost(hasPort ? header.slice(0, colon) : header);
+  const namedPort = hasPort ? Number(header.slice(colon + 1)) : defaultPort;
+  return !("error" in named) && named.host === host && namedPort === port;
 }
 
 /** The answer to a plain request that is not let through or cannot be served: its status and one line. */

@@ -1,5 +1,6 @@
-import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { rootCertificates } from "node:tls";
 import {
   type AllowHostInput,
   type AllowlistEntry,
@@ -9,6 +10,7 @@ import {
 import type { EgressReport, RunResult } from "../../core/run-result.js";
 import { NODE_EGRESS_PRELOAD } from "../egress/node-preload.js";
 import { type EgressProxy, type ResolveHost, resolveWithSystem, startEgressProxy } from "../egress/proxy.js";
+import { createRunCertificateAuthority } from "../egress/run-ca.js";
 import { PYTHON_EGRESS_RELAY, provideSupportFile } from "../host/bootstrap.js";
 import { tempDirPrefix } from "../host/temp-dirs.js";
 import { MIB } from "../limits.js";
@@ -31,6 +33,21 @@ export const PYTHON_EGRESS_RELAY_FILE = "relay.py";
  * Tests point their names at loopback servers with it.
  */
 export const EGRESS_RESOLVE_VARIABLE = "SELFHEAL_EGRESS_RESOLVE";
+
+/** The run's CA certificate, and the system's CAs with it, beside the socket. */
+const RUN_CA_FILE = "run-ca.pem";
+const CA_BUNDLE_FILE = "ca-bundle.pem";
+/** The CAs the system trusts, as one PEM file, where Debian, Fedora and Alpine keep it. */
+const SYSTEM_CA_BUNDLES = [
+  "/etc/ssl/certs/ca-certificates.crt",
+  "/etc/pki/tls/certs/ca-bundle.crt",
+  "/etc/ssl/cert.pem",
+];
+/**
+ * A PEM file of CAs the proxy trusts beside the system's when it connects on for an entry with
+ * `tls: "terminate"`: a private CA of the user's own hosts (and the tests' servers').
+ */
+export const EGRESS_CA_FILE_VARIABLE = "SELFHEAL_EGRESS_CA_FILE";
 
 /** A run's allowlist could not be made into a proxy: the run does not start, and says why. */
 export class EgressSetupError extends Error {}
@@ -76,7 +93,12 @@ export async function startRunEgress(
   const listedAddresses = new Set(
     allowlist.filter((entry) => entry.kind !== "name" && entry.kind !== "wildcard").map((entry) => entry.host),
   );
-  const socketDir = options.via === "socket" ? await mkdtemp(tempDirPrefix("egress")) : null;
+  // The run's own CA, only where an entry asks the proxy to end its TLS (and so add its headers to HTTPS).
+  const ca = allowlist.some((entry) => entry.terminateTls) ? createRunCertificateAuthority() : null;
+  const filesDir = options.via === "socket" || ca ? await mkdtemp(tempDirPrefix("egress")) : null;
+  const socketDir = options.via === "socket" ? filesDir : null;
+  /** Where the program finds a file of `filesDir`. */
+  const seen = (name: string) => (socketDir ? `${EGRESS_MOUNT}/${name}` : join(filesDir ?? "", name));
   let proxy: EgressProxy;
   try {
     proxy = await startEgressProxy({
@@ -86,7 +108,12 @@ export async function startRunEgress(
       maxBytes: limits.maxNetworkMb * MIB,
       allowPrivateAddresses: (host) => overrides.has(host) || listedAddresses.has(host),
       ...(overrides.size > 0 ? { resolve: resolveWith(overrides) } : {}),
+      ...(ca ? { tls: { issue: (host: string) => ca.issue(host), trusted: await trustedCas(env) } } : {}),
     });
+    if (ca && filesDir) {
+      await writeFile(join(filesDir, RUN_CA_FILE), ca.certificate, { mode: 0o444 });
+      await writeFile(join(filesDir, CA_BUNDLE_FILE), `${await systemCaBundle()}\n${ca.certificate}`, { mode: 0o444 });
+    }
     if (socketDir) {
       // Beside the socket, so that every sandbox that binds the folder finds them, whatever its image.
       await writeFile(join(socketDir, NODE_EGRESS_PRELOAD_FILE), NODE_EGRESS_PRELOAD, { mode: 0o444 });
@@ -98,7 +125,7 @@ export async function startRunEgress(
       provideSupportFile(NODE_EGRESS_PRELOAD_FILE, NODE_EGRESS_PRELOAD);
     }
   } catch (error) {
-    if (socketDir) await rm(socketDir, { recursive: true, force: true });
+    if (filesDir) await rm(filesDir, { recursive: true, force: true });
     throw error;
   }
   const { address } = proxy;
@@ -119,6 +146,15 @@ export async function startRunEgress(
       no_proxy: "localhost,127.0.0.1,::1",
       ...(socketDir ? { SELFHEAL_EGRESS_SOCKET: `${EGRESS_MOUNT}/${SOCKET_NAME}` } : {}),
       NODE_OPTIONS: `--require=${preload}`,
+      // The run trusts its CA beside the system's: OpenSSL (Python's ssl, curl), requests, Node.
+      ...(ca
+        ? {
+            SSL_CERT_FILE: seen(CA_BUNDLE_FILE),
+            REQUESTS_CA_BUNDLE: seen(CA_BUNDLE_FILE),
+            CURL_CA_BUNDLE: seen(CA_BUNDLE_FILE),
+            NODE_EXTRA_CA_CERTS: seen(RUN_CA_FILE),
+          }
+        : {}),
     },
     report: () => ({
       connections: proxy.connections(),
@@ -127,7 +163,7 @@ export async function startRunEgress(
     }),
     close: async () => {
       await proxy.close();
-      if (socketDir) await rm(socketDir, { recursive: true, force: true });
+      if (filesDir) await rm(filesDir, { recursive: true, force: true });
     },
   };
 }
@@ -173,6 +209,28 @@ function withSecretHeaders(allowHosts: readonly AllowHostInput[], env: NodeJS.Pr
     }
     return { ...entry, headers: read.headers };
   });
+}
+
+/** The system's CA bundle, else Node's own roots: what the run's programs trust beside its CA. */
+async function systemCaBundle(): Promise<string> {
+  for (const path of SYSTEM_CA_BUNDLES) {
+    try {
+      return await readFile(path, "utf8");
+    } catch {
+      // not here; the next place
+    }
+  }
+  return rootCertificates.join("\n");
+}
+
+async function trustedCas(env: NodeJS.ProcessEnv): Promise<string[]> {
+  const path = env[EGRESS_CA_FILE_VARIABLE];
+  if (!path) return [];
+  try {
+    return [await readFile(path, "utf8")];
+  } catch (error) {
+    throw new EgressSetupError(`${EGRESS_CA_FILE_VARIABLE} (${path}) cannot be read: ${(error as Error).message}`);
+  }
 }
 
 /** `name=address,name=address` as a map; entries without `=` are ignored. */
