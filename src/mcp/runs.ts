@@ -75,6 +75,11 @@ export interface McpRunsOptions {
   model?: BaseChatModel;
   /** Record or replay every model call of the runs this server makes. */
   modelCalls?: ModelCallsMode;
+  /**
+   * The server's own settings, laid over every run a client starts (`selfheal mcp --allow-host`):
+   * those the setting table keeps from clients (`serverOnly`), such as the hosts its programs may reach.
+   */
+  serverSettings?: Pick<SettingsInput, "allowHosts">;
 }
 
 /**
@@ -118,7 +123,11 @@ export class McpRuns {
   ): Promise<RunOutcome> {
     const { input, settings } = await checkNewRun(
       given.input,
-      parseSettings({ ...given.settings, artifactsDir: artifactsFolder(this.store.location) }),
+      parseSettings({
+        ...given.settings,
+        ...this.options.serverSettings,
+        artifactsDir: artifactsFolder(this.store.location),
+      }),
       { model: this.modelSource() },
     );
     const threadId = given.threadId ?? randomUUID();

@@ -6,7 +6,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ScriptedChatModel } from "../../src/index.js";
-import { createMcpServer, MAX_REQUEST_BYTES, McpRuns, serveHttp } from "../../src/mcp/index.js";
+import { createMcpServer, MAX_REQUEST_BYTES, McpRuns, type McpRunsOptions, serveHttp } from "../../src/mcp/index.js";
 import { artifactsFolder, openRunStore, type RunStore } from "../../src/store/index.js";
 import { fence } from "../helpers/helpers.js";
 import { scratchDir } from "../helpers/scratch.js";
@@ -24,9 +24,9 @@ afterEach(async () => {
   }
 });
 
-async function connect(model?: ScriptedChatModel) {
+async function connect(model?: ScriptedChatModel, serverSettings?: McpRunsOptions["serverSettings"]) {
   const store = await openRunStore({ kind: "sqlite", path: join(scratchDir("mcp"), "runs.db") });
-  const runs = new McpRuns({ store, model });
+  const runs = new McpRuns({ store, model, ...(serverSettings ? { serverSettings } : {}) });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await createMcpServer(runs, { version: "test" }).connect(serverSide);
   const client = new Client({ name: "test", version: "1" });
@@ -55,6 +55,17 @@ describe("the MCP tools", () => {
     const record = await store.getRun("one");
     expect(record).toMatchObject({ task: "Print one.", settings: { sandbox: "process" } });
     expect(record?.settings.artifactsDir).toBe(artifactsFolder(store.location));
+  });
+
+  it("lay the server's own settings (selfheal mcp --allow-host) over a run, and refuse them from a client", async () => {
+    const model = new ScriptedChatModel([fence("print(1)")]);
+    const { store, client } = await connect(model, { allowHosts: ["data.test:8080"] });
+    const result = await solve(client, { task: "Print one.", threadId: "hosts", settings: { sandbox: "process" } });
+    expect(result.structuredContent).toMatchObject({ status: "passed" });
+    expect((await store.getRun("hosts"))?.settings.allowHosts).toEqual(["data.test:8080"]);
+    const refused = await solve(client, { task: "Print one.", settings: { allowHosts: ["evil.test"] } });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toContain("allowHosts: set by the server, not by a client (selfheal mcp's own settings)");
   });
 
   it("refuse a second run in a thread that has one", async () => {

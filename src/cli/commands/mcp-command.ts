@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { addModelCallOptions } from "../options.js";
+import { addModelCallOptions, allowHostOption } from "../options.js";
 import { addStoreOptions } from "../store-options.js";
 import { packageVersion } from "../version.js";
 import type { McpFlags } from "./mcp.js";
@@ -14,11 +14,9 @@ export function registerMcpCommand(program: Command): void {
     .description(SUMMARIES.mcp)
     .option("--http", "serve over Streamable HTTP instead of stdio")
     .option("--port <port>", "with --http: the port (0: any free one)", portNumber, 3000)
-    .option(
-      "--host <address>",
-      "with --http: the address to listen on; loopback unless you say otherwise",
-      "127.0.0.1",
-    );
+    .option("--host <address>", "with --http: the address to listen on; loopback unless you say otherwise", "127.0.0.1")
+    // The server's, not a client's: a client may not open the server's network to its programs.
+    .addOption(allowHostOption());
   addStoreOptions(addModelCallOptions(command)).action(async (flags: McpFlags) => {
     process.exitCode = await (await import("./mcp.js")).serveMcp(flags, packageVersion());
   });

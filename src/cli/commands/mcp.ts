@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { openRunStore, resolveStoreLocation } from "../../store/index.js";
+import { allowHostsFromFlags } from "../flag-settings.js";
 import { type ModelCallFlags, modelCallsFromFlags } from "../options.js";
 import type { StoreFlags } from "../store-options.js";
 import { EXIT } from "../stream-run.js";
@@ -9,6 +10,8 @@ const MCP_TOKEN_VARIABLE = "SELFHEAL_MCP_TOKEN";
 
 export interface McpFlags extends StoreFlags, ModelCallFlags {
   http?: boolean;
+  /** `--allow-host`: the hosts every run's programs may reach (the server's `allowHosts`). */
+  allowHost?: string[];
   port: number;
   host: string;
 }
@@ -34,8 +37,13 @@ function untilStopped(): Promise<void> {
 export async function serveMcp(flags: McpFlags, version: string): Promise<number> {
   // Loaded here, not with the CLI: no other command should pay for the MCP SDK at start-up.
   const { McpRuns, serveHttp, serveStdio } = await import("../../mcp/index.js");
+  const allowHosts = flags.allowHost ? allowHostsFromFlags(flags.allowHost) : undefined;
   const store = await openRunStore(resolveStoreLocation(flags));
-  const runs = new McpRuns({ store, modelCalls: modelCallsFromFlags(flags) });
+  const runs = new McpRuns({
+    store,
+    modelCalls: modelCallsFromFlags(flags),
+    ...(allowHosts ? { serverSettings: { allowHosts } } : {}),
+  });
   try {
     if (!flags.http) {
       await serveStdio(runs, { version });
