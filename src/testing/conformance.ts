@@ -16,6 +16,7 @@ import type {
   Sandbox,
   SandboxLimits,
 } from "../sandbox/types.js";
+import { describeEgressCases, type EgressClaim } from "./egress.js";
 import { forkAndSleep, goneWithin, type OwnerCommand, startOwner } from "./owner.js";
 import { pidsWithMarker } from "./processes.js";
 import type { TestRunner } from "./runner.js";
@@ -42,6 +43,11 @@ export interface ConformanceOptions {
    * SIGKILLs that host mid-run and requires every process of the run gone within 10 s.
    */
   owner?: OwnerCommand;
+  /**
+   * How the backend gives `allowHosts`, written down (its `egress`): "enforced", "offered", or
+   * undefined for not at all. The egress cases check the claim, and what it promises.
+   */
+  egress?: EgressClaim;
 }
 
 /** The cases a backend may list as gaps. */
@@ -487,6 +493,8 @@ export function describeSandboxConformance(
         await own.close();
       });
     });
+
+    describeEgressCases(options.runner, () => sandbox, options.egress);
   });
 }
 

@@ -17,6 +17,14 @@ const BACKENDS: Record<BackendKind, () => ReturnType<typeof createSandbox>> = {
   container: () => createSandbox({ kind: "container", limits, container: { image: TEST_CONTAINER_IMAGE } }),
 };
 
+/** How each backend gives allowHosts, written down: the egress cases check it and what it promises. */
+const EGRESS: Record<BackendKind, ConformanceOptions["egress"]> = {
+  process: "offered",
+  bwrap: "enforced",
+  gvisor: "enforced",
+  container: "enforced",
+};
+
 /** What each backend cannot do, written down: each gap is asserted as a failure by the suite. */
 const GAPS: Record<BackendKind, ConformanceOptions["gaps"]> = {
   process: {},
@@ -43,6 +51,7 @@ for (const [kind, make] of Object.entries(BACKENDS) as [BackendKind, () => Retur
       limits,
       testTimeoutMs: kind === "gvisor" ? 120_000 : 60_000,
       gaps: GAPS[kind],
+      egress: EGRESS[kind],
       owner: ownerCommand(kind),
     });
   }
