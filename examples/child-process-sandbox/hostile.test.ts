@@ -29,6 +29,7 @@ describeHostileSuite("the child_process example", () => new ChildProcessSandbox(
     "double-forked daemon": "a new session leaves the process group the run kills",
     "JS write outside the work dir": NO_ISOLATION,
     "JS connect to a host listener": NO_ISOLATION,
+    "connect to a host listener beside allowHosts": NO_ISOLATION,
     "descriptors beyond stdio":
       "Node's spawn closes none of the descriptors the host holds without close-on-exec (npm test holds fd 250 open for this case)",
     "shared temporary places": "/dev/shm, /tmp, /var/tmp and /run/lock are the host's",

@@ -66,6 +66,7 @@ export type HostileCase =
   | "JS write outside the work dir"
   | "JS API key in the environment"
   | "JS connect to a host listener"
+  | "connect to a host listener beside allowHosts"
   | "memory spread over forked processes"
   | "CPU spread over forked processes"
   | "disk fill in many small files"
@@ -98,6 +99,7 @@ export type EscapingCase = Extract<
   | "double-forked daemon"
   | "JS write outside the work dir"
   | "JS connect to a host listener"
+  | "connect to a host listener beside allowHosts"
   | "descriptors beyond stdio"
   | "TMPDIR kept for the next run"
   | "shared temporary places"
@@ -343,6 +345,20 @@ export function describeHostileSuite(
         language === "python" || javascript,
       );
     }
+
+    // A run with network has a proxy socket bound in and a relay on its loopback: neither may lead
+    // past the list to the host's own listeners. Where the sandbox gives no allowHosts, the run is
+    // the plain case's.
+    hostileIt("connect to a host listener beside allowHosts", (expected) =>
+      withListener(async (port, connections) => {
+        const result = await run({
+          language: "python",
+          code: connectProgram("python", port),
+          allowHosts: ["data.test"],
+        });
+        await expectConnection(expect, result, connections, expected);
+      }),
+    );
 
     hostileIt("read the host's home", async (expected) => {
       // A file of our own in the real home: the sandbox may show an interpreter installed under
