@@ -150,6 +150,34 @@ for (const backend of BACKENDS) {
         expect(JSON.stringify([python, node])).not.toContain(TOKEN);
       });
 
+      // Where Debian's python3 runs programs: the container has its image's Python, gVisor the same host's.
+      if (backend.kind === "bwrap" || backend.kind === "process" || backend.kind === "gvisor")
+        it("lets requests (Debian's python3-requests) reach a listed host over HTTP and, with the TLS ended, HTTPS", async () => {
+          const { httpPort: http, httpsPort: https } = servers;
+          const before = servers.seen.length;
+          const result = await sandbox.run({
+            language: "python",
+            // Debian's own Python, which has python3-requests (.ci/run installs it).
+            python: "/usr/bin/python3",
+            code: `import requests\nprint(requests.get("http://data.test:${http}/x.csv", timeout=20).text, end="")\nprint(requests.get("https://secure.test:${https}/x.csv", timeout=20).text, end="")\nprint(requests.get("http://other.test:${http}/x.csv", timeout=20).status_code)`,
+            timeoutMs: 60_000,
+            allowHosts: [
+              `data.test:${http}`,
+              {
+                host: `secure.test:${https}`,
+                headers: { Authorization: "Bearer env:SELFHEAL_TEST_EGRESS_TOKEN" },
+                tls: "terminate",
+              },
+            ],
+          });
+          expect(result.status, result.stderr).toBe("ok");
+          expect(result.stdout).toBe(`${TEST_CSV}${TEST_CSV}403\n`);
+          expect(servers.seen.slice(before).map((headers) => headers.authorization ?? null)).toEqual([
+            null,
+            `Bearer ${TOKEN}`,
+          ]);
+        });
+
       it("refuses connections past maxConnections, and says so on stderr", async () => {
         const { httpPort: http } = servers;
         const result = await sandbox.run({
