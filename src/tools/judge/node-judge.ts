@@ -494,9 +494,10 @@ process.on("uncaughtException", fail);
 process.on("beforeExit", () => {
   if (finished) return;
   const before = servedRequests;
-  ask(["idle"], "the end of the tests");
-  if (servedRequests !== before) {
-    // A callback ran: what it started (a promise the tests await) goes on, and the check comes again.
+  const idle = ask(["idle"], "the end of the tests");
+  if (servedRequests !== before || idle[0] !== "v" || idle[1][1] !== true) {
+    // A callback ran (or the program was in one): what it started (a promise the tests await)
+    // goes on, and the check comes again.
     setImmediate(() => {});
     return;
   }
