@@ -12,7 +12,7 @@ import { seccompProfileFile } from "../host/seccomp.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { limitsForRun, MIB, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
-import { EGRESS_MOUNT, EgressSetupError, type RunEgress, startRunEgress, withEgressReport } from "../run/egress.js";
+import { type RunEgress, SOCKET_EGRESS, withRunEgress } from "../run/egress.js";
 import { type PrewarmMode, withArtifacts } from "../run/local-sandbox.js";
 import {
   collectOptionsFor,
@@ -99,22 +99,9 @@ export class ContainerSandbox implements ManagedSandbox {
     if (problem !== null) return unavailableResult(problem, startedAt);
 
     const limits = limitsForRun(this.limits, request);
-    const allowHosts = request.allowHosts ?? [];
-    let egress: RunEgress | undefined;
-    if (allowHosts.length > 0) {
-      try {
-        egress = await startRunEgress(allowHosts, limits, { via: "socket", enforced: true, supportDir: EGRESS_MOUNT });
-      } catch (error) {
-        if (error instanceof EgressSetupError) return unavailableResult(error.message, startedAt);
-        throw error;
-      }
-    }
-    try {
-      const result = await this.runIn(request, hooks, { startedAt, limits, egress });
-      return egress ? withEgressReport(result, egress, limits) : result;
-    } finally {
-      await egress?.close();
-    }
+    return withRunEgress(request.allowHosts ?? [], limits, SOCKET_EGRESS, startedAt, (egress) =>
+      this.runIn(request, hooks, { startedAt, limits, egress }),
+    );
   }
 
   private async runIn(

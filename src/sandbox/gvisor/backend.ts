@@ -21,14 +21,7 @@ import { tempDirPrefix } from "../host/temp-dirs.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { limitsForRun, MAX_DISK_FILES, MIB } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
-import {
-  EGRESS_MOUNT,
-  EgressSetupError,
-  PYTHON_EGRESS_RELAY_FILE,
-  type RunEgress,
-  startRunEgress,
-  withEgressReport,
-} from "../run/egress.js";
+import { EGRESS_MOUNT, PYTHON_EGRESS_RELAY_FILE, type RunEgress, SOCKET_EGRESS, withRunEgress } from "../run/egress.js";
 import { withArtifacts, writeProgramFiles } from "../run/local-sandbox.js";
 import { collectOptionsFor, collectRun, isAlive, killProcessGroup, unavailableResult } from "../run/run-child.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
@@ -180,22 +173,9 @@ export class GvisorSandbox implements Sandbox {
     if (!interpreter) return unavailableResult(new InterpreterMissingError(request.language).message, startedAt);
 
     const limits = limitsForRun(this.limits, request);
-    const allowHosts = request.allowHosts ?? [];
-    let egress: RunEgress | undefined;
-    if (allowHosts.length > 0) {
-      try {
-        egress = await startRunEgress(allowHosts, limits, { via: "socket", enforced: true, supportDir: EGRESS_MOUNT });
-      } catch (error) {
-        if (error instanceof EgressSetupError) return unavailableResult(error.message, startedAt);
-        throw error;
-      }
-    }
-    try {
-      const result = await this.runIn(request, hooks, { startedAt, limits, interpreter, egress });
-      return egress ? withEgressReport(result, egress, limits) : result;
-    } finally {
-      await egress?.close();
-    }
+    return withRunEgress(request.allowHosts ?? [], limits, SOCKET_EGRESS, startedAt, (egress) =>
+      this.runIn(request, hooks, { startedAt, limits, interpreter, egress }),
+    );
   }
 
   private async runIn(

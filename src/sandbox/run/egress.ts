@@ -15,6 +15,7 @@ import { PYTHON_EGRESS_RELAY, provideSupportFile } from "../host/bootstrap.js";
 import { tempDirPrefix } from "../host/temp-dirs.js";
 import { MIB } from "../limits.js";
 import type { SandboxLimits } from "../types.js";
+import { unavailableResult } from "./run-child.js";
 
 /** Where a sandbox sees the folder that holds the run's proxy socket. */
 export const EGRESS_MOUNT = "/run/selfheal-egress";
@@ -48,6 +49,9 @@ const SYSTEM_CA_BUNDLES = [
  * `tls: "terminate"`: a private CA of the user's own hosts (and the tests' servers').
  */
 export const EGRESS_CA_FILE_VARIABLE = "SELFHEAL_EGRESS_CA_FILE";
+
+/** How a backend whose sandbox binds the proxy's folder (gVisor, a container) reaches it. */
+export const SOCKET_EGRESS: RunEgressOptions = { via: "socket", enforced: true, supportDir: EGRESS_MOUNT };
 
 /** A run's allowlist could not be made into a proxy: the run does not start, and says why. */
 export class EgressSetupError extends Error {}
@@ -166,6 +170,33 @@ export async function startRunEgress(
       if (filesDir) await rm(filesDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Runs `body` with the run's proxy when `allowHosts` names hosts (undefined otherwise), and gives
+ * its result what the program did on the network; the proxy is closed however the run ends. A list
+ * that cannot become a proxy (a header's variable unset) is the run's `unavailable` result.
+ */
+export async function withRunEgress(
+  allowHosts: readonly AllowHostInput[],
+  limits: Pick<SandboxLimits, "maxConnections" | "maxNetworkMb">,
+  options: RunEgressOptions,
+  startedAt: number,
+  body: (egress: RunEgress | undefined) => Promise<RunResult>,
+): Promise<RunResult> {
+  if (allowHosts.length === 0) return body(undefined);
+  let egress: RunEgress;
+  try {
+    egress = await startRunEgress(allowHosts, limits, options);
+  } catch (error) {
+    if (error instanceof EgressSetupError) return unavailableResult(error.message, startedAt);
+    throw error;
+  }
+  try {
+    return withEgressReport(await body(egress), egress, limits);
+  } finally {
+    await egress.close();
+  }
 }
 
 /**

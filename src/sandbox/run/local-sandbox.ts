@@ -9,7 +9,7 @@ import { limitsForRun, SANDBOX_POOL_SIZE, sameStartLimits } from "../limits.js";
 import { CODE_FILE_NAME } from "../parse-error.js";
 import type { Language, RunHooks, RunRequest, RunResult, Sandbox, SandboxIsolation, SandboxLimits } from "../types.js";
 import { collectArtifacts } from "./artifacts.js";
-import { EgressSetupError, type RunEgress, type RunEgressOptions, startRunEgress, withEgressReport } from "./egress.js";
+import { type RunEgress, type RunEgressOptions, withRunEgress } from "./egress.js";
 import {
   collectOptionsFor,
   collectRun,
@@ -129,20 +129,9 @@ export class LocalSandbox implements Sandbox {
     const fitsWarm = !request.packagesDir && !python && allowHosts.length === 0 && sameStartLimits(this.limits, limits);
     const warm = fitsWarm && mayTakeWarm ? await this.takeWarm(request.language) : null;
 
-    let egress: RunEgress | undefined;
-    if (allowHosts.length > 0) {
-      try {
-        egress = await startRunEgress(allowHosts, limits, this.launcher.egress);
-      } catch (error) {
-        if (error instanceof EgressSetupError) return unavailableResult(error.message, startedAt);
-        throw error;
-      }
-    }
-    try {
-      return await this.runWith(startedAt, request, hooks, { warm, limits, python, egress });
-    } finally {
-      await egress?.close();
-    }
+    return withRunEgress(allowHosts, limits, this.launcher.egress, startedAt, (egress) =>
+      this.runWith(startedAt, request, hooks, { warm, limits, python, egress }),
+    );
   }
 
   private async runWith(
@@ -208,8 +197,7 @@ export class LocalSandbox implements Sandbox {
       });
       // A run that reported its end may still be dying: what it left is taken once it is dead.
       if (request.collectArtifacts) await waitForExit(program.child);
-      const withNetwork = egress ? withEgressReport(result, egress, limits) : result;
-      return await withArtifacts(withNetwork, reservation.workDir, request);
+      return await withArtifacts(result, reservation.workDir, request);
     } finally {
       this.paceOf(request.language).lastEndedAt = performance.now();
       if (warm) warm.control.destroy();
