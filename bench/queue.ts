@@ -11,11 +11,14 @@
  * checkout, run in turn with this one's: a change to the queue, before and after, in one run.
  * `--rounds N` repeats every row N times, interleaved, and prints medians: on a shared machine one
  * round swings by more than the queue costs. `--warm-tasks N` (default 24) untimed tasks per slot
- * come before each row's clock, direct and queued alike. Before the rows it times the queue's own parts with no
- * run at all: empty jobs through one slot (fetch, heartbeat, completion) and the heartbeat alone.
+ * come before each row's clock, direct and queued alike. Each row also prints the CPU a task took
+ * (this process and its children, PostgreSQL's processes), steadier than wall time under load.
+ * Before the rows it times the queue's own parts with no run at all: empty jobs through one slot
+ * (fetch, heartbeat, completion) and the heartbeat alone.
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -85,9 +88,11 @@ interface Row {
   activeMsPerTask?: number;
   /** Queue rows: from the first timed job's send to its fetch by an idle worker (pg-boss's polling, or the announcement). */
   firstFetchMs?: number;
+  /** CPU time per task of this process, its children (workers, interpreters) and PostgreSQL's processes. */
+  cpuMsPerTask?: number;
 }
 
-function row(way: string, workers: number, wallMs: number, jobs?: JobTimes): Row {
+function row(way: string, workers: number, wallMs: number, jobs?: JobTimes, cpuMs?: number): Row {
   return {
     way,
     workers,
@@ -95,7 +100,41 @@ function row(way: string, workers: number, wallMs: number, jobs?: JobTimes): Row
     tasksPerSecond: TASKS / (wallMs / 1000),
     slotMsPerTask: (wallMs * workers) / TASKS,
     ...jobs,
+    ...(cpuMs === undefined ? {} : { cpuMsPerTask: cpuMs / TASKS }),
   };
+}
+
+/**
+ * CPU milliseconds spent so far by this process and everything under it (worker processes, their
+ * interpreters, reaped ones included) and by PostgreSQL's server processes (every client's, so
+ * another user of the same server shows here too). On a machine shared with other work the wall
+ * time swings by more than the queue costs; the CPU a task takes swings much less, and on two
+ * cores every millisecond of it, the bench's own included, is a millisecond some run waits.
+ */
+function cpuMsSoFar(): number {
+  const procs = new Map<number, { parent: number; ticks: number; postgres: boolean }>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue; // ended meanwhile: its time is in its parent's children's time
+    }
+    const end = stat.lastIndexOf(")");
+    // After the name: state, ppid, ..., utime (14th field), stime, cutime, cstime.
+    const fields = stat.slice(end + 2).split(" ");
+    const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0);
+    procs.set(Number(name), { parent: Number(fields[1]), ticks, postgres: stat.includes("(postgres)") });
+  }
+  const counted = (pid: number): boolean => {
+    const proc = procs.get(pid);
+    if (!proc) return false;
+    return pid === process.pid || proc.postgres || counted(proc.parent);
+  };
+  let ticks = 0;
+  for (const [pid, proc] of procs) if (counted(pid)) ticks += proc.ticks;
+  return ticks * 10; // USER_HZ is 100 on Linux
 }
 
 interface JobTimes {
@@ -159,10 +198,12 @@ async function direct(store: RunStore, concurrency: number, round: string): Prom
   // Untimed, as each worker gets below: the interpreters warm up, and V8 compiles the hot code.
   await runAll("warm", WARM_TASKS * concurrency);
   const started = performance.now();
+  const cpuBefore = cpuMsSoFar();
   await runAll("timed", TASKS);
   const wallMs = performance.now() - started;
+  const cpuMs = cpuMsSoFar() - cpuBefore;
   await sandbox.close();
-  return row("direct, one process", concurrency, wallMs);
+  return row("direct, one process", concurrency, wallMs, undefined, cpuMs);
 }
 
 function startWorker(bin: string): Promise<{ stop: () => Promise<void> }> {
@@ -213,18 +254,22 @@ async function queued(
     const createdAt = new Date().toISOString();
     for (const job of jobs) await store.saveRun({ threadId: job.threadId, task: DEMO_TASK, settings, createdAt });
     await queue.submit(jobs, DEFAULT_DELIVERY);
-    while ((await queue.pendingCount()) > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+    // The row's time ends at the last completion's own stamp (below), not at this poll: polling
+    // more often only spent CPU beside the worker (4-30 ms a task at 50 ms, this process and PostgreSQL's).
+    while ((await queue.pendingCount()) > 0) await new Promise((resolve) => setTimeout(resolve, 500));
   };
   try {
     // Untimed: as many jobs per worker as the direct runs warm up with (their spread over the
     // workers is pg-boss's), to warm the interpreters and V8's compiled code alike.
     await runAll("warm", WARM_TASKS * workers);
     const clock = Date.now();
+    const cpuBefore = cpuMsSoFar();
     await runAll("timed", TASKS);
-    // Up to the last completion as PostgreSQL stamped it (same host, same clock): the 50 ms poll
-    // above would add up to 50 ms of waiting to the row's wall time.
+    const cpuMs = cpuMsSoFar() - cpuBefore;
+    // Up to the last completion as PostgreSQL stamped it (same host, same clock): the poll above
+    // would add up to its interval of waiting to the row's wall time.
     const wallMs = (await lastCompletionEpochMs(round)) - clock;
-    return row(way, workers, wallMs, await jobTimes(round));
+    return row(way, workers, wallMs, await jobTimes(round), cpuMs);
   } finally {
     await Promise.all(started.map((worker) => worker.stop()));
   }
@@ -240,14 +285,16 @@ async function sandboxOnly(concurrency: number): Promise<Row> {
   await runTask();
   let next = 0;
   const started = performance.now();
+  const cpuBefore = cpuMsSoFar();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next++ < TASKS) await runTask();
     }),
   );
   const wallMs = performance.now() - started;
+  const cpuMs = cpuMsSoFar() - cpuBefore;
   await sandbox.close();
-  return row("sandbox only, no agent", concurrency, wallMs);
+  return row("sandbox only, no agent", concurrency, wallMs, undefined, cpuMs);
 }
 
 const median = (list: number[]) => [...list].sort((a, b) => a - b)[list.length >> 1] ?? Number.NaN;
@@ -320,7 +367,9 @@ try {
         queuedRows.push(await queued(store, queue, workers, `${round}b`, BASELINE_BIN, "queue, baseline workers"));
       const after = await direct(store, workers, `${round}z`);
       const sandboxRow = await sandboxOnly(workers);
-      rows.push([row("direct, one process", workers, (before.wallMs + after.wallMs) / 2), ...queuedRows, sandboxRow]);
+      const directCpuMs = ((before.cpuMsPerTask ?? 0) + (after.cpuMsPerTask ?? 0)) * (TASKS / 2);
+      const directRow = row("direct, one process", workers, (before.wallMs + after.wallMs) / 2, undefined, directCpuMs);
+      rows.push([directRow, ...queuedRows, sandboxRow]);
     }
   }
 } finally {
@@ -335,7 +384,7 @@ console.log(
     `median of ${ROUNDS} interleaved round(s)\n`,
 );
 console.log(
-  "workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task  = in job + between jobs  first fetch ms",
+  "workers  way                        wall ms  tasks/s  slot ms/task  queue overhead ms/task  = in job + between jobs  first fetch ms  cpu ms/task",
 );
 for (const workers of WORKER_COUNTS) {
   const rounds = rows.filter((group) => group[0]?.workers === workers);
@@ -352,8 +401,9 @@ for (const workers of WORKER_COUNTS) {
       ? `${fmt(pick((r, d) => (r.activeMsPerTask ?? 0) - d.slotMsPerTask)).padStart(8)} + ${fmt(pick((r) => r.slotMsPerTask - (r.activeMsPerTask ?? 0))).padStart(12)}`
       : "";
     const firstFetch = queuedRow ? fmt(pick((r) => r.firstFetchMs ?? 0)) : "";
+    const cpu = fmt(pick((r) => r.cpuMsPerTask ?? Number.NaN));
     console.log(
-      `${String(workers).padStart(7)}  ${way.padEnd(25)}  ${fmt(wallMs).padStart(7)}  ${fmt(TASKS / (wallMs / 1000), 2).padStart(7)}  ${fmt((wallMs * workers) / TASKS).padStart(12)}  ${overhead.padStart(22)}  ${split.padEnd(23)}  ${firstFetch.padStart(14)}`,
+      `${String(workers).padStart(7)}  ${way.padEnd(25)}  ${fmt(wallMs).padStart(7)}  ${fmt(TASKS / (wallMs / 1000), 2).padStart(7)}  ${fmt((wallMs * workers) / TASKS).padStart(12)}  ${overhead.padStart(22)}  ${split.padEnd(23)}  ${firstFetch.padStart(14)}  ${cpu.padStart(11)}`,
     );
   }
 }

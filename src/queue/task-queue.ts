@@ -9,6 +9,7 @@ import { describeLocation } from "../store/location.js";
 import { isPostgresOutage, POSTGRES_CONNECTION_OPTIONS, waitForStore } from "../store/outage.js";
 import { quietConnectionErrors } from "../store/pg-connections.js";
 import { HEARTBEAT_TABLE_SQL, type Heartbeats, startHeartbeat } from "./heartbeat.js";
+import { type JobSlot, startJobSlot } from "./job-slot.js";
 import { OutageWatch, type QueueOutageEvent } from "./outage-watch.js";
 import { withSchemaSetupLock } from "./setup.js";
 import { announceJobs, type JobListener, listenForJobs } from "./wake.js";
@@ -131,6 +132,10 @@ export class TaskQueue {
   readonly location: Readonly<QueueLocation>;
   /** The announcement listeners of `work()` calls not yet stopped, closed with the queue. */
   private readonly listeners = new Set<JobListener>();
+  /** The job slots of `work()` calls, stopped and waited for when the queue closes. */
+  private readonly slots = new Set<JobSlot>();
+  /** Completions of finished jobs still being written, awaited (within the grace) before pg-boss stops. */
+  private readonly completions = new Set<Promise<void>>();
   /** Final heartbeats of finished jobs still being written, awaited before the queue closes. */
   private readonly lastBeats = new Set<Promise<void>>();
 
@@ -208,79 +213,82 @@ export class TaskQueue {
 
   /**
    * Takes jobs until `stop()`: what `handle` returns completes the job, what it throws fails the
-   * delivery (pg-boss retries it with backoff, then dead-letters it). `concurrency` pg-boss workers
-   * each fetch one job at a time, which is the per-process limit. `stop()` on what it returns ends
-   * the fetching (running handlers go on; their caller decides how they end).
+   * delivery (pg-boss retries it with backoff, then dead-letters it). `concurrency` slots each run
+   * one job at a time, which is the per-process limit. `stop()` on what it returns ends the
+   * fetching (running handlers go on; their caller decides how they end).
    */
   async work(
     options: WorkOptions,
     handle: (delivery: Delivery) => Promise<object>,
   ): Promise<{ stop(): Promise<void> }> {
     const worker = workerName();
-    const ids: string[] = [];
+    const slots: JobSlot[] = [];
+    // An announcement wakes the idle slots at once; polling stays the fallback.
     const listener = listenForJobs(this.location.url, this.schema, () => {
-      for (const id of ids) this.boss.notifyWorker(id);
+      for (const slot of slots) slot.wake();
     });
     this.listeners.add(listener);
-    for (let slot = 0; slot < options.concurrency; slot++) {
-      let id: string | undefined;
-      id = await this.boss.work<RunJobData>(
-        RUN_QUEUE,
-        { batchSize: 1, pollingIntervalSeconds: options.pollingIntervalSeconds },
-        async ([job]) => {
-          if (!job) return {};
-          const heartbeat: Heartbeats = startHeartbeat(this.pool, this.schema, {
-            jobId: job.id,
-            threadId: job.data.threadId,
-            worker,
-            everySeconds: options.heartbeatSeconds,
-            queue: RUN_QUEUE,
-          });
-          // pg-boss gives up on a handler at the expiry and fails the job; stopping the run then
-          // (as on Ctrl-C, checkpoints kept) frees its thread for the next delivery.
-          const expired = AbortSignal.timeout(Math.max(1, job.expireInSeconds - 1) * 1000);
-          try {
-            const outcome = await handle({
-              jobId: job.id,
-              data: job.data,
-              signal: AbortSignal.any([heartbeat.cancelled, expired]),
-              setStep: heartbeat.setStep,
-              wasCancelled: () => heartbeat.cancelled.aborted,
-            });
-            // A finished job has no next delivery whose row this beat could overwrite: it goes on
-            // beside pg-boss's completion and the next fetch instead of before them.
-            const lastBeat: Promise<void> = heartbeat.stop().finally(() => this.lastBeats.delete(lastBeat));
-            this.lastBeats.add(lastBeat);
-            await this.completePatiently(job.id, outcome);
-            return outcome;
-          } catch (error) {
-            await heartbeat.stop();
-            throw error;
-          } finally {
-            // pg-boss waits out the rest of its polling interval after a short job before it fetches
-            // again: the next job sat idle up to that long. Woken here, it fetches at once, and
-            // waits a full interval only when the queue is empty.
-            if (id) this.boss.notifyWorker(id);
-          }
-        },
+    const runJob = async (job: PgBoss.Job<RunJobData>): Promise<object> => {
+      const heartbeat: Heartbeats = startHeartbeat(this.pool, this.schema, {
+        jobId: job.id,
+        threadId: job.data.threadId,
+        worker,
+        everySeconds: options.heartbeatSeconds,
+        queue: RUN_QUEUE,
+      });
+      // The slot gives up on a handler at the expiry and fails the job; stopping the run a second
+      // before (as on Ctrl-C, checkpoints kept) frees its thread for the next delivery.
+      const expired = AbortSignal.timeout(Math.max(1, job.expireInSeconds - 1) * 1000);
+      try {
+        const outcome = await handle({
+          jobId: job.id,
+          data: job.data,
+          signal: AbortSignal.any([heartbeat.cancelled, expired]),
+          setStep: heartbeat.setStep,
+          wasCancelled: () => heartbeat.cancelled.aborted,
+        });
+        // A finished job has no next delivery whose row this beat could overwrite: it goes on
+        // beside the job's completion and the next fetch instead of before them.
+        this.settleLater(this.lastBeats, heartbeat.stop());
+        return outcome;
+      } catch (error) {
+        await heartbeat.stop();
+        throw error;
+      }
+    };
+    const complete = (jobId: string, outcome: object) =>
+      this.settleLater(this.completions, this.completePatiently(jobId, outcome));
+    for (let index = 0; index < options.concurrency; index++) {
+      const slot = startJobSlot(
+        this.boss,
+        { queue: RUN_QUEUE, pollingIntervalSeconds: options.pollingIntervalSeconds, complete },
+        runJob,
       );
-      ids.push(id);
+      slots.push(slot);
+      this.slots.add(slot);
+      void slot.done.then(() => this.slots.delete(slot));
     }
     return {
       stop: async () => {
         this.listeners.delete(listener);
         await listener.close();
-        for (const id of ids) await this.boss.offWork({ id });
+        for (const slot of slots) slot.stop();
       },
     };
   }
 
+  /** Keeps `promise` in `pending` until it settles, so that `close()` can wait for it. */
+  private settleLater(pending: Set<Promise<void>>, promise: Promise<void>): Promise<void> {
+    const tracked: Promise<void> = promise.finally(() => pending.delete(tracked));
+    pending.add(tracked);
+    return tracked;
+  }
+
   /**
-   * pg-boss completes a job once its handler returns, once, without waiting for the database: a
-   * job whose run ended while the database was away stayed active until it expired (half an hour
-   * by default), and was then delivered again only to find its run finished. So the handler
-   * completes it first, waiting for the database as a run does; pg-boss's own call then changes
-   * nothing. Past the wait the job is left to expire, as before.
+   * Completes a finished job, waiting for the database as a run does: pg-boss's own loop completed
+   * it once, without waiting, and a job whose run ended while the database was away stayed active
+   * until it expired (half an hour by default), and was then delivered again only to find its run
+   * finished. Past the wait the job is left to expire, as before.
    */
   private async completePatiently(jobId: string, outcome: object): Promise<void> {
     await waitForStore(() => this.boss.complete(RUN_QUEUE, jobId, outcome), {
@@ -325,10 +333,28 @@ export class TaskQueue {
     return listQueuedRuns(this.pool, this.schema, threadId);
   }
 
-  /** Stops taking jobs; waits up to `graceMs` for running ones to end (they are aborted first by the caller). */
+  /**
+   * Stops taking jobs; waits up to `graceMs` for running ones to end (they are aborted first by the
+   * caller) and for finished ones to be completed, then fails those still running, as pg-boss's
+   * graceful stop did for its own loop, so that they are delivered again without waiting for expiry.
+   */
   async close(graceMs = 10_000): Promise<void> {
     await Promise.all([...this.listeners].map((listener) => listener.close()));
     this.listeners.clear();
+    const slots = [...this.slots];
+    this.slots.clear();
+    for (const slot of slots) slot.stop();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([Promise.all(slots.map((slot) => slot.done)).then(() => Promise.all(this.completions)), grace]);
+    clearTimeout(timer);
+    const stranded = slots.flatMap((slot) => (slot.current ? [slot.current] : []));
+    const shutDown = new Error("the worker shut down while the job was running");
+    await Promise.all(
+      stranded.map((id) => this.boss.fail(RUN_QUEUE, id, shutDown).catch((error: Error) => this.watch.report(error))),
+    );
     await this.boss.stop({ graceful: true, wait: true, timeout: graceMs });
     await Promise.all(this.lastBeats);
     this.watch.close();
