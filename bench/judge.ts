@@ -9,6 +9,8 @@
  * (issue 36): the tests appended to the program and run in its process (`isolation: "shared"`), alone
  * on the pool and in batch runs, each row right after its counterpart; then whether the two ways
  * reached the same verdicts, and the goal: tests in their own process <= 1.5 x the old way's wall time.
+ * And (issue 41) the pool's rows again on sandboxes without the fork server, whose pre-warmed
+ * interpreters each start cold: the goal, faster with it than without.
  *
  * Before each row the machine is left idle for `--settle` seconds (untimed): the row after ~870
  * sandbox runs paid for something they left going (the batch row: 20.9 s right after, 18.4 s
@@ -53,22 +55,29 @@ function verdicts(report: VerifyReport) {
 }
 
 const tasks = await loadDataset({ dataset, limit });
-const makeSandbox = () => createSandbox({ prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS });
-const members = Array.from({ length: 2 * concurrency }, makeSandbox);
-await Promise.all(members.map((member) => member.prewarm(["python"])));
+const makeSandbox = (forkServer = true) =>
+  createSandbox({ prewarm: ["python"], limits: BENCH_SANDBOX_LIMITS, forkServer });
+const members = Array.from({ length: 2 * concurrency }, () => makeSandbox());
+// Issue 41: the same pool whose warm interpreters each start cold instead of being forked.
+const coldMembers = Array.from({ length: 2 * concurrency }, () => makeSandbox(false));
+await Promise.all([...members, ...coldMembers].map((member) => member.prewarm(["python"])));
 const sandbox = members[0]!;
 // As the CLI's verify: a warm interpreter for each of the two batch runs a lane may have in flight.
 const pool = new SandboxPool(members);
+const coldPool = new SandboxPool(coldMembers);
 const BASELINE = "every program alone (baseline)";
 const ALONE = "alone, a warm pool of sandboxes";
 const BATCH = "batch runs, the warm pool";
 /** The old way's rows, each named after today's row it is compared with. */
 const SHARED = " + tests in program's process";
+const NO_FORK_SERVER = ", no fork server";
 const ways: ReadonlyArray<readonly [string, typeof sandbox | SandboxPool, boolean, TestIsolation]> = [
   [BASELINE, sandbox, false, "process"],
   [ALONE, pool, false, "process"],
+  [`${ALONE}${NO_FORK_SERVER}`, coldPool, false, "process"],
   [`${ALONE}${SHARED}`, pool, false, "shared"],
   [BATCH, pool, true, "process"],
+  [`${BATCH}${NO_FORK_SERVER}`, coldPool, true, "process"],
   [`${BATCH}${SHARED}`, pool, true, "shared"],
 ];
 const rows: Array<{ label: string; isolation: TestIsolation; seconds: number; load: string; report: VerifyReport }> =
@@ -85,6 +94,7 @@ try {
   }
 } finally {
   await pool.close();
+  await coldPool.close();
 }
 
 console.log(
@@ -109,6 +119,14 @@ console.log(
   `  same verdicts in every row of today's judge: ${same ? "yes" : "NO"}   goal: batch runs < 20 s on 2 cores`,
 );
 if (!same) process.exitCode = 1;
+for (const label of [ALONE, BATCH]) {
+  const forked = rows.find((row) => row.label === label);
+  const cold = rows.find((row) => row.label === `${label}${NO_FORK_SERVER}`);
+  if (forked && cold)
+    console.log(
+      `  goal (issue 41): ${label} faster with the fork server than without: ${forked.seconds.toFixed(1)} s against ${cold.seconds.toFixed(1)} s: ${forked.seconds < cold.seconds ? "met" : "NOT met"}`,
+    );
+}
 
 /** Where the old way's verdicts differ from today's (same dataset, same mutants): task, mutant, verdicts. */
 function differences(isolated: VerifyReport, shared: VerifyReport): string[] {

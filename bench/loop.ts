@@ -8,7 +8,8 @@
  *   npm run bench:loop [-- --runs 10 --kind process --memory-runs 100]
  *
  * Goals (issue 29): under 20 ms of orchestration per attempt; resident size after 100 runs within
- * 1.2x of after 10. Prints figures; asserts nothing.
+ * 1.2x of after 10. With `--kind bwrap`, also the sandbox's share of an attempt with and without
+ * the fork server, side by side (issue 41: with <= 0.3x without). Prints figures; asserts nothing.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -92,13 +93,14 @@ const SETUPS: Setup[] = [
 ];
 
 const inner = createSandbox({ kind: values.kind as SandboxKind, prewarm: ["python"] });
-const { sandbox, spentMs } = timedSandbox(inner);
+const timed = { inner, ...timedSandbox(inner) };
 let threads = 0;
 
 /** One run of `attempts` attempts; returns its wall time and the sandbox's share of it. */
-async function oneRun(saver: BaseCheckpointSaver | undefined, attempts: number) {
+async function oneRun(saver: BaseCheckpointSaver | undefined, attempts: number, on = timed) {
+  const { sandbox, spentMs } = on;
   const agent = createAgent({ model: new ScriptedChatModel(replies(attempts)), sandbox, checkpointer: saver });
-  await inner.prewarm(["python"]);
+  await on.inner.prewarm(["python"]);
   const sandboxBefore = spentMs();
   const started = performance.now();
   const state = await agent.invoke(
@@ -118,6 +120,54 @@ async function oneRun(saver: BaseCheckpointSaver | undefined, attempts: number) 
     throw new Error(`expected a pass at attempt ${attempts}, got ${state.status} after ${state.attempt}`);
   }
   return { wallMs, sandboxMs: spentMs() - sandboxBefore };
+}
+
+/**
+ * Issue 41 on bwrap: the sandbox's share of an attempt with pre-warmed runs forked from the fork
+ * server, against the same sandbox without one (each run's interpreter then started cold, the pool
+ * refilled while the run ran), round-robin, no checkpointer.
+ */
+async function compareForkServer(): Promise<void> {
+  const variants = [true, false].map((forkServer) => {
+    const sandbox = createSandbox({ kind: "bwrap", prewarm: ["python"], forkServer });
+    return { name: forkServer ? "fork server" : "no fork server", on: { inner: sandbox, ...timedSandbox(sandbox) } };
+  });
+  try {
+    for (const { on } of variants) await oneRun(undefined, ATTEMPTS, on);
+    const shares = variants.map((): { loop: number[]; sandbox: number[] } => ({ loop: [], sandbox: [] }));
+    for (let run = 0; run < RUNS; run++) {
+      for (const [index, { on }] of variants.entries()) {
+        const { wallMs, sandboxMs } = await oneRun(undefined, ATTEMPTS, on);
+        shares[index]?.loop.push((wallMs - sandboxMs) / ATTEMPTS);
+        shares[index]?.sandbox.push(sandboxMs / ATTEMPTS);
+      }
+    }
+    console.log("\nbwrap, no checkpointer   loop ms/attempt p50  sandbox ms/attempt p50");
+    const p50s = shares.map(({ loop, sandbox }) => ({
+      loop: percentile(
+        loop.sort((a, b) => a - b),
+        0.5,
+      ),
+      sandbox: percentile(
+        sandbox.sort((a, b) => a - b),
+        0.5,
+      ),
+    }));
+    for (const [index, { name }] of variants.entries()) {
+      console.log(
+        `${name.padEnd(24)} ${p50s[index]!.loop.toFixed(1).padStart(20)} ${p50s[index]!.sandbox.toFixed(1).padStart(23)}`,
+      );
+    }
+    const [forked, cold] = p50s;
+    if (forked && cold) {
+      const ratio = forked.sandbox / cold.sandbox;
+      console.log(
+        `goal (issue 41): sandbox ms/attempt with the fork server <= 0.3 x without: ${forked.sandbox.toFixed(1)} / ${cold.sandbox.toFixed(1)} = ${ratio.toFixed(2)}: ${ratio <= 0.3 ? "met" : "NOT met"}; loop < 20 ms: ${forked.loop.toFixed(1)}: ${forked.loop < 20 ? "met" : "NOT met"}`,
+      );
+    }
+  } finally {
+    await Promise.all(variants.map(({ on }) => on.inner.close()));
+  }
 }
 
 try {
@@ -146,6 +196,8 @@ try {
       `${setup.name.padEnd(17)} ${p50.toFixed(1).padStart(20)} ${percentile(loop, 0.9).toFixed(1).padStart(6)} ${percentile(inSandbox, 0.5).toFixed(1).padStart(23)}  ${p50 < 20 ? "met" : "NOT met"}`,
     );
   }
+
+  if (values.kind === "bwrap") await compareForkServer();
 
   // A worker's life: many short runs in one process, each on a thread of its own, on SQLite.
   const sqlite = opened[2]!.saver;

@@ -44,6 +44,11 @@ export interface SandboxOptions {
    * at once (default 1; see SANDBOX_POOL_SIZE). More serve runs that come faster than one starts.
    */
   poolSize?: number;
+  /**
+   * bwrap: pre-warmed Python runs are forked from a fork server (one interpreter, started once)
+   * instead of each starting its own; on with pre-warming unless `false` (docs/security.md).
+   */
+  forkServer?: boolean;
   /** For `kind: "container"`: the engine CLI (default docker) and the image(s). */
   container?: ContainerOptions;
 }
@@ -59,7 +64,11 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   const limits = resolveLimits(options.limits);
   const kind = options.kind ?? "auto";
   const prewarmMode: PrewarmMode = options.prewarm === false ? "off" : "after-first-use";
-  const pool: WarmPool = { mode: prewarmMode, size: resolvePoolSize(options.poolSize) };
+  const pool: WarmPool = {
+    mode: prewarmMode,
+    size: resolvePoolSize(options.poolSize),
+    forkServer: prewarmMode !== "off" && options.forkServer !== false,
+  };
 
   let sandbox: ManagedSandbox;
   if (kind === "bwrap" || kind === "auto") {
@@ -91,6 +100,7 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
 interface WarmPool {
   mode: PrewarmMode;
   size: number;
+  forkServer: boolean;
 }
 
 /** The bwrap sandbox where the host allows it; else, for `auto`, the process one (with its warning). */
@@ -99,6 +109,7 @@ function localSandbox(kind: "bwrap" | "auto", host: PreparedHost, limits: Sandbo
     const launcher = new BwrapLauncher(limits, host.bwrap.host, {
       cgroups: host.cgroups,
       parkSpare: pool.mode === "off",
+      forkServer: pool.forkServer,
     });
     return new LocalSandbox(launcher, limits, pool.mode, pool.size);
   }

@@ -91,6 +91,11 @@ export interface SandboxIsolation {
   syscalls: Containment;
   /** Why a stronger mechanism is missing, one sentence each. */
   notes: string[];
+  /**
+   * How a run's process starts: the languages whose runs are forked from an interpreter started
+   * once (bwrap's fork server), and how, or why they start cold.
+   */
+  start?: { forked: Language[]; by: string };
 }
 
 /**

@@ -132,7 +132,7 @@ export interface HostileSuiteOptions {
 const KILL_AFTER_MS = 1_500;
 
 /** The limit of `describe()` that each whole-run case puts to the test. */
-const LIMIT_OF_CASE: Partial<Record<EscapingCase, Exclude<keyof SandboxIsolation, "kind" | "notes">>> = {
+const LIMIT_OF_CASE: Partial<Record<EscapingCase, Exclude<keyof SandboxIsolation, "kind" | "notes" | "start">>> = {
   "fork bomb": "processes",
   "memory spread over forked processes": "memory",
   "CPU spread over forked processes": "cpu",

@@ -27,9 +27,10 @@ export function startOwner(kind: string, language: "python" | "javascript", code
   return startOwnerCommand(ownerCommand(kind), { language, code, timeoutMs: 60_000 });
 }
 
-/** Host processes that belong to the owner's run: the marker in argv, or a path of its run dirs. */
+/** Host processes that belong to the owner's run: the marker in argv, or a path of its run dirs (a fork server's included). */
 export function leftovers(marker: string, ownerPid: number): number[] {
-  return [...new Set([...pidsWithMarker(marker), ...pidsWithMarker(`selfheal-run-${ownerPid}-`)])];
+  const runDirs = [`selfheal-run-${ownerPid}-`, `selfheal-forks-${ownerPid}-`];
+  return [...new Set([...pidsWithMarker(marker), ...runDirs.flatMap((dir) => pidsWithMarker(dir))])];
 }
 
 export function goneWithin(ms: number, marker: string, ownerPid: number): Promise<number[]> {

@@ -1,7 +1,7 @@
 /**
  * A selfheal host in a process of its own, for tests that must kill the host or hand it inherited
  * descriptors: runs one program in the sandbox named by its last argument (JSON: kind, language,
- * code, timeoutMs; or the kind as the first argument), reports each line the program prints on stderr as it comes, and the result as JSON
+ * code, timeoutMs; or the kind as the first argument; "bwrap-forked" forks the run from bwrap's fork server), reports each line the program prints on stderr as it comes, and the result as JSON
  * on stdout.
  */
 import { createSandbox, type Language, type SandboxKind } from "../../src/sandbox/index.js";
@@ -15,8 +15,12 @@ const request = JSON.parse(args.at(-1) ?? "{}") as {
   timeoutMs: number;
 };
 const { language, code, timeoutMs } = request;
-const kind = request.kind ?? (args[0] as SandboxKind);
-const sandbox = createSandbox({ kind, prewarm: false });
+const named = request.kind ?? args[0];
+// "bwrap-forked": bwrap whose Python run is forked from its fork server, started before the run.
+const forked = named === "bwrap-forked";
+const kind = (forked ? "bwrap" : named) as SandboxKind;
+const sandbox = createSandbox({ kind, prewarm: forked });
+if (forked) await sandbox.prewarm?.([language]);
 const result = await sandbox.run(
   { language, code, timeoutMs },
   { onOutput: (_stream, line) => process.stderr.write(`${line}\n`) },

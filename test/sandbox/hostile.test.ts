@@ -2,6 +2,7 @@ import { describe, it } from "vitest";
 
 import { createSandbox } from "../../src/sandbox/index.js";
 import { bwrapMissing, cgroupsMissing, isRoot, seccompMissing } from "../helpers/capabilities.js";
+import { withForkedPythonRuns } from "../helpers/forked-runs.js";
 import { describeOurHostileSuite, type ExpectedEscapes } from "../helpers/hostile-suite.js";
 
 const limits = { maxProcesses: 32, memoryMb: 256, cpuSeconds: 2 };
@@ -37,8 +38,9 @@ if (bwrap !== null) {
     ...(isRoot ? {} : WITHOUT_ROOT),
     ...(seccompMissing() === null ? {} : WITHOUT_SECCOMP),
   };
-  describeOurHostileSuite("the bwrap backend", {
-    createSandbox: () => createSandbox({ kind: "bwrap", limits }),
+  // Pre-warmed Python runs are forked from the fork server: every Python case here is one.
+  describeOurHostileSuite("the bwrap backend, Python runs forked from its fork server", {
+    createSandbox: () => withForkedPythonRuns(createSandbox({ kind: "bwrap", limits })),
     kind: "bwrap",
     limits,
     uncontained,

@@ -7,10 +7,13 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { processStartTime } from "../../src/core/process.js";
+import { FORK_SOCKET_NAME } from "../../src/sandbox/fork/fork-server.js";
+import { FORK_RUNS_MOUNT } from "../../src/sandbox/fork/server-source.js";
 import { cgroupsNow, prepareCgroups } from "../../src/sandbox/host/cgroups.js";
 import { removeDeadProcessDirs } from "../../src/sandbox/host/temp-dirs.js";
 import { bwrapMissing, cgroupsMissing, gvisorMissing } from "../helpers/capabilities.js";
 import { forkAndSleep, goneWithin, leftovers, pidsWithMarker, startOwner } from "../helpers/owner-harness.js";
+import { argvOf, parentOf } from "../helpers/processes.js";
 
 /** The runs each case started, so whatever a failing case left behind is killed after it. */
 const started: { marker: string; ownerPid: number }[] = [];
@@ -29,6 +32,8 @@ afterEach(() => {
 const backends: { kind: string; language: "python" | "javascript"; missing: string | null }[] = [
   { kind: "bwrap", language: "python", missing: bwrapMissing() },
   { kind: "bwrap", language: "javascript", missing: bwrapMissing() },
+  // Forked from the fork server, which must die with the owner too.
+  { kind: "bwrap-forked", language: "python", missing: bwrapMissing() },
   { kind: "process", language: "python", missing: null },
   { kind: "process", language: "javascript", missing: null },
   { kind: "gvisor", language: "python", missing: gvisorMissing() },
@@ -50,6 +55,11 @@ describe("a run dies with the selfheal process that owns it", () => {
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
         if (kind !== "gvisor") expect(sleeping().length).toBeGreaterThan(0);
+        if (kind === "bwrap-forked") {
+          // The program that started sleep is a fork of the server: it has the server's command line.
+          const program = parentOf(sleeping()[0] ?? 0);
+          expect(argvOf(program ?? 0)).toContain(join(FORK_RUNS_MOUNT, FORK_SOCKET_NAME));
+        }
         owner.kill("SIGKILL");
         // A deadline, not a speed target: on a loaded machine the watchdog and the kernel are slow.
         expect(await goneWithin(10_000, marker, ownerPid)).toEqual([]);

@@ -168,10 +168,12 @@ describe("the warm pool of the process sandbox", () => {
 const noBwrap = bwrapMissing();
 const kinds = noBwrap === null ? (["process", "bwrap"] as const) : (["process"] as const);
 
+// The pool of interpreters each started for it; bwrap's forked ones (fork-isolation.test.ts) have
+// their server's command line, not the bootstrap's that these tests find interpreters by.
 describe.each(kinds)("closing a %s sandbox with a pool", (kind) => {
   it("leaves no pooled interpreter running", async () => {
     const { maxFileMb, marker } = uniqueFileLimit();
-    const sandbox = createSandbox({ kind, poolSize: 3, limits: { maxFileMb } });
+    const sandbox = createSandbox({ kind, poolSize: 3, limits: { maxFileMb }, forkServer: false });
     await sandbox.prewarm(["python"]);
     expect(bootstrapped([marker])).toHaveLength(3);
     await sandbox.close();
@@ -185,13 +187,16 @@ describe.each(kinds)("closing a %s sandbox with a pool", (kind) => {
 describe.each(kinds)("a %s sandbox whose warm interpreter dies once taken", (kind) => {
   it("runs the program cold instead, and does not wait for an exit Node has already seen", async () => {
     const { maxFileMb, marker } = uniqueFileLimit();
-    const sandbox = createSandbox({ kind, limits: { maxFileMb } });
+    const sandbox = createSandbox({ kind, limits: { maxFileMb }, forkServer: false });
     try {
       await sandbox.prewarm(["python"]);
       const [interpreter] = bootstrapped([marker]);
+      if (interpreter === undefined) throw new Error("no pooled interpreter found");
       // The pool's child: the interpreter itself, or the sandbox around it.
-      let child = interpreter!;
-      while (parentOf(child) !== process.pid) child = parentOf(child)!;
+      let child = interpreter;
+      for (let parent = parentOf(child); parent !== null && parent !== process.pid; parent = parentOf(child)) {
+        child = parent;
+      }
       process.kill(-child, "SIGKILL");
       // Dead to the kernel, unseen by Node: the loop turns no more until the run has taken it.
       while (processIsRunning(child)) {}

@@ -26,6 +26,10 @@ export function formatIsolation(isolation: SandboxIsolation): string {
     lines.push(`  ${name.padEnd(9)}  ${SCOPE_WORDS[scope].padEnd(11)}  ${by}`);
   }
   for (const note of isolation.notes) lines.push(`  note: ${note}`);
+  if (isolation.start) {
+    const forked = isolation.start.forked.length > 0 ? `forked (${isolation.start.forked.join(", ")})` : "cold";
+    lines.push(`  start: ${forked}: ${isolation.start.by}`);
+  }
   return `${lines.join("\n")}\n`;
 }
 

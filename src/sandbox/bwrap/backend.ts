@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
-
+import { relative } from "node:path";
+import type { ForkServer } from "../fork/fork-server.js";
+import { ForkedProcess } from "../fork/forked-process.js";
+import { ForkServerSupervisor } from "../fork/supervisor.js";
 import {
   getSupportDir,
   inheritedFdsEnv,
@@ -12,11 +15,11 @@ import {
 import { BLOCK_FD, buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
 import type { BwrapHost } from "../host/bwrap-probe.js";
 import type { CgroupSupport } from "../host/cgroups.js";
-import { interpreterCommand } from "../host/command.js";
+import { interpreterCommand, pythonBootstrapSettings } from "../host/command.js";
 import { type Interpreter, InterpreterMissingError, resolveInterpreters } from "../host/interpreters.js";
 import { RunCgroup } from "../host/run-cgroup.js";
 import { trackRun } from "../host/run-reaper.js";
-import { packageMount, SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-view.js";
+import { packageMount, SANDBOX_SUPPORT_DIR, SANDBOX_WORK_DIR, sandboxEnv } from "../host/system-view.js";
 import { hostUids } from "../host/uids.js";
 import { type RunDisk, WorkDir } from "../host/work-dir.js";
 import { MAX_DISK_FILES, MIB, sameStartLimits } from "../limits.js";
@@ -25,6 +28,7 @@ import { endMarkFor } from "../run/end-report.js";
 import type { Launcher, Reservation } from "../run/local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "../run/run-child.js";
 import type { Containment, Language, SandboxIsolation, SandboxLimits } from "../types.js";
+import { RunsFolder, startBwrapForkServer } from "./fork-server-sandbox.js";
 import { ParkedSandbox } from "./parked.js";
 
 let warnedWeakerLimits = false;
@@ -54,6 +58,11 @@ export class BwrapLauncher implements Launcher {
   /** The next run's resources and sandbox, prepared ahead of need (see `makeSpare`). */
   private spare: Promise<RunResources | null> | null = null;
   private readonly parkSpare: boolean;
+  /** The fork server pre-warmed Python runs come from, when asked for (see `forkServer`). */
+  private readonly forks: ForkServerSupervisor | null;
+  /** Its runs folder and uid, made with the first server and kept until close. */
+  private forkHome: Promise<ForkHome> | null = null;
+  private forkHomeReady: ForkHome | null = null;
   private closed = false;
 
   constructor(
@@ -69,9 +78,15 @@ export class BwrapLauncher implements Launcher {
        * rarely has.
        */
       parkSpare?: boolean;
+      /**
+       * Make pre-warmed Python runs by forking a fork server (src/sandbox/fork) instead of starting
+       * an interpreter for each; off unless said.
+       */
+      forkServer?: boolean;
     },
   ) {
     this.parkSpare = options.parkSpare ?? true;
+    this.forks = options.forkServer ? new ForkServerSupervisor(() => this.startForkServer()) : null;
     this.cgroups = host.shell ? options.cgroups : { version: null, reason: "no sh(1) to join the run's cgroup" };
     this.disk = "mount" in host.tmpfs ? { ...host.tmpfs, bytes: limits.maxDiskMb * MIB, inodes: MAX_DISK_FILES } : null;
     warnWeakerLimitsOnce(this.describe());
@@ -127,7 +142,20 @@ export class BwrapLauncher implements Launcher {
       notes.push(`no seccomp filter: ${this.host.seccomp.reason}`);
       syscalls = { scope: "none", by: "no seccomp filter; namespaces and dropped capabilities only" };
     }
-    return { kind: "bwrap", memory, processes, cpu, disk, syscalls, notes };
+    return { kind: "bwrap", memory, processes, cpu, disk, syscalls, notes, start: this.describeStart() };
+  }
+
+  private describeStart(): { forked: Language[]; by: string } {
+    if (!this.forks) return { forked: [], by: "cold: each run starts its own interpreter (pre-warming is off)" };
+    const givenUp = this.forks.givenUpBecause;
+    if (givenUp !== null) return { forked: [], by: `cold: the fork server could not start (${givenUp})` };
+    return {
+      forked: ["python"],
+      by:
+        "Python runs are forked from a fork server (one interpreter started once, in a sandbox of the runs' shape), each into its own " +
+        "namespaces, work dir, cgroup and seccomp filter; forked runs share the server's uid, so RLIMIT_NPROC counts their " +
+        "processes together (a run's own count is its pids cgroup's). JavaScript runs start their own Node: V8 cannot fork",
+    };
   }
 
   async reserve(python?: string, limits: SandboxLimits = this.limits): Promise<Reservation> {
@@ -143,8 +171,12 @@ export class BwrapLauncher implements Launcher {
     return {
       workDir,
       spawn: (language, warm, packagesDir, egress) => {
-        const { parked } = resources;
+        const { parked, fork } = resources;
         resources.parked = null;
+        const python = interpreters.python;
+        if (fork?.server.alive && warm && language === "python" && !packagesDir && !egress && python) {
+          if (python.executable === fork.executable) return this.spawnForked(fork, python, resources);
+        }
         if (!egress && parked?.fits(language, interpreters, packagesDir)) {
           const { child, forget } = parked.start();
           forgetRuns.push(forget);
@@ -171,24 +203,90 @@ export class BwrapLauncher implements Launcher {
     const spare = await this.spare;
     this.spare = null;
     if (spare) await releaseResources(spare);
+    await this.forks?.close();
     await WorkDir.releaseIdleMounts();
+    const home = await this.forkHome?.catch(() => null);
+    this.forkHome = null;
+    this.forkHomeReady = null;
+    if (home) {
+      await home.runs.remove();
+      if (home.hostUid !== null) hostUids.release(home.hostUid);
+    }
   }
 
-  /** A uid, a cgroup and a mounted work dir for one run; all given back if any of them fails. */
+  /** Starts the fork server, if runs are forked here, and waits until it runs (or could not start). */
+  async prewarm(): Promise<void> {
+    await this.forks?.ready();
+  }
+
+  /**
+   * A uid, a cgroup and a mounted work dir for one run; all given back if any of them fails. While
+   * a fork server runs, a run under the launcher's own limits gets its work dir in the server's
+   * runs folder and the server's uid, so that it may be forked (or start cold as any run).
+   */
   private async prepare(limits: SandboxLimits = this.limits): Promise<RunResources> {
-    const hostUid = this.isRoot ? hostUids.acquire() : null;
+    const fork = sameStartLimits(this.limits, limits) ? this.forkable() : null;
+    const ownsUid = fork === null && this.isRoot;
+    const hostUid = fork ? fork.home.hostUid : ownsUid ? hostUids.acquire() : null;
     let group: RunCgroup | null = null;
     try {
       group = this.cgroups.version === null ? null : RunCgroup.create(this.cgroups, limits);
       const owner = hostUid === null ? null : { uid: hostUid, gid: hostUid };
       const disk = this.disk ? { ...this.disk, bytes: limits.maxDiskMb * MIB } : null;
-      const workDir = await WorkDir.create(owner, disk);
-      return { hostUid, group, workDir, limits, parked: null, released: false };
+      const workDir = await WorkDir.create(owner, disk, fork?.home.runs.path ?? null);
+      const forkInfo = fork
+        ? { server: fork.server, executable: fork.home.executable, runsPath: fork.home.runs.path }
+        : null;
+      return { hostUid, ownsUid, group, workDir, limits, parked: null, released: false, fork: forkInfo };
     } catch (error) {
-      if (hostUid !== null) hostUids.release(hostUid);
+      if (hostUid !== null && ownsUid) hostUids.release(hostUid);
       await group?.remove();
       throw error;
     }
+  }
+
+  /** The running fork server and its home, or null (one is then started for the runs after). */
+  private forkable(): { server: ForkServer; home: ForkHome } | null {
+    const server = this.forks?.current() ?? null;
+    const home = this.forkHomeReady;
+    return server && home ? { server, home } : null;
+  }
+
+  private async startForkServer(): Promise<ForkServer> {
+    const interpreter = (await resolveInterpreters()).python;
+    if (!interpreter) throw new InterpreterMissingError("python");
+    this.forkHome ??= (async () => {
+      const hostUid = this.isRoot ? hostUids.acquire() : null;
+      try {
+        return { runs: await RunsFolder.create(this.host, hostUid), hostUid, executable: interpreter.executable };
+      } catch (error) {
+        if (hostUid !== null) hostUids.release(hostUid);
+        throw error;
+      }
+    })();
+    const home = await this.forkHome.catch((error: unknown) => {
+      this.forkHome = null;
+      throw error;
+    });
+    this.forkHomeReady = home;
+    return startBwrapForkServer(this.host, interpreter, home.runs, home.hostUid);
+  }
+
+  /** A pre-warmed Python run forked from the server, in the resources prepared for it. */
+  private spawnForked(fork: RunFork, python: Interpreter, resources: RunResources): LaunchedProgram {
+    const { workDir, group, limits } = resources;
+    const child = fork.server.fork(
+      {
+        dir: relative(fork.runsPath, workDir.path),
+        tmp: workDir.tmpPath === null ? null : relative(fork.runsPath, workDir.tmpPath),
+        tmpBytes: limits.maxDiskMb * MIB,
+        // bwrap sets PWD for a cold run, from its --chdir.
+        env: { ...sandboxEnv(python.prefixes), PWD: SANDBOX_WORK_DIR },
+        settings: pythonBootstrapSettings({ limits, warm: true, supportDir: SANDBOX_SUPPORT_DIR, maxProcesses: true }),
+      },
+      (pid) => group?.join(pid),
+    );
+    return this.launched(child, resources, "python", true);
   }
 
   /**
@@ -314,15 +412,34 @@ export class BwrapLauncher implements Launcher {
       child,
       killAll,
       ...endMark,
-      exitCodeEncodesSignal: true,
+      // A forked run's pid 1 reports the program's own status; bwrap's init encodes a signal in it.
+      exitCodeEncodesSignal: !(child instanceof ForkedProcess),
       ...(group ? { runLimits: runWideLimits(group, limits) } : {}),
     };
   }
 }
 
+/** Where a launcher's forked runs live: the server's runs folder and uid, and its Python. */
+interface ForkHome {
+  runs: RunsFolder;
+  hostUid: number | null;
+  executable: string;
+}
+
+/** The fork server a run's resources were prepared for, and where its work dir is to it. */
+interface RunFork {
+  server: ForkServer;
+  executable: string;
+  runsPath: string;
+}
+
 /** What one run holds until it is released. */
 interface RunResources {
   hostUid: number | null;
+  /** Whether `hostUid` was taken for this run alone (else it is the fork server's). */
+  ownsUid: boolean;
+  /** Set where the run may be forked: its work dir is in the server's runs folder. */
+  fork: RunFork | null;
   group: RunCgroup | null;
   workDir: WorkDir;
   /** What the cgroup, the tmpfs and the program's rlimits were made for. */
@@ -340,7 +457,7 @@ async function releaseResources(resources: RunResources): Promise<void> {
     resources.parked = null;
     await resources.workDir.remove();
   } finally {
-    if (resources.hostUid !== null) hostUids.release(resources.hostUid);
+    if (resources.hostUid !== null && resources.ownsUid) hostUids.release(resources.hostUid);
     // After a timeout too: the group's last processes may still be dying, which remove() waits out.
     await resources.group?.remove();
   }

@@ -193,6 +193,10 @@ export class ContainerSandbox implements ManagedSandbox {
         ...("reason" in artifactsTmpfs ? [`artifacts: out/ is not collected: ${artifactsTmpfs.reason}`] : []),
         "installed packages (settings.packages) are not mounted: the cache is built for the host's interpreters, not the image's",
       ],
+      start: {
+        forked: [],
+        by: "each run is a container of its own (one is started ahead of need): runs forked inside one long-lived container would share its cgroup, its limits and its file system",
+      },
     };
   }
 

@@ -263,6 +263,10 @@ export class GvisorSandbox implements Sandbox {
         : { scope: "process", by: `RLIMIT_FSIZE ${maxFileMb} MiB per file in a host work dir` },
       syscalls: { scope: "run", by: "gVisor's user-space kernel; the host's kernel sees only runsc's own calls" },
       notes,
+      start: {
+        forked: [],
+        by: "cold: each run is a gVisor sandbox of its own (runsc do); runs forked inside one long-lived sandbox would share its kernel (its memory, page cache and network stack) with each other",
+      },
     };
   }
 

@@ -66,6 +66,12 @@ export interface BwrapArgvInput {
    * bind the host's resolver and CA files, so pip or npm can reach their index.
    */
   shareNetwork?: boolean;
+  /**
+   * For the fork server only (src/sandbox/fork), never for a program: keep every capability in the
+   * sandbox's own user namespace, which each forked run drops before its program starts, and bind
+   * the host's runs folder, where each run's work dir appears, at `at`.
+   */
+  forkServer?: { runsDir: string; at: string };
 }
 
 /** What a process with the host's network reads to resolve names and check certificates. */
@@ -149,8 +155,8 @@ function isolationFlags(input: BwrapArgvInput): string[] {
     "sandbox",
     "--die-with-parent",
     "--new-session",
-    "--cap-drop",
-    "ALL",
+    // The fork server makes each run's namespaces and mounts; the run drops them before its program.
+    ...(input.forkServer ? ["--cap-add", "ALL"] : ["--cap-drop", "ALL"]),
     // bwrap loads the filter last, just before exec'ing the program: its own mounts are not filtered.
     ...(input.seccomp ? ["--seccomp", String(SECCOMP_FD)] : []),
     // bwrap reads it once every namespace and mount is in place, and closes it before the exec.
@@ -168,6 +174,7 @@ function sandboxFileSystem(input: BwrapArgvInput, prefixes: string[]): string[] 
   }
   for (const prefix of prefixes) argv.push("--ro-bind", prefix, prefix);
   if (input.packages) argv.push("--ro-bind", input.packages.dir, input.packages.at);
+  if (input.forkServer) argv.push("--bind", input.forkServer.runsDir, input.forkServer.at);
   if (input.egressDir) {
     argv.push("--ro-bind", input.egressDir.dir, input.egressDir.at);
     // The CA certificates, so that Python's ssl and curl can check the hosts the run may reach.

@@ -81,11 +81,7 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
   const resources = resourceLimits(input.language, input.limits, { maxProcesses: input.maxProcesses ?? false });
   if (input.language === "python") {
     // -u: unbuffered, so output reaches `onOutput` while the program runs and a flood is seen early.
-    const settings = resources.map(({ name, soft, hard }) => `${name}=${soft}:${hard}`);
-    if (input.pythonPackagesDir) settings.push(`path=${input.pythonPackagesDir}`);
-    // A warm interpreter compiles the tests' judge while it waits; a cold one would do it on the clock.
-    if (input.warm) settings.push(`judge=${join(input.supportDir, PYTHON_JUDGE_SUPPORT_FILE)}`);
-    return [input.executable, "-I", "-u", "-c", PYTHON_BOOTSTRAP, ...settings];
+    return [input.executable, "-I", "-u", "-c", PYTHON_BOOTSTRAP, ...pythonBootstrapSettings(input)];
   }
   const script = input.warm ? join(input.supportDir, BOOTSTRAP_FILE_NAME) : "main.js";
   // The preload closes inherited descriptors before the program (or the bootstrap) runs.
@@ -97,4 +93,20 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
     script,
   ];
   return input.prlimit ? [input.prlimit, ...prlimitArgs(resources), "--", ...node] : node;
+}
+
+/**
+ * The Python bootstrap's arguments: its rlimits ("as=536870912:536870912" and so on), the packages'
+ * folder, and for a warm interpreter the judge it compiles ahead. A forked run (src/sandbox/fork)
+ * gets the same, as the bootstrap's argv.
+ */
+export function pythonBootstrapSettings(
+  input: Pick<InterpreterCommandInput, "limits" | "warm" | "supportDir" | "maxProcesses" | "pythonPackagesDir">,
+): string[] {
+  const resources = resourceLimits("python", input.limits, { maxProcesses: input.maxProcesses ?? false });
+  const settings = resources.map(({ name, soft, hard }) => `${name}=${soft}:${hard}`);
+  if (input.pythonPackagesDir) settings.push(`path=${input.pythonPackagesDir}`);
+  // A warm interpreter compiles the tests' judge while it waits; a cold one would do it on the clock.
+  if (input.warm) settings.push(`judge=${join(input.supportDir, PYTHON_JUDGE_SUPPORT_FILE)}`);
+  return settings;
 }

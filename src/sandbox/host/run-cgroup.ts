@@ -108,6 +108,11 @@ export class RunCgroup {
     return [shell, "-c", script, "sh", ...files];
   }
 
+  /** Puts a process (and what it forks from now on) into the run's groups: a forked run's pid 1, before its program. */
+  join(pid: number): void {
+    for (const file of this.procsFiles) writeFileSync(file, String(pid));
+  }
+
   /** What kills the run's processes from outside this process (run-reaper.ts). */
   get killTargets(): { cgroupKillFiles?: string[]; cgroupProcsFiles?: string[] } {
     if (this.support.version === 2) return { cgroupKillFiles: [join(this.dirs[0] ?? "", "cgroup.kill")] };

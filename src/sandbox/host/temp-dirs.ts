@@ -18,7 +18,7 @@ export function tempDirPrefix(kind: TempDirKind): string {
 }
 
 /** One list for the names made and the names swept: a kind made here is always swept up too. */
-const TEMP_DIR_KINDS = ["run", "support", "runs", "artifacts", "egress"] as const;
+const TEMP_DIR_KINDS = ["run", "support", "runs", "artifacts", "egress", "forks"] as const;
 type TempDirKind = (typeof TEMP_DIR_KINDS)[number];
 const OUR_TEMP_DIR = new RegExp(`^selfheal-(${TEMP_DIR_KINDS.join("|")})-(\\d+)-`);
 let sweeping: Promise<void> | undefined;

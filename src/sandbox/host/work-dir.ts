@@ -42,6 +42,11 @@ process.once("exit", () => {
 const idleMounts = new Map<string, string[]>();
 const IDLE_MOUNTS_KEPT = 2;
 
+/** Idle mounts serve runs of the same options in the same folder (a fork server's runs folder, or the temp dir). */
+function idleKey(disk: RunDisk, parent: string | null): string {
+  return `${parent ?? ""}|${mountOptions(disk)}`;
+}
+
 function mountOptions(disk: RunDisk): string {
   return `size=${disk.bytes},nr_inodes=${disk.inodes},mode=0755,nosuid,nodev`;
 }
@@ -61,15 +66,18 @@ export class WorkDir {
     /** Owner to give every file, when the program runs as a different uid than the host. */
     private readonly owner: { uid: number; gid: number } | null,
     private readonly disk: RunDisk | null,
+    private readonly parent: string | null = null,
   ) {}
 
   static async create(
     owner: { uid: number; gid: number } | null = null,
     disk: RunDisk | null = null,
+    /** The folder to make it in (a fork server's runs folder); the system's temp dir by default. */
+    parent: string | null = null,
   ): Promise<WorkDir> {
-    const reused = disk ? idleMounts.get(mountOptions(disk))?.pop() : undefined;
-    if (disk && reused) return WorkDir.populate(reused, owner, disk);
-    const root = await mkdtemp(tempDirPrefix("run"));
+    const reused = disk ? idleMounts.get(idleKey(disk, parent))?.pop() : undefined;
+    if (disk && reused) return WorkDir.populate(reused, owner, disk, parent);
+    const root = await mkdtemp(parent ? join(parent, "run-") : tempDirPrefix("run"));
     liveWorkDirs.set(root, null);
     if (!disk) {
       if (owner) await chown(root, owner.uid, owner.gid);
@@ -82,7 +90,7 @@ export class WorkDir {
       await new WorkDir(root, root, null, null, null).remove();
       throw error;
     }
-    return WorkDir.populate(root, owner, disk);
+    return WorkDir.populate(root, owner, disk, parent);
   }
 
   /** Makes the work dir and /tmp on a mounted, empty tmpfs. */
@@ -90,6 +98,7 @@ export class WorkDir {
     root: string,
     owner: { uid: number; gid: number } | null,
     disk: RunDisk,
+    parent: string | null,
   ): Promise<WorkDir> {
     try {
       const path = join(root, "work");
@@ -98,7 +107,7 @@ export class WorkDir {
       // A sticky, world-writable /tmp as everywhere; only the run's uid exists in there anyway.
       await chmod(tmpPath, 0o1777);
       if (owner) await Promise.all([chown(path, owner.uid, owner.gid), chown(tmpPath, owner.uid, owner.gid)]);
-      return new WorkDir(root, path, tmpPath, owner, disk);
+      return new WorkDir(root, path, tmpPath, owner, disk, parent);
     } catch (error) {
       await new WorkDir(root, root, null, null, liveWorkDirs.get(root) ?? null).remove();
       throw error;
@@ -146,7 +155,7 @@ export class WorkDir {
   }
 
   async remove(options: { keepMount?: boolean } = {}): Promise<void> {
-    const idle = this.disk ? (idleMounts.get(mountOptions(this.disk)) ?? []) : [];
+    const idle = this.disk ? (idleMounts.get(idleKey(this.disk, this.parent)) ?? []) : [];
     if (options.keepMount !== false && this.disk && liveWorkDirs.get(this.root) && idle.length < IDLE_MOUNTS_KEPT) {
       try {
         // The run is dead by now: nothing can write here while it is emptied.
@@ -154,7 +163,7 @@ export class WorkDir {
           (await readdir(this.root)).map((entry) => rm(join(this.root, entry), { recursive: true, force: true })),
         );
         idle.push(this.root);
-        idleMounts.set(mountOptions(this.disk), idle);
+        idleMounts.set(idleKey(this.disk, this.parent), idle);
         return;
       } catch {
         // Not emptied: unmount it instead.

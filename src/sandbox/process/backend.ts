@@ -75,6 +75,10 @@ export class ProcessLauncher implements Launcher {
         "installed packages are not read-only here: Python reads them from the cache, Node through a node_modules symlink in the work dir",
         "allowHosts cannot be enforced here: the proxy is in the program's environment, but the program shares the host's network and may connect anywhere",
       ],
+      start: {
+        forked: [],
+        by: "each run starts its own interpreter (a pool keeps one started ahead): a fork server buys nothing without namespaces to make per run",
+      },
     };
   }
 

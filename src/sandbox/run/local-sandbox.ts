@@ -46,6 +46,8 @@ export interface Launcher {
   describe(): SandboxIsolation;
   /** Gives back what the launcher keeps ahead of need (a spare cgroup). */
   close?(): Promise<void>;
+  /** Readies what pre-warmed interpreters come from (bwrap's fork server) before the pool fills. */
+  prewarm?(): Promise<void>;
 }
 
 /** When to keep an interpreter started ahead of need. */
@@ -213,10 +215,11 @@ export class LocalSandbox implements Sandbox {
    * next runs of each are pre-warmed ones. Benchmarks and long-lived callers use it.
    */
   async prewarm(languages: readonly Language[] = ["python", "javascript"]): Promise<void> {
-    for (const language of languages) this.fill(language);
     // Idle interpreters are unreferenced; this timer keeps the caller alive while it waits for them.
     const keepAlive = setInterval(() => undefined, 60_000);
     try {
+      await this.launcher.prewarm?.();
+      for (const language of languages) this.fill(language);
       await this.whenWarm(languages);
     } finally {
       clearInterval(keepAlive);

@@ -16,7 +16,11 @@ const CPU_BASELINE_DELAY_MS = 5;
 
 /** Kills a detached child's whole process group; one already gone is fine. */
 export function killProcessGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
+  if (child.pid === undefined) {
+    // Not started (a failed spawn), or a forked run whose pid is not known yet: it stops itself.
+    child.kill("SIGKILL");
+    return;
+  }
   try {
     process.kill(-child.pid, "SIGKILL");
   } catch {

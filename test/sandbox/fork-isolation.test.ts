@@ -1,0 +1,323 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { FORK_RUNS_MOUNT, PYTHON_FORK_SERVER } from "../../src/sandbox/fork/server-source.js";
+import { createSandbox, type ManagedSandbox } from "../../src/sandbox/index.js";
+import type { RunResult } from "../../src/sandbox/types.js";
+import { bwrapMissing, cgroupsMissing, isRoot } from "../helpers/capabilities.js";
+import { argvOf, eventually, parentOf } from "../helpers/processes.js";
+
+/**
+ * Nothing of one forked run reaches the next: each case leaves something behind in a run forked
+ * from the fork server and looks for it from the run forked after it. Every run here is checked to
+ * be a forked one (the runs folder, covered, is where the server keeps its socket), so a case
+ * cannot pass on a cold run by accident.
+ */
+const noBwrap = bwrapMissing();
+
+/** First line of every program: fails the run unless it was forked (see above). */
+const FORKED_CHECK = `import os, sys\nif not os.path.isdir(${JSON.stringify(FORK_RUNS_MOUNT)}) or os.listdir(${JSON.stringify(FORK_RUNS_MOUNT)}):\n    sys.exit("not a forked run")\n`;
+
+describe.skipIf(noBwrap !== null)(`forked runs on bwrap${noBwrap ? ` (skipped: ${noBwrap})` : ""}`, () => {
+  let sandbox: ManagedSandbox;
+
+  beforeAll(async () => {
+    sandbox = createSandbox({ kind: "bwrap", limits: { timeoutMs: 20_000, memoryMb: 384, maxProcesses: 40 } });
+    await sandbox.prewarm?.(["python"]);
+  }, 120_000);
+  afterAll(async () => {
+    await sandbox?.close();
+  });
+
+  /** One forked run (waiting first for a forked interpreter, so the run cannot start cold). */
+  async function forked(code: string): Promise<RunResult> {
+    await sandbox.prewarm?.(["python"]);
+    const result = await sandbox.run({ language: "python", code: `${FORKED_CHECK}${code}` });
+    expect(result.stderr).not.toContain("not a forked run");
+    return result;
+  }
+
+  it("says in describe() that Python runs are forked, and JavaScript runs are not", () => {
+    expect(sandbox.describe().start?.forked).toEqual(["python"]);
+  });
+
+  it("gives each run what a cold run gets: pid 2 under an init, uid 1000, /work, no capabilities, the seccomp filter, the rlimits, an empty environment", async () => {
+    const result = await forked(
+      [
+        "import resource",
+        "status = open('/proc/self/status').read()",
+        "field = lambda name: status.split(name + ':')[1].split()[0]",
+        "print(os.getpid(), os.getppid(), os.getuid(), os.getcwd(), field('CapEff'), field('CapBnd'), field('NoNewPrivs'), field('Seccomp'))",
+        "print(resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20, resource.getrlimit(resource.RLIMIT_NOFILE)[0])",
+        "print(sorted(os.environ))",
+        "print(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))",
+        "print(sorted(name for name in os.listdir('/proc') if name.isdigit()))",
+      ].join("\n"),
+    );
+    expect(result.status).toBe("ok");
+    const [ids, limits, environment, fds, pids] = result.stdout.trim().split("\n");
+    expect(ids).toBe("2 1 1000 /work 0000000000000000 0000000000000000 1 2");
+    expect(limits).toBe("384 256");
+    expect(environment).toBe("['HOME', 'LANG', 'PATH', 'PWD']");
+    // stdio, and the descriptor os.listdir itself holds.
+    expect(fds).toBe("[0, 1, 2, 3]");
+    expect(pids).toBe("['1', '2']");
+  });
+
+  it("leaves no process behind: a daemon that left its session and double-forked is gone for the next run and on the host", async () => {
+    const marker = `selfheal-fork-daemon-${process.pid}-${Date.now()}`;
+    const first = await forked(
+      [
+        "if os.fork() == 0:",
+        "    os.setsid()",
+        "    if os.fork() == 0:",
+        `        os.execv("/bin/sh", ["sh", "-c", "sleep 30 # ${marker}"])`,
+        "    os._exit(0)",
+        "os.wait()",
+        "print('left')",
+      ].join("\n"),
+    );
+    expect(first.stdout).toBe("left\n");
+    const second = await forked("print(sorted(name for name in os.listdir('/proc') if name.isdigit()))");
+    expect(second.stdout).toBe("['1', '2']\n");
+    expect(hostPidsWithMarker(marker)).toEqual([]);
+  });
+
+  it("leaves no module state, builtins or environment behind: patched json, a new module, a changed os, a set variable", async () => {
+    const first = await forked(
+      [
+        "import builtins, json, types",
+        "json.dumps = lambda *args, **kwargs: 'patched'",
+        "sys.modules['left_behind'] = types.ModuleType('left_behind')",
+        "os.left_behind = True",
+        "builtins.left_behind = True",
+        "os.environ['LEFT_BEHIND'] = '1'",
+        "sys.path.insert(0, '/tmp')",
+        "print(json.dumps([1]))",
+      ].join("\n"),
+    );
+    expect(first.stdout).toBe("patched\n");
+    const second = await forked(
+      [
+        "import builtins, json",
+        "print(json.dumps([1]), 'left_behind' in sys.modules, hasattr(os, 'left_behind'), hasattr(builtins, 'left_behind'), os.environ.get('LEFT_BEHIND'), '/tmp' in sys.path)",
+      ].join("\n"),
+    );
+    expect(second.stdout).toBe("[1] False False False None False\n");
+  });
+
+  it("leaves no file behind: not in /work, /tmp, /dev/shm, nor shared memory by name", async () => {
+    const first = await forked(
+      [
+        "from multiprocessing import shared_memory",
+        "for path in ('/work/left.txt', '/tmp/left.txt', '/dev/shm/left.txt'):",
+        "    open(path, 'w').write('left')",
+        "memory = shared_memory.SharedMemory(name='selfheal-left', create=True, size=64)",
+        "memory.buf[:4] = b'left'",
+        "print(sorted(os.listdir('/work')), sorted(os.listdir('/tmp')), sorted(os.listdir('/dev/shm')))",
+      ].join("\n"),
+    );
+    expect(first.stdout).toBe("['left.txt', 'main.py'] ['left.txt'] ['left.txt', 'selfheal-left']\n");
+    const second = await forked(
+      "print(sorted(os.listdir('/work')), sorted(os.listdir('/tmp')), sorted(os.listdir('/dev/shm')), os.listdir('/runs'))",
+    );
+    expect(second.stdout).toBe("['main.py'] [] [] []\n");
+  });
+
+  it("leaves no lock, socket or IPC object behind: a held flock, a listening abstract socket, a SysV message queue", async () => {
+    const first = await forked(
+      [
+        "import ctypes, fcntl, socket, time",
+        "lock = open('/tmp/lock', 'w')",
+        "fcntl.flock(lock, fcntl.LOCK_EX)",
+        "listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)",
+        "listener.bind('\\0selfheal-left')",
+        "listener.listen(1)",
+        "libc = ctypes.CDLL(None)",
+        "print(libc.msgget(0x5e1f, 0o1666) >= 0)",
+        "if os.fork() == 0:",
+        "    os.setsid()",
+        "    time.sleep(30)",
+        "print('held')",
+      ].join("\n"),
+    );
+    expect(first.stdout).toBe("True\nheld\n");
+    const second = await forked(
+      [
+        "import ctypes, socket",
+        "client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)",
+        "try:",
+        "    client.connect('\\0selfheal-left')",
+        "    print('reached')",
+        "except OSError:",
+        "    print('unreached')",
+        "print(ctypes.CDLL(None).msgget(0x5e1f, 0) == -1, os.path.exists('/tmp/lock'))",
+      ].join("\n"),
+    );
+    expect(second.stdout).toBe("unreached\nTrue False\n");
+  });
+
+  it("cannot reach the server or another run: kill(2) finds no process outside the run, and the runs folder is empty", async () => {
+    const first = await forked(
+      [
+        "import signal",
+        "killed = []",
+        "for pid in range(3, 400):",
+        "    try:",
+        "        os.kill(pid, signal.SIGKILL)",
+        "        killed.append(pid)",
+        "    except OSError:",
+        "        pass",
+        "print(killed, os.listdir('/runs'))",
+      ].join("\n"),
+    );
+    expect(first.stdout).toBe("[] []\n");
+    // The server lives on: the next run is forked too.
+    expect((await forked("print('next')")).stdout).toBe("next\n");
+  });
+
+  it.skipIf(!isRoot || cgroupsMissing() !== null)(
+    "holds the run's cgroup: a fork bomb stops at the run's process cap and the next run forks normally",
+    async () => {
+      const first = await forked(
+        [
+          "import time",
+          "count = 0",
+          "try:",
+          "    for _ in range(500):",
+          "        if os.fork() == 0:",
+          "            time.sleep(30)",
+          "            os._exit(0)",
+          "        count += 1",
+          "except OSError as error:",
+          "    print('stopped', error.errno)",
+          "print(count < 40)",
+        ].join("\n"),
+      );
+      expect(first.stdout).toBe("stopped 11\nTrue\n");
+      const second = await forked("import subprocess\nprint(subprocess.run(['true']).returncode)");
+      expect(second.stdout).toBe("0\n");
+    },
+  );
+});
+
+describe.skipIf(noBwrap !== null)(`the fork server on bwrap${noBwrap ? ` (skipped: ${noBwrap})` : ""}`, () => {
+  it("is supervised: a run in flight when it dies is killed, the next runs start cold, and a new server forks the ones after", async () => {
+    const sandbox = createSandbox({ kind: "bwrap", limits: { timeoutMs: 20_000 } });
+    try {
+      await sandbox.prewarm?.(["python"]);
+      const [first, ...others] = ourServers();
+      expect(first).toBeDefined();
+      expect(others).toEqual([]);
+      const inFlight = sandbox.run(
+        { language: "python", code: `${FORKED_CHECK}import time\nprint("started", flush=True)\ntime.sleep(30)\n` },
+        { onOutput: (_stream, line) => line === "started" && process.kill(first ?? 0, "SIGKILL") },
+      );
+      const killed = await inFlight;
+      expect([killed.status, killed.stdout]).toEqual(["killed", "started\n"]);
+      const next = await sandbox.run({ language: "python", code: "print('after')" });
+      expect([next.status, next.stdout]).toEqual(["ok", "after\n"]);
+      // What was made ahead while the server was gone (the pool's interpreter, the spare work dir
+      // behind it) was made for a cold run; runs take those first, and the ones made after fork.
+      const forkedAgain: string[] = [];
+      for (let run = 0; run < 4 && forkedAgain.length === 0; run++) {
+        await sandbox.prewarm?.(["python"]);
+        const result = await sandbox.run({ language: "python", code: `${FORKED_CHECK}print("forked again")` });
+        if (result.status === "ok") forkedAgain.push(result.stdout);
+        else expect(result.stderr).toBe("not a forked run\n");
+      }
+      expect(forkedAgain).toEqual(["forked again\n"]);
+      const [second, ...more] = ourServers();
+      expect(second).toBeDefined();
+      expect(second).not.toBe(first);
+      expect(more).toEqual([]);
+    } finally {
+      await sandbox.close();
+    }
+    expect(ourServers()).toEqual([]);
+  });
+});
+
+describe.skipIf(noBwrap !== null)(`a bwrap sandbox with a pool of forked interpreters${noBwrap ? ` (skipped: ${noBwrap})` : ""}`, () => {
+  it("runs the program cold instead when its forked interpreter dies once taken", async () => {
+    const sandbox = createSandbox({ kind: "bwrap", limits: { timeoutMs: 20_000 } });
+    try {
+      await sandbox.prewarm(["python"]);
+      await sandbox.run({ language: "python", code: "pass" });
+      await sandbox.prewarm(["python"]);
+      const [waiting, ...others] = ourForkedPrograms();
+      expect(waiting).toBeDefined();
+      expect(others).toEqual([]);
+      // Its pid 1 leads its process group: the group is the whole run.
+      process.kill(-(parentOf(waiting ?? 0) ?? 0), "SIGKILL");
+      // Dead to the kernel, unseen by Node: the input's writes take a few turns of the loop, in
+      // which Node sees its connections close (as pool.test.ts does for a spawned interpreter).
+      while (argvOf(waiting ?? 0) !== null) {}
+      const inputs = [{ name: "in/data.txt", content: Buffer.from("data") }];
+      const result = await sandbox.run({ language: "python", code: "print('ran')", inputs });
+      expect([result.status, result.stdout, result.stderr]).toEqual(["ok", "ran\n", ""]);
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  it("leaves no server, no forked interpreter and no runs folder once closed", async () => {
+    const sandbox = createSandbox({ kind: "bwrap", poolSize: 3 });
+    await sandbox.prewarm(["python"]);
+    await sandbox.run({ language: "python", code: "pass" });
+    await sandbox.prewarm(["python"]);
+    expect(ourForkedPrograms()).toHaveLength(3);
+    expect(ourServers()).toHaveLength(1);
+    await sandbox.close();
+    await eventually(
+      () => (ourForkedPrograms().length === 0 && ourServers().length === 0 ? true : null),
+      "no fork server or forked interpreter",
+      10_000,
+    );
+    expect(readFileSync("/proc/self/mounts", "utf8")).not.toContain(`selfheal-forks-${process.pid}-`);
+    expect(readdirSync(tmpdir()).filter((name) => name.startsWith(`selfheal-forks-${process.pid}-`))).toEqual([]);
+  });
+});
+
+/** Forked programs of this process's servers still waiting for their go: a fork of a fork of the server, holding fd 3. */
+function ourForkedPrograms(): number[] {
+  const servers = ourServers();
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      const init = parentOf(pid);
+      return init !== null && servers.includes(parentOf(init) ?? 0) && existsSync(`/proc/${pid}/fd/3`);
+    });
+}
+
+/** This process's fork servers: the Pythons running the server's source (not their forks, nor the bwraps around them). */
+function ourServers(): number[] {
+  const isServer = (pid: number | null) => pid !== null && argvOf(pid)?.[4] === PYTHON_FORK_SERVER;
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => isServer(pid) && !isServer(parentOf(pid)) && descendsFrom(pid, process.pid));
+}
+
+function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let current: number | null = pid; current !== null && current > 1; current = parentOf(current)) {
+    if (current === ancestor) return true;
+  }
+  return false;
+}
+
+/** Host processes whose command line holds `marker`. */
+function hostPidsWithMarker(marker: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(marker)) found.push(Number(name));
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return found;
+}
