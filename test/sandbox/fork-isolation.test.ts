@@ -239,46 +239,49 @@ describe.skipIf(noBwrap !== null)(`the fork server on bwrap${noBwrap ? ` (skippe
   });
 });
 
-describe.skipIf(noBwrap !== null)(`a bwrap sandbox with a pool of forked interpreters${noBwrap ? ` (skipped: ${noBwrap})` : ""}`, () => {
-  it("runs the program cold instead when its forked interpreter dies once taken", async () => {
-    const sandbox = createSandbox({ kind: "bwrap", limits: { timeoutMs: 20_000 } });
-    try {
+describe.skipIf(noBwrap !== null)(
+  `a bwrap sandbox with a pool of forked interpreters${noBwrap ? ` (skipped: ${noBwrap})` : ""}`,
+  () => {
+    it("runs the program cold instead when its forked interpreter dies once taken", async () => {
+      const sandbox = createSandbox({ kind: "bwrap", limits: { timeoutMs: 20_000 } });
+      try {
+        await sandbox.prewarm(["python"]);
+        await sandbox.run({ language: "python", code: "pass" });
+        await sandbox.prewarm(["python"]);
+        const [waiting, ...others] = ourForkedPrograms();
+        expect(waiting).toBeDefined();
+        expect(others).toEqual([]);
+        // Its pid 1 leads its process group: the group is the whole run.
+        process.kill(-(parentOf(waiting ?? 0) ?? 0), "SIGKILL");
+        // Dead to the kernel, unseen by Node: the input's writes take a few turns of the loop, in
+        // which Node sees its connections close (as pool.test.ts does for a spawned interpreter).
+        while (argvOf(waiting ?? 0) !== null) {}
+        const inputs = [{ name: "in/data.txt", content: Buffer.from("data") }];
+        const result = await sandbox.run({ language: "python", code: "print('ran')", inputs });
+        expect([result.status, result.stdout, result.stderr]).toEqual(["ok", "ran\n", ""]);
+      } finally {
+        await sandbox.close();
+      }
+    });
+
+    it("leaves no server, no forked interpreter and no runs folder once closed", async () => {
+      const sandbox = createSandbox({ kind: "bwrap", poolSize: 3 });
       await sandbox.prewarm(["python"]);
       await sandbox.run({ language: "python", code: "pass" });
       await sandbox.prewarm(["python"]);
-      const [waiting, ...others] = ourForkedPrograms();
-      expect(waiting).toBeDefined();
-      expect(others).toEqual([]);
-      // Its pid 1 leads its process group: the group is the whole run.
-      process.kill(-(parentOf(waiting ?? 0) ?? 0), "SIGKILL");
-      // Dead to the kernel, unseen by Node: the input's writes take a few turns of the loop, in
-      // which Node sees its connections close (as pool.test.ts does for a spawned interpreter).
-      while (argvOf(waiting ?? 0) !== null) {}
-      const inputs = [{ name: "in/data.txt", content: Buffer.from("data") }];
-      const result = await sandbox.run({ language: "python", code: "print('ran')", inputs });
-      expect([result.status, result.stdout, result.stderr]).toEqual(["ok", "ran\n", ""]);
-    } finally {
+      expect(ourForkedPrograms()).toHaveLength(3);
+      expect(ourServers()).toHaveLength(1);
       await sandbox.close();
-    }
-  });
-
-  it("leaves no server, no forked interpreter and no runs folder once closed", async () => {
-    const sandbox = createSandbox({ kind: "bwrap", poolSize: 3 });
-    await sandbox.prewarm(["python"]);
-    await sandbox.run({ language: "python", code: "pass" });
-    await sandbox.prewarm(["python"]);
-    expect(ourForkedPrograms()).toHaveLength(3);
-    expect(ourServers()).toHaveLength(1);
-    await sandbox.close();
-    await eventually(
-      () => (ourForkedPrograms().length === 0 && ourServers().length === 0 ? true : null),
-      "no fork server or forked interpreter",
-      10_000,
-    );
-    expect(readFileSync("/proc/self/mounts", "utf8")).not.toContain(`selfheal-forks-${process.pid}-`);
-    expect(readdirSync(tmpdir()).filter((name) => name.startsWith(`selfheal-forks-${process.pid}-`))).toEqual([]);
-  });
-});
+      await eventually(
+        () => (ourForkedPrograms().length === 0 && ourServers().length === 0 ? true : null),
+        "no fork server or forked interpreter",
+        10_000,
+      );
+      expect(readFileSync("/proc/self/mounts", "utf8")).not.toContain(`selfheal-forks-${process.pid}-`);
+      expect(readdirSync(tmpdir()).filter((name) => name.startsWith(`selfheal-forks-${process.pid}-`))).toEqual([]);
+    });
+  },
+);
 
 /** Forked programs of this process's servers still waiting for their go: a fork of a fork of the server, holding fd 3. */
 function ourForkedPrograms(): number[] {
