@@ -42,6 +42,18 @@ describe.skipIf(engineMissing !== null)("npm run bench:sandbox", () => {
       ]) {
         expect(result.stdout).toMatch(row(name));
       }
+      // Issue 41: back to back with and without the fork server, four runs at once, and the goals.
+      for (const name of [
+        "bwrap, back to back",
+        "bwrap, back to back, no fork server",
+        "bwrap, four at once, each forked (pool of 4)",
+        "bwrap, four at once, each cold",
+      ]) {
+        expect(result.stdout).toMatch(new RegExp(`^${name.replace(/[()]/g, "\\$&")}\\s+[\\d.]+\\s+[\\d.]+$`, "m"));
+      }
+      expect(result.stdout).toMatch(
+        /^goal \(issue 41\): bwrap back to back p50 <= 0\.3 x bare spawn p50: [\d.]+ \/ [\d.]+ = [\d.]+: (met|NOT met)$/m,
+      );
       expect(result.stdout).toMatch(
         /^egress: one GET via the proxy in bwrap p50 = [\d.]+ ms, [\d.]+ x the same GET from the host \([\d.]+ ms\); .* the proxy's setup -?[\d.]+ ms, the request through it -?[\d.]+ ms \(on the host, the request -?[\d.]+ ms\)$/m,
       );

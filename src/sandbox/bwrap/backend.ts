@@ -282,7 +282,8 @@ export class BwrapLauncher implements Launcher {
         tmpBytes: limits.maxDiskMb * MIB,
         // bwrap sets PWD for a cold run, from its --chdir.
         env: { ...sandboxEnv(python.prefixes), PWD: SANDBOX_WORK_DIR },
-        settings: pythonBootstrapSettings({ limits, warm: true, supportDir: SANDBOX_SUPPORT_DIR, maxProcesses: true }),
+        // Not warm: the server compiled the judge once, before the fork (server-source.ts).
+        settings: pythonBootstrapSettings({ limits, warm: false, supportDir: SANDBOX_SUPPORT_DIR, maxProcesses: true }),
       },
       (pid) => group?.join(pid),
     );

@@ -6,13 +6,13 @@ import { promisify } from "node:util";
 
 import { FORK_SOCKET_NAME, ForkServer } from "../fork/fork-server.js";
 import { FORK_RUNS_MOUNT, PYTHON_FORK_SERVER } from "../fork/server-source.js";
-import { getSupportDir } from "../host/bootstrap.js";
+import { getSupportDir, PYTHON_JUDGE_SUPPORT_FILE } from "../host/bootstrap.js";
 import { buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
 import type { BwrapHost } from "../host/bwrap-probe.js";
 import type { Interpreter } from "../host/interpreters.js";
 import { unmountLazily } from "../host/mounts.js";
 import { trackRun } from "../host/run-reaper.js";
-import { sandboxEnv } from "../host/system-view.js";
+import { SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-view.js";
 import { tempDirPrefix } from "../host/temp-dirs.js";
 import { MIB } from "../limits.js";
 
@@ -84,6 +84,7 @@ export function startBwrapForkServer(
       PYTHON_FORK_SERVER,
       join(FORK_RUNS_MOUNT, FORK_SOCKET_NAME),
       host.seccomp.usable ? String(SECCOMP_FD) : "-",
+      join(SANDBOX_SUPPORT_DIR, PYTHON_JUDGE_SUPPORT_FILE),
     ],
     tmpfsBytes: SERVER_TMP_BYTES,
     forkServer: { runsDir: runs.path, at: FORK_RUNS_MOUNT },

@@ -31,7 +31,17 @@ const WAIT_FOR_GO_END = "# The run:";
 /** The Python judge's file beside main.py (src/tools/judge), whose compilation a warm bootstrap keeps ahead. */
 export const PYTHON_JUDGE_RUN_FILE = ".selfheal-judge.py";
 /** The modules the Python judge imports on every judged run, which a warm bootstrap imports ahead with its compilation. */
-const PYTHON_JUDGE_MODULES = ["_ast", "_ctypes", "io", "json", "linecache", "operator", "signal", "traceback", "types"];
+export const PYTHON_JUDGE_MODULES = [
+  "_ast",
+  "_ctypes",
+  "io",
+  "json",
+  "linecache",
+  "operator",
+  "signal",
+  "traceback",
+  "types",
+];
 
 /**
  * Python: what interpreter shutdown does that a program can observe, which the bootstrap and the
@@ -164,7 +174,8 @@ for fd_dir in ("/proc/self/fd", "/dev/fd"):
 
 # Limits arrive as arguments, "as=536870912:536870912" and so on, and hold before any code exists.
 judge_source = None
-judge_modules = ()
+# A fork server compiled the judge before it forked this process: the modules it imported for it.
+judge_modules = globals().get("judge_modules", ())
 for setting in sys.argv[1:]:
     name, _, values = setting.partition("=")
     if name == "path":

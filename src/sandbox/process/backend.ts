@@ -77,7 +77,7 @@ export class ProcessLauncher implements Launcher {
       ],
       start: {
         forked: [],
-        by: "each run starts its own interpreter (a pool keeps one started ahead): a fork server buys nothing without namespaces to make per run",
+        by: "each run starts its own interpreter (a pool keeps one started ahead): the fork server is bwrap's, whose namespaces keep one forked run from the next; here nothing would",
       },
     };
   }
