@@ -24,7 +24,7 @@ export const FORK_RUNS_MOUNT = "/runs";
  * minus the signal) on `status` and exits, which ends the namespace and everything in it.
  */
 export const PYTHON_FORK_SERVER = `
-import builtins, ctypes, json, os, select, signal, socket, sys
+import builtins, ctypes, gc, json, os, select, signal, socket, sys
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -254,6 +254,9 @@ def start_run(connections, request):
         load_judge()
     except BaseException:
         pass
+    # What exists now is never collected: a collection in a fork would touch, and so copy, every
+    # page that holds one of these objects.
+    gc.freeze()
     try:
         pid = clone_into_namespaces()
     except OSError as error:
