@@ -3,7 +3,8 @@
  * runs, the process backend, bwrap cold (its sandbox made ahead, the interpreter started by the
  * run), cold with nothing made ahead, pre-warmed and back to back (each run starting the moment
  * the one before returned: what an agent with an instant model sees), back to back with and
- * without the fork server (issue 41), four runs at once each forked against four cold ones (the
+ * without the fork server (issue 41), a cold run forked on demand, four runs at once each forked on
+ * demand against four cold ones (the
  * time until all four returned), gVisor where runsc is
  * installed, and containers cold and pre-warmed where a container engine answers (image:
  * $SELFHEAL_CONTAINER_IMAGE, else the official images), each running `print(1)`. Prints a table
@@ -330,9 +331,10 @@ async function backToBack(sandbox: ManagedSandbox, runs: number): Promise<number
   return durations.sort((a, b) => a - b);
 }
 
-/** Wall time until four runs started together have all returned; a pre-warming sandbox is filled first. */
+/** Wall time until four runs started together have all returned. */
 async function fourAtOnce(sandbox: ManagedSandbox): Promise<number> {
-  await sandbox.prewarm(["python"]);
+  // No languages: it waits for the fork server, where there is one, and warms nothing.
+  await sandbox.prewarm([]);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: 4 }, async () => {
@@ -408,13 +410,21 @@ async function main(): Promise<void> {
     layers = bwrapLayers(warmBwrap);
     console.log(`bwrap isolation layers here: ${layers.text}`);
     contenders.push(
-      sandboxContender("bwrap, cold", createSandbox({ kind: "bwrap", prewarm: false }), false),
+      // Cold: the run's sandbox made ahead, its interpreter started by the run (no fork server).
+      sandboxContender("bwrap, cold", createSandbox({ kind: "bwrap", prewarm: false, forkServer: false }), false),
+      // No interpreter waiting: the run's is forked from the fork server on demand (issue 41).
+      sandboxContender("bwrap, cold, forked on demand", createSandbox({ kind: "bwrap", prewarm: false }), false),
       // A run asking limits of its own gets nothing made ahead: its cgroup, tmpfs and sandbox are
       // made on its path. This is what a cold run cost before sandboxes were made ahead of need.
-      sandboxContender("bwrap, cold, nothing made ahead", createSandbox({ kind: "bwrap", prewarm: false }), false, {
-        ...REQUEST,
-        limits: { maxFileMb: 63 },
-      }),
+      sandboxContender(
+        "bwrap, cold, nothing made ahead",
+        createSandbox({ kind: "bwrap", prewarm: false, forkServer: false }),
+        false,
+        {
+          ...REQUEST,
+          limits: { maxFileMb: 63 },
+        },
+      ),
       sandboxContender("bwrap, pre-warmed", warmBwrap, true),
       ...judgedContenders("bwrap", "bwrap"),
     );
@@ -503,11 +513,14 @@ async function main(): Promise<void> {
     backToBackRows.push({ name, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9) });
     await chains[index]?.close();
   }
-  // Four runs at once: each from a pool of four forked interpreters, against four cold runs.
+  // Four runs at once, no pool: each forked on demand, against four cold ones.
   if (bwrap.usable) {
     const atOnce = [
-      { name: "bwrap, four at once, each forked (pool of 4)", sandbox: createSandbox({ kind: "bwrap", poolSize: 4 }) },
-      { name: "bwrap, four at once, each cold", sandbox: createSandbox({ kind: "bwrap", prewarm: false }) },
+      { name: "bwrap, four at once, each forked on demand", sandbox: createSandbox({ kind: "bwrap", prewarm: false }) },
+      {
+        name: "bwrap, four at once, each cold",
+        sandbox: createSandbox({ kind: "bwrap", prewarm: false, forkServer: false }),
+      },
     ];
     const atOnceDurations = atOnce.map((): number[] => []);
     for (let round = 0; round < Math.max(5, Math.floor(RUNS / 4)); round++) {

@@ -45,8 +45,9 @@ export interface SandboxOptions {
    */
   poolSize?: number;
   /**
-   * bwrap: pre-warmed Python runs are forked from a fork server (one interpreter, started once)
-   * instead of each starting its own; on with pre-warming unless `false` (docs/security.md).
+   * bwrap: a Python run that needs an interpreter soon (none is waiting for it, or runs come back
+   * to back) gets one forked from a fork server (one interpreter, started once) instead of starting
+   * its own; on unless `false` (docs/security.md, "Runs forked from a fork server").
    */
   forkServer?: boolean;
   /** For `kind: "container"`: the engine CLI (default docker) and the image(s). */
@@ -67,7 +68,7 @@ export function createSandbox(options: SandboxOptions = {}): ManagedSandbox {
   const pool: WarmPool = {
     mode: prewarmMode,
     size: resolvePoolSize(options.poolSize),
-    forkServer: prewarmMode !== "off" && options.forkServer !== false,
+    forkServer: options.forkServer !== false,
   };
 
   let sandbox: ManagedSandbox;
@@ -108,7 +109,9 @@ function localSandbox(kind: "bwrap" | "auto", host: PreparedHost, limits: Sandbo
   if (host.bwrap.usable) {
     const launcher = new BwrapLauncher(limits, host.bwrap.host, {
       cgroups: host.cgroups,
-      parkSpare: pool.mode === "off",
+      // A run that finds no interpreter waiting is forked; without a fork server, it starts in a
+      // sandbox made ahead of it, where no pool keeps interpreters waiting.
+      parkSpare: pool.mode === "off" && !pool.forkServer,
       forkServer: pool.forkServer,
     });
     return new LocalSandbox(launcher, limits, pool.mode, pool.size);

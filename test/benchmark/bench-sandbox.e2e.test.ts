@@ -46,7 +46,7 @@ describe.skipIf(engineMissing !== null)("npm run bench:sandbox", () => {
       for (const name of [
         "bwrap, back to back",
         "bwrap, back to back, no fork server",
-        "bwrap, four at once, each forked (pool of 4)",
+        "bwrap, four at once, each forked on demand",
         "bwrap, four at once, each cold",
       ]) {
         expect(result.stdout).toMatch(new RegExp(`^${name.replace(/[()]/g, "\\$&")}\\s+[\\d.]+\\s+[\\d.]+$`, "m"));

@@ -1,19 +1,16 @@
-import type { ManagedSandbox } from "../../src/sandbox/index.js";
+import { createSandbox, type ManagedSandbox, type SandboxOptions } from "../../src/sandbox/index.js";
 
 /**
  * A bwrap sandbox whose Python runs are forked from its fork server, for the suites that must hold
- * on forked runs (hostile, conformance): before each Python run it waits for a forked interpreter.
- * The interpreter a pool made before its server ran is a cold one; a first run takes it.
+ * on forked runs (hostile, conformance): with no pool, a run that fits the server (the default
+ * Python, the sandbox's own limits, no packages, no allowHosts) is forked on demand, once the
+ * server runs; the first Python run waits for it.
  */
-export function withForkedPythonRuns(sandbox: ManagedSandbox): ManagedSandbox {
+export function forkedPythonRunsSandbox(
+  options: Omit<SandboxOptions, "kind" | "prewarm" | "forkServer">,
+): ManagedSandbox {
+  const sandbox = createSandbox({ ...options, kind: "bwrap", prewarm: false });
   let ready: Promise<void> | null = null;
-  const readyOnce = (): Promise<void> => {
-    ready ??= (async () => {
-      await sandbox.prewarm(["python"]);
-      await sandbox.run({ language: "python", code: "pass" });
-    })();
-    return ready;
-  };
   return {
     get kind() {
       return sandbox.kind;
@@ -25,9 +22,10 @@ export function withForkedPythonRuns(sandbox: ManagedSandbox): ManagedSandbox {
       return sandbox.egress;
     },
     run: async (request, hooks) => {
+      // No languages: it waits for the fork server and starts no interpreter.
       if (request.language === "python") {
-        await readyOnce();
-        await sandbox.prewarm(["python"]);
+        ready ??= sandbox.prewarm([]);
+        await ready;
       }
       return sandbox.run(request, hooks);
     },

@@ -19,8 +19,9 @@ const named = request.kind ?? args[0];
 // "bwrap-forked": bwrap whose Python run is forked from its fork server, started before the run.
 const forked = named === "bwrap-forked";
 const kind = (forked ? "bwrap" : named) as SandboxKind;
-const sandbox = createSandbox({ kind, prewarm: forked });
-if (forked) await sandbox.prewarm?.([language]);
+const sandbox = createSandbox({ kind, prewarm: false });
+// No languages: it waits for the fork server, which then forks the run on demand.
+if (forked) await sandbox.prewarm([]);
 const result = await sandbox.run(
   { language, code, timeoutMs },
   { onOutput: (_stream, line) => process.stderr.write(`${line}\n`) },

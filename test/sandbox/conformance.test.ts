@@ -4,7 +4,7 @@ import { createSandbox } from "../../src/sandbox/index.js";
 import { type ConformanceOptions, describeSandboxConformance } from "../../src/testing/index.js";
 import { type BackendKind, backendMissing } from "../helpers/backends.js";
 import { TEST_CONTAINER_IMAGE } from "../helpers/container-engine.js";
-import { withForkedPythonRuns } from "../helpers/forked-runs.js";
+import { forkedPythonRunsSandbox } from "../helpers/forked-runs.js";
 import { ownerCommand } from "../helpers/owner-harness.js";
 
 /** Small enough that the limit cases are quick, the same for every backend. */
@@ -14,7 +14,7 @@ const BACKENDS: Record<BackendKind, () => ReturnType<typeof createSandbox>> = {
   process: () => createSandbox({ kind: "process", limits }),
   // Its Python runs forked from the fork server (bwrap's pre-warmed runs); JavaScript's and the
   // egress cases' start cold, and the hostile suite covers the parked cold runs.
-  bwrap: () => withForkedPythonRuns(createSandbox({ kind: "bwrap", limits })),
+  bwrap: () => forkedPythonRunsSandbox({ limits }),
   // gVisor traps every system call: its cases take several times longer.
   gvisor: () => createSandbox({ kind: "gvisor", limits }),
   container: () => createSandbox({ kind: "container", limits, container: { image: TEST_CONTAINER_IMAGE } }),

@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -6,6 +7,7 @@ import { FORK_RUNS_MOUNT, PYTHON_FORK_SERVER } from "../../src/sandbox/fork/serv
 import { createSandbox, type ManagedSandbox } from "../../src/sandbox/index.js";
 import type { RunResult } from "../../src/sandbox/types.js";
 import { bwrapMissing, cgroupsMissing, isRoot } from "../helpers/capabilities.js";
+import { pidsWithMarker } from "../helpers/owner-harness.js";
 import { argvOf, eventually, parentOf } from "../helpers/processes.js";
 
 /**
@@ -23,16 +25,20 @@ describe.skipIf(noBwrap !== null)(`forked runs on bwrap${noBwrap ? ` (skipped: $
   let sandbox: ManagedSandbox;
 
   beforeAll(async () => {
-    sandbox = createSandbox({ kind: "bwrap", limits: { timeoutMs: 20_000, memoryMb: 384, maxProcesses: 40 } });
-    await sandbox.prewarm?.(["python"]);
+    // No pool: each run finds no interpreter waiting, and gets one forked on demand.
+    sandbox = createSandbox({
+      kind: "bwrap",
+      prewarm: false,
+      limits: { timeoutMs: 20_000, memoryMb: 384, maxProcesses: 40 },
+    });
+    await sandbox.prewarm([]);
   }, 120_000);
   afterAll(async () => {
     await sandbox?.close();
   });
 
-  /** One forked run (waiting first for a forked interpreter, so the run cannot start cold). */
+  /** One forked run (FORKED_CHECK fails it if it was not). */
   async function forked(code: string): Promise<RunResult> {
-    await sandbox.prewarm?.(["python"]);
     const result = await sandbox.run({ language: "python", code: `${FORKED_CHECK}${code}` });
     expect(result.stderr).not.toContain("not a forked run");
     return result;
@@ -204,9 +210,9 @@ describe.skipIf(noBwrap !== null)(`forked runs on bwrap${noBwrap ? ` (skipped: $
 
 describe.skipIf(noBwrap !== null)(`the fork server on bwrap${noBwrap ? ` (skipped: ${noBwrap})` : ""}`, () => {
   it("is supervised: a run in flight when it dies is killed, the next runs start cold, and a new server forks the ones after", async () => {
-    const sandbox = createSandbox({ kind: "bwrap", limits: { timeoutMs: 20_000 } });
+    const sandbox = createSandbox({ kind: "bwrap", prewarm: false, limits: { timeoutMs: 20_000 } });
     try {
-      await sandbox.prewarm?.(["python"]);
+      await sandbox.prewarm([]);
       const [first, ...others] = ourServers();
       expect(first).toBeDefined();
       expect(others).toEqual([]);
@@ -222,7 +228,7 @@ describe.skipIf(noBwrap !== null)(`the fork server on bwrap${noBwrap ? ` (skippe
       // behind it) was made for a cold run; runs take those first, and the ones made after fork.
       const forkedAgain: string[] = [];
       for (let run = 0; run < 4 && forkedAgain.length === 0; run++) {
-        await sandbox.prewarm?.(["python"]);
+        await sandbox.prewarm([]);
         const result = await sandbox.run({ language: "python", code: `${FORKED_CHECK}print("forked again")` });
         if (result.status === "ok") forkedAgain.push(result.stdout);
         else expect(result.stderr).toBe("not a forked run\n");
@@ -240,41 +246,29 @@ describe.skipIf(noBwrap !== null)(`the fork server on bwrap${noBwrap ? ` (skippe
 });
 
 describe.skipIf(noBwrap !== null)(
-  `a bwrap sandbox with a pool of forked interpreters${noBwrap ? ` (skipped: ${noBwrap})` : ""}`,
+  `closing a bwrap sandbox with forked runs${noBwrap ? ` (skipped: ${noBwrap})` : ""}`,
   () => {
-    it("runs the program cold instead when its forked interpreter dies once taken", async () => {
-      const sandbox = createSandbox({ kind: "bwrap", limits: { timeoutMs: 20_000 } });
-      try {
-        await sandbox.prewarm(["python"]);
-        await sandbox.run({ language: "python", code: "pass" });
-        await sandbox.prewarm(["python"]);
-        const [waiting, ...others] = ourForkedPrograms();
-        expect(waiting).toBeDefined();
-        expect(others).toEqual([]);
-        // Its pid 1 leads its process group: the group is the whole run.
-        process.kill(-(parentOf(waiting ?? 0) ?? 0), "SIGKILL");
-        // Dead to the kernel, unseen by Node: the input's writes take a few turns of the loop, in
-        // which Node sees its connections close (as pool.test.ts does for a spawned interpreter).
-        while (argvOf(waiting ?? 0) !== null) {}
-        const inputs = [{ name: "in/data.txt", content: Buffer.from("data") }];
-        const result = await sandbox.run({ language: "python", code: "print('ran')", inputs });
-        expect([result.status, result.stdout, result.stderr]).toEqual(["ok", "ran\n", ""]);
-      } finally {
-        await sandbox.close();
-      }
-    });
-
-    it("leaves no server, no forked interpreter and no runs folder once closed", async () => {
-      const sandbox = createSandbox({ kind: "bwrap", poolSize: 3 });
-      await sandbox.prewarm(["python"]);
-      await sandbox.run({ language: "python", code: "pass" });
-      await sandbox.prewarm(["python"]);
+    it("kills the runs in flight and leaves no server, no forked process and no runs folder", async () => {
+      const sandbox = createSandbox({ kind: "bwrap", prewarm: false, limits: { timeoutMs: 30_000 } });
+      await sandbox.prewarm([]);
+      let started = 0;
+      let allStarted: () => void = () => undefined;
+      const whenStarted = new Promise<void>((resolve) => {
+        allStarted = resolve;
+      });
+      const onOutput = (_stream: string, line: string) => {
+        if (line === "started" && ++started === 3) allStarted();
+      };
+      const code = `${FORKED_CHECK}import time\nprint("started", flush=True)\ntime.sleep(30)\n`;
+      const runs = [1, 2, 3].map(() => sandbox.run({ language: "python", code }, { onOutput }));
+      await whenStarted;
       expect(ourForkedPrograms()).toHaveLength(3);
       expect(ourServers()).toHaveLength(1);
       await sandbox.close();
+      expect((await Promise.all(runs)).map((result) => result.status)).toEqual(["killed", "killed", "killed"]);
       await eventually(
         () => (ourForkedPrograms().length === 0 && ourServers().length === 0 ? true : null),
-        "no fork server or forked interpreter",
+        "no fork server or forked process",
         10_000,
       );
       expect(readFileSync("/proc/self/mounts", "utf8")).not.toContain(`selfheal-forks-${process.pid}-`);
@@ -283,7 +277,38 @@ describe.skipIf(noBwrap !== null)(
   },
 );
 
-/** Forked programs of this process's servers still waiting for their go: a fork of a fork of the server, holding fd 3. */
+describe.skipIf(noBwrap !== null)(
+  `a process that never closes its bwrap sandbox${noBwrap ? ` (skipped: ${noBwrap})` : ""}`,
+  () => {
+    it("is not kept alive by the fork server, which dies with it", async () => {
+      const script = [
+        `import { createSandbox } from "./src/sandbox/index.ts";`,
+        `const sandbox = createSandbox({ kind: "bwrap", prewarm: false });`,
+        `await sandbox.prewarm([]);`,
+        `const result = await sandbox.run({ language: "python", code: ${JSON.stringify(`${FORKED_CHECK}print(1)`)} });`,
+        `process.stdout.write(result.stdout);`,
+      ].join("\n");
+      const owner = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+        cwd: new URL("../..", import.meta.url).pathname,
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      let stdout = "";
+      owner.stdout.on("data", (chunk) => {
+        stdout += String(chunk);
+      });
+      // Ends on its own, its fork server still running: nothing of the server may hold the event loop.
+      const code = await new Promise((resolve) => owner.once("exit", resolve));
+      expect([code, stdout]).toEqual([0, "1\n"]);
+      await eventually(
+        () => (pidsWithMarker(`selfheal-forks-${owner.pid}-`).length === 0 ? true : null),
+        "the fork server's end with its owner",
+        10_000,
+      );
+    });
+  },
+);
+
+/** The programs of this process's servers' runs: each a fork of its run's pid 1, a fork of the server. */
 function ourForkedPrograms(): number[] {
   const servers = ourServers();
   return readdirSync("/proc")
@@ -291,7 +316,7 @@ function ourForkedPrograms(): number[] {
     .map(Number)
     .filter((pid) => {
       const init = parentOf(pid);
-      return init !== null && servers.includes(parentOf(init) ?? 0) && existsSync(`/proc/${pid}/fd/3`);
+      return init !== null && servers.includes(parentOf(init) ?? 0);
     });
 }
 

@@ -2,7 +2,7 @@ import { describe, it } from "vitest";
 
 import { createSandbox } from "../../src/sandbox/index.js";
 import { bwrapMissing, cgroupsMissing, isRoot, seccompMissing } from "../helpers/capabilities.js";
-import { withForkedPythonRuns } from "../helpers/forked-runs.js";
+import { forkedPythonRunsSandbox } from "../helpers/forked-runs.js";
 import { describeOurHostileSuite, type ExpectedEscapes } from "../helpers/hostile-suite.js";
 
 const limits = { maxProcesses: 32, memoryMb: 256, cpuSeconds: 2 };
@@ -38,9 +38,9 @@ if (bwrap !== null) {
     ...(isRoot ? {} : WITHOUT_ROOT),
     ...(seccompMissing() === null ? {} : WITHOUT_SECCOMP),
   };
-  // Pre-warmed Python runs are forked from the fork server: every Python case here is one.
+  // Every Python case here runs in a process forked from the fork server.
   describeOurHostileSuite("the bwrap backend, Python runs forked from its fork server", {
-    createSandbox: () => withForkedPythonRuns(createSandbox({ kind: "bwrap", limits })),
+    createSandbox: () => forkedPythonRunsSandbox({ limits }),
     kind: "bwrap",
     limits,
     uncontained,
@@ -48,7 +48,7 @@ if (bwrap !== null) {
   // Without a pool, every run after the first starts in a sandbox made ahead of it and parked
   // (docs/security.md, "Sandboxes made ahead of a cold run"): the same cases must hold there.
   describeOurHostileSuite("the bwrap backend without a pool, in sandboxes made ahead", {
-    createSandbox: () => createSandbox({ kind: "bwrap", limits, prewarm: false }),
+    createSandbox: () => createSandbox({ kind: "bwrap", limits, prewarm: false, forkServer: false }),
     kind: "bwrap",
     limits,
     uncontained,

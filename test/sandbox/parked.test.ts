@@ -170,7 +170,7 @@ describe.skipIf(noBwrap !== null)(`a bwrap sandbox made ahead of the next run${s
     const script = [
       `import { readdirSync, readFileSync } from "node:fs";`,
       `import { createSandbox } from "./src/sandbox/index.ts";`,
-      `const sandbox = createSandbox({ kind: "bwrap", prewarm: false, limits: { maxFileMb: ${maxFileMb} } });`,
+      `const sandbox = createSandbox({ kind: "bwrap", prewarm: false, forkServer: false, limits: { maxFileMb: ${maxFileMb} } });`,
       `const result = await sandbox.run({ language: "python", code: "print(1)" });`,
       `const parked = () => readdirSync("/proc").filter((pid) => {`,
       `  try { return readFileSync("/proc/" + pid + "/cmdline", "utf8").includes("--block-fd"); } catch { return false; }`,

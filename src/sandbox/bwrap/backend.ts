@@ -79,8 +79,8 @@ export class BwrapLauncher implements Launcher {
        */
       parkSpare?: boolean;
       /**
-       * Make pre-warmed Python runs by forking a fork server (src/sandbox/fork) instead of starting
-       * an interpreter for each; off unless said.
+       * Keep a fork server (src/sandbox/fork) for Python runs that need an interpreter soon: a run
+       * that finds none waiting, and a pool's refill when runs come back to back. Off unless said.
        */
       forkServer?: boolean;
     },
@@ -152,9 +152,11 @@ export class BwrapLauncher implements Launcher {
     return {
       forked: ["python"],
       by:
-        "Python runs are forked from a fork server (one interpreter started once, in a sandbox of the runs' shape), each into its own " +
-        "namespaces, work dir, cgroup and seccomp filter; forked runs share the server's uid, so RLIMIT_NPROC counts their " +
-        "processes together (a run's own count is its pids cgroup's). JavaScript runs start their own Node: V8 cannot fork",
+        "a Python run that needs an interpreter soon (none is waiting for it, or runs come back to back) gets one forked from a fork server " +
+        "(one interpreter started once, in a sandbox of the runs' shape), in its own namespaces, work dir, cgroup and seccomp filter; " +
+        "a pool refilled between runs that come further apart starts its own (a started interpreter runs a short program ~3 ms sooner). " +
+        "Forked runs share the server's uid, so RLIMIT_NPROC counts their processes together (a run's own count is its pids cgroup's). " +
+        "JavaScript runs start their own Node: V8 cannot fork",
     };
   }
 
@@ -170,13 +172,17 @@ export class BwrapLauncher implements Launcher {
     const forgetRuns: (() => void)[] = [];
     return {
       workDir,
-      spawn: (language, warm, packagesDir, egress) => {
+      spawn: (language, warm, packagesDir, egress, mayFork) => {
         const { parked, fork } = resources;
-        resources.parked = null;
         const python = interpreters.python;
-        if (fork?.server.alive && warm && language === "python" && !packagesDir && !egress && python) {
-          if (python.executable === fork.executable) return this.spawnForked(fork, python, resources);
+        if (mayFork && fork?.server.alive && language === "python" && !packagesDir && !egress && python) {
+          if (python.executable === fork.executable) {
+            if (parked) void parked.discard();
+            resources.parked = null;
+            return this.spawnForked(fork, python, resources, warm);
+          }
         }
+        resources.parked = null;
         if (!egress && parked?.fits(language, interpreters, packagesDir)) {
           const { child, forget } = parked.start();
           forgetRuns.push(forget);
@@ -272,8 +278,8 @@ export class BwrapLauncher implements Launcher {
     return startBwrapForkServer(this.host, interpreter, home.runs, home.hostUid);
   }
 
-  /** A pre-warmed Python run forked from the server, in the resources prepared for it. */
-  private spawnForked(fork: RunFork, python: Interpreter, resources: RunResources): LaunchedProgram {
+  /** A Python run forked from the server, in the resources prepared for it. */
+  private spawnForked(fork: RunFork, python: Interpreter, resources: RunResources, warm: boolean): LaunchedProgram {
     const { workDir, group, limits } = resources;
     const child = fork.server.fork(
       {
@@ -287,7 +293,7 @@ export class BwrapLauncher implements Launcher {
       },
       (pid) => group?.join(pid),
     );
-    return this.launched(child, resources, "python", true);
+    return this.launched(child, resources, "python", warm);
   }
 
   /**
