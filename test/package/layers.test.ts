@@ -94,9 +94,10 @@ function backwardImports(src: string): string[] {
 /**
  * The rooms of src/sandbox/: the public surface (index.ts) over one folder per backend, which
  * share only what lies below them: `run/` (a started program's life), `host/` (what this machine
- * offers), `egress/` (the allowlist proxy a run's network goes through) and the plain files at the
- * top (types, limits, error parsing). A backend never imports a sibling backend; host and egress
- * import no backend and nothing of run/; run/ starts a run's proxy for the backends.
+ * offers), `egress/` (the allowlist proxy a run's network goes through), `fork/` (the fork server,
+ * which bwrap forks runs from) and the plain files at the top (types, limits, error parsing). A
+ * backend never imports a sibling backend; host and egress import no backend and nothing of run/;
+ * run/ starts a run's proxy for the backends.
  */
 const SANDBOX_MAY_IMPORT: Record<string, string[]> = {
   ".": [],
@@ -104,8 +105,10 @@ const SANDBOX_MAY_IMPORT: Record<string, string[]> = {
   // The outbound proxy (issue 40) stands alone, as host/ does: the backends that start it stand on it.
   egress: ["."],
   run: [".", "host", "egress"],
+  // The fork server (issue 41): its Python and the host's side; bwrap, whose runs it forks, stands on it.
+  fork: [".", "host", "run"],
   process: [".", "host", "run"],
-  bwrap: [".", "host", "run"],
+  bwrap: [".", "host", "run", "fork"],
   gvisor: [".", "host", "run"],
   container: [".", "host", "run"],
   packages: [".", "host", "run"],
