@@ -174,7 +174,10 @@ describe.skipIf(noBwrap !== null)(`a bwrap sandbox made ahead of the next run${s
       `const result = await sandbox.run({ language: "python", code: "print(1)" });`,
       `const parked = () => readdirSync("/proc").filter((pid) => {`,
       `  try { return readFileSync("/proc/" + pid + "/cmdline", "utf8").includes("--block-fd"); } catch { return false; }`,
-      `}).filter((pid) => readFileSync("/proc/" + pid + "/stat", "utf8").split(") ")[1].split(" ")[1] === String(process.pid));`,
+      // Another test's parked sandbox may end between the two reads: a process gone is not ours.
+      `}).filter((pid) => {`,
+      `  try { return readFileSync("/proc/" + pid + "/stat", "utf8").split(") ")[1].split(" ")[1] === String(process.pid); } catch { return false; }`,
+      `});`,
       `while (parked().length === 0) await new Promise((resolve) => setTimeout(resolve, 20));`,
       `process.stdout.write(result.stdout.trim() + " " + parked().join(",") + "\\n");`,
     ].join("\n");
