@@ -176,7 +176,7 @@ export class BwrapLauncher implements Launcher {
         const { parked, fork } = resources;
         const python = interpreters.python;
         if (mayFork && fork?.server.alive && language === "python" && !packagesDir && !egress && python) {
-          if (python.executable === fork.executable) {
+          if (python.executable === fork.home.executable) {
             if (parked) void parked.discard();
             resources.parked = null;
             return this.spawnForked(fork, python, resources, warm);
@@ -240,10 +240,7 @@ export class BwrapLauncher implements Launcher {
       const owner = hostUid === null ? null : { uid: hostUid, gid: hostUid };
       const disk = this.disk ? { ...this.disk, bytes: limits.maxDiskMb * MIB } : null;
       const workDir = await WorkDir.create(owner, disk, fork?.home.runs.path ?? null);
-      const forkInfo = fork
-        ? { server: fork.server, executable: fork.home.executable, runsPath: fork.home.runs.path }
-        : null;
-      return { hostUid, ownsUid, group, workDir, limits, parked: null, released: false, fork: forkInfo };
+      return { hostUid, ownsUid, group, workDir, limits, parked: null, released: false, fork };
     } catch (error) {
       if (hostUid !== null && ownsUid) hostUids.release(hostUid);
       await group?.remove();
@@ -252,7 +249,7 @@ export class BwrapLauncher implements Launcher {
   }
 
   /** The running fork server and its home, or null (one is then started for the runs after). */
-  private forkable(): { server: ForkServer; home: ForkHome } | null {
+  private forkable(): RunFork | null {
     const server = this.forks?.current() ?? null;
     const home = this.forkHomeReady;
     return server && home ? { server, home } : null;
@@ -281,10 +278,11 @@ export class BwrapLauncher implements Launcher {
   /** A Python run forked from the server, in the resources prepared for it. */
   private spawnForked(fork: RunFork, python: Interpreter, resources: RunResources, warm: boolean): LaunchedProgram {
     const { workDir, group, limits } = resources;
+    const runsPath = fork.home.runs.path;
     const child = fork.server.fork(
       {
-        dir: relative(fork.runsPath, workDir.path),
-        tmp: workDir.tmpPath === null ? null : relative(fork.runsPath, workDir.tmpPath),
+        dir: relative(runsPath, workDir.path),
+        tmp: workDir.tmpPath === null ? null : relative(runsPath, workDir.tmpPath),
         tmpBytes: limits.maxDiskMb * MIB,
         // bwrap sets PWD for a cold run, from its --chdir.
         env: { ...sandboxEnv(python.prefixes), PWD: SANDBOX_WORK_DIR },
@@ -433,11 +431,10 @@ interface ForkHome {
   executable: string;
 }
 
-/** The fork server a run's resources were prepared for, and where its work dir is to it. */
+/** The fork server a run's resources were prepared for, and its home. */
 interface RunFork {
   server: ForkServer;
-  executable: string;
-  runsPath: string;
+  home: ForkHome;
 }
 
 /** What one run holds until it is released. */

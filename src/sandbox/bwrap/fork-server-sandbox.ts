@@ -15,6 +15,7 @@ import { trackRun } from "../host/run-reaper.js";
 import { SANDBOX_SUPPORT_DIR, sandboxEnv } from "../host/system-view.js";
 import { tempDirPrefix } from "../host/temp-dirs.js";
 import { MIB } from "../limits.js";
+import { setReferenced } from "../run/run-child.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -105,8 +106,7 @@ export function startBwrapForkServer(
   child.on("error", () => undefined);
   child.stdin?.on("error", () => undefined);
   // Idle, it must not keep a CLI or a test runner alive.
-  child.unref();
-  for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as { unref?: () => void } | null)?.unref?.();
+  setReferenced(child, false);
   const forget = trackRun({ processGroup: child.pid });
   return ForkServer.start(child, runs.path, forget);
 }

@@ -6,7 +6,6 @@ import { createInterface } from "node:readline";
 
 import { killProcessGroup, waitForExit } from "../run/run-child.js";
 import { ForkedProcess, type ForkedStreams } from "./forked-process.js";
-import { FORK_RUNS_MOUNT } from "./server-source.js";
 
 /** The server's socket, in the runs folder (hidden from every run by its own mount over it). */
 export const FORK_SOCKET_NAME = ".fork-server.sock";
@@ -198,5 +197,3 @@ function findChild(serverPid: number, pid: number, level: number): number | null
   }
   return null;
 }
-
-export { FORK_RUNS_MOUNT };

@@ -26,7 +26,6 @@ export interface ForkedStreams {
  */
 export class ForkedProcess extends ChildProcess {
   private readonly streams: ForkedStreams;
-  private referenced = true;
 
   constructor(streams: ForkedStreams) {
     super();
@@ -70,12 +69,10 @@ export class ForkedProcess extends ChildProcess {
   }
 
   override ref(): void {
-    this.referenced = true;
     this.streams.status.ref();
   }
 
   override unref(): void {
-    this.referenced = false;
     this.streams.status.unref();
   }
 
@@ -91,10 +88,5 @@ export class ForkedProcess extends ChildProcess {
     } catch {
       return false;
     }
-  }
-
-  /** Whether the caller asked it to keep this process alive (see `setReferenced`). */
-  get isReferenced(): boolean {
-    return this.referenced;
   }
 }
