@@ -167,6 +167,10 @@ describe.skipIf(noBwrap !== null)(`the bwrap sandbox's whole-run limits${skipped
     async () => {
       const sandbox = createSandbox({ kind: "bwrap", prewarm: false });
       try {
+        // Every run forked, so every work dir is made in the fork server's runs folder: emptied
+        // mounts are kept for runs of the same folder, and a run made before the server ran (in the
+        // temp dir) would leave its mount to nobody.
+        await sandbox.prewarm([]);
         // Each run prints the device of its /work: the same device is the same tmpfs, used again.
         const write =
           "import os\nopen('/work/left.txt', 'w').write('x')\nopen('/tmp/left.txt', 'w').write('x')\nprint(os.stat('/work').st_dev)\n";
