@@ -204,6 +204,28 @@ describe.skipIf(engineMissing !== null)(
       }
     });
 
+    it("gives a container started for its run the wall clock once the engine runs it, not while the engine starts it", async () => {
+      // An engine that takes 3 s to start each container (a busy one took over 10 s in CI); the
+      // program itself needs a small part of its 2 s. Before the clock waited, this run timed out.
+      const slowEngine = scratchDir("slow-engine");
+      const real = findOnPath("docker");
+      writeFileSync(join(slowEngine, "docker"), `#!/bin/sh\nif [ "$1" = run ]; then sleep 3; fi\nexec ${real} "$@"\n`, {
+        mode: 0o755,
+      });
+      const savedPath = process.env.PATH;
+      process.env.PATH = `${slowEngine}:${savedPath}`;
+      const sandbox = createSandbox({ kind: "container", prewarm: false, container: { image: TEST_CONTAINER_IMAGE } });
+      try {
+        const result = await sandbox.run({ language: "python", code: "print('in time')", timeoutMs: 2_000 });
+        expect([result.status, result.stdout]).toEqual(["ok", "in time\n"]);
+        expect(result.durationMs).toBeGreaterThan(3_000);
+      } finally {
+        await sandbox.close();
+        process.env.PATH = savedPath;
+      }
+      expect(ours()).toEqual([]);
+    });
+
     it("keeps one container waiting for the next program, and close() removes every container of the run", async () => {
       const sandbox = createSandbox({ kind: "container", container: { image: TEST_CONTAINER_IMAGE } });
       const first = await sandbox.run({ language: "python", code: "print('first')" });

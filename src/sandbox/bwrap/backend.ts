@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
+import { Socket } from "node:net";
 import { relative } from "node:path";
 import type { ForkServer } from "../fork/fork-server.js";
 import { ForkedProcess } from "../fork/forked-process.js";
@@ -27,7 +28,7 @@ import { EGRESS_MOUNT, type RunEgress } from "../run/egress.js";
 import { endMarkFor } from "../run/end-report.js";
 import type { Launcher, Reservation } from "../run/local-sandbox.js";
 import { killProcessGroup, type LaunchedProgram, type RunWideLimits } from "../run/run-child.js";
-import type { Containment, Language, SandboxIsolation, SandboxLimits } from "../types.js";
+import type { Containment, Language, RunResult, SandboxIsolation, SandboxLimits } from "../types.js";
 import { RunsFolder, startBwrapForkServer } from "./fork-server-sandbox.js";
 import { ParkedSandbox } from "./parked.js";
 
@@ -408,6 +409,7 @@ export class BwrapLauncher implements Launcher {
     warm: boolean,
   ): LaunchedProgram {
     const endMark = endMarkFor(language);
+    const setup = warm ? null : watchSetup(child);
     if (!warm) sendGo({ child, ...endMark });
     const killAll = (): void => {
       killProcessGroup(child);
@@ -417,11 +419,26 @@ export class BwrapLauncher implements Launcher {
       child,
       killAll,
       ...endMark,
+      ...(setup ? { failedInSetup: setup } : {}),
       // A forked run's pid 1 reports the program's own status; bwrap's init encodes a signal in it.
       exitCodeEncodesSignal: !(child instanceof ForkedProcess),
       ...(group ? { runLimits: runWideLimits(group, limits) } : {}),
     };
   }
+}
+
+/**
+ * For a cold run whose bootstrap says "r" before the program (Python's): whether bwrap failed
+ * before that, with its own message, so that nothing of the program ran. Null where nothing tells.
+ */
+function watchSetup(child: ChildProcess): ((result: RunResult) => boolean) | null {
+  const control = child.stdio[3];
+  if (child instanceof ForkedProcess || !(control instanceof Socket)) return null;
+  let ready = false;
+  control.once("data", () => {
+    ready = true;
+  });
+  return (result) => !ready && result.stdout === "" && result.stderr.startsWith("bwrap: ");
 }
 
 /** Where a launcher's forked runs live: the server's runs folder and uid, and its Python. */

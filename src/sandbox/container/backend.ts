@@ -113,9 +113,11 @@ export class ContainerSandbox implements ManagedSandbox {
     // memory, say) starts its own, and the waiting one stays for the next run it fits; so does a
     // run with network, whose container binds the run's own proxy.
     const fitsWarm = sameStartLimits(this.limits, limits) && !egress;
-    const started =
-      (fitsWarm ? await this.takeWarm(request.language) : undefined) ??
-      (await this.start(request.language, limits, egress));
+    const warm = fitsWarm ? await this.takeWarm(request.language) : undefined;
+    const started = warm ?? (await this.start(request.language, limits, egress));
+    // The wall clock is the program's: a container started for this run gets it once the engine
+    // runs it, as a waiting one did (a busy engine took over 10 s to start one in CI).
+    if (!warm) await this.waitUntilRunning(started);
     const files: Record<string, string> = {
       ...request.files,
       [CODE_FILE_NAME[request.language]]: request.code,

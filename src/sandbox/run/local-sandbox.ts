@@ -64,6 +64,12 @@ interface WarmProgram {
 }
 
 /** How one language's runs have come lately: when the last one ended, and how long an interpreter took to load. */
+/** How a run may start: from a waiting interpreter, and again where its sandbox's setup failed. */
+interface RunStart {
+  mayTakeWarm: boolean;
+  mayRestart: boolean;
+}
+
 interface Pace {
   lastEndedAt: number;
   loadMs: number;
@@ -114,14 +120,14 @@ export class LocalSandbox implements Sandbox {
   async prepare(): Promise<void> {}
 
   run(request: RunRequest, hooks?: RunHooks): Promise<RunResult> {
-    return this.runFrom(performance.now(), request, hooks, { mayTakeWarm: true });
+    return this.runFrom(performance.now(), request, hooks, { mayTakeWarm: true, mayRestart: true });
   }
 
   private async runFrom(
     startedAt: number,
     request: RunRequest,
     hooks: RunHooks | undefined,
-    { mayTakeWarm }: { mayTakeWarm: boolean },
+    start: RunStart,
   ): Promise<RunResult> {
     const limits = limitsForRun(this.limits, request);
     // A warm interpreter was started without packages mounted, with the default Python and under
@@ -131,10 +137,10 @@ export class LocalSandbox implements Sandbox {
     // A run with network starts cold: its sandbox binds the run's own proxy, which no warm one has.
     const allowHosts = request.allowHosts ?? [];
     const fitsWarm = !request.packagesDir && !python && allowHosts.length === 0 && sameStartLimits(this.limits, limits);
-    const warm = fitsWarm && mayTakeWarm ? await this.takeWarm(request.language) : null;
+    const warm = fitsWarm && start.mayTakeWarm ? await this.takeWarm(request.language) : null;
 
     return withRunEgress(allowHosts, limits, this.launcher.egress, startedAt, (egress) =>
-      this.runWith(startedAt, request, hooks, { warm, limits, python, egress }),
+      this.runWith(startedAt, request, hooks, { warm, limits, python, egress, start }),
     );
   }
 
@@ -147,7 +153,14 @@ export class LocalSandbox implements Sandbox {
       limits,
       python,
       egress,
-    }: { warm: WarmProgram | null; limits: SandboxLimits; python: string | undefined; egress: RunEgress | undefined },
+      start,
+    }: {
+      warm: WarmProgram | null;
+      limits: SandboxLimits;
+      python: string | undefined;
+      egress: RunEgress | undefined;
+      start: RunStart;
+    },
   ): Promise<RunResult> {
     const reservation = warm?.reservation ?? (await this.launcher.reserve(python, limits));
     // A warm Python interpreter takes its program with the go and writes main.py itself.
@@ -164,7 +177,7 @@ export class LocalSandbox implements Sandbox {
       // program has not run, and runs cold instead.
       warm.program.killAll();
       this.releaseLater(warm.reservation, warm.program.child);
-      return this.runFrom(startedAt, request, hooks, { mayTakeWarm: false });
+      return this.runFrom(startedAt, request, hooks, { ...start, mayTakeWarm: false });
     }
 
     let program: LaunchedProgram;
@@ -201,9 +214,11 @@ export class LocalSandbox implements Sandbox {
         ...collectOptionsFor(request, limits, startedAt, hooks),
         ...(release ? { release } : {}),
       });
-      // A run that reported its end may still be dying: what it left is taken once it is dead.
-      if (request.collectArtifacts) await waitForExit(program.child);
-      return await withArtifacts(result, reservation.workDir, request);
+      if (!(start.mayRestart && program.failedInSetup?.(result))) {
+        // A run that reported its end may still be dying: what it left is taken once it is dead.
+        if (request.collectArtifacts) await waitForExit(program.child);
+        return await withArtifacts(result, reservation.workDir, request);
+      }
     } finally {
       this.paceOf(request.language).lastEndedAt = performance.now();
       if (warm) warm.control.destroy();
@@ -214,6 +229,10 @@ export class LocalSandbox implements Sandbox {
       // Removing the work dir takes a few milliseconds the caller need not wait for; close() does.
       this.releaseLater(reservation, program.child);
     }
+    // The sandbox's own setup failed before the program's first line (bwrap's bind of the host's
+    // root meeting a mount that docker changed at that moment, in CI): nothing ran, and it starts
+    // once more, on a fresh reservation.
+    return this.runFrom(startedAt, request, hooks, { mayTakeWarm: false, mayRestart: false });
   }
 
   /**

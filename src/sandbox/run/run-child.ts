@@ -65,6 +65,11 @@ export interface LaunchedProgram {
   runLimits?: RunWideLimits;
   /** The mark the Python bootstrap ends its output with (end-report.ts), sent to it with "g". */
   endMark?: string;
+  /**
+   * Whether the run ended in the sandbox's own setup, before the program's first line, so that
+   * starting it again runs nothing twice; absent where the backend cannot tell.
+   */
+  failedInSetup?(result: RunResult): boolean;
 }
 
 /** What a backend that caps the whole run (not each process) can tell about it. */
