@@ -490,18 +490,16 @@ describe("closing the egress proxy", () => {
 });
 
 describe("the egress proxy ending a tunnel's TLS (tls: terminate)", () => {
-  it("adds the entry's headers inside, and refuses a request whose Host is not the tunnel's host", async () => {
+  /** The test servers and a proxy that ends the TLS of tunnels to secure.test, adding `headers` inside. */
+  const terminatingProxy = async (headers?: Record<string, string>) => {
     const servers = await startEgressTestServers();
     opened.push(servers);
     const ca = createRunCertificateAuthority();
     const port = servers.httpsPort;
-    // The headers as the run's proxy gets them: read from the environment (run/egress.ts).
-    const parsed = parseAllowlist([
-      { host: `secure.test:${port}`, headers: { Authorization: "Bearer env:TOKEN" }, tls: "terminate" },
-    ]);
+    const parsed = parseAllowlist([{ host: `secure.test:${port}`, tls: "terminate" }]);
     if (!parsed.ok) throw new Error(parsed.errors.join("; "));
     const proxy = await startEgressProxy({
-      allowlist: parsed.allowlist.map((entry) => ({ ...entry, headers: { Authorization: "Bearer token-1" } })),
+      allowlist: parsed.allowlist.map((entry) => (headers ? { ...entry, headers } : entry)),
       maxConnections: 100,
       maxBytes: 1_000_000,
       allowPrivateAddresses: true,
@@ -509,7 +507,12 @@ describe("the egress proxy ending a tunnel's TLS (tls: terminate)", () => {
       tls: { issue: (host) => ca.issue(host), trusted: [servers.certificate] },
     });
     opened.push(proxy);
-    const address = proxy.address as { port: number };
+    return { servers, ca, port, proxy, address: proxy.address as { port: number } };
+  };
+
+  it("adds the entry's headers inside, and refuses a request whose Host is not the tunnel's host", async () => {
+    // The headers as the run's proxy gets them: read from the environment (run/egress.ts).
+    const { servers, ca, port, address } = await terminatingProxy({ Authorization: "Bearer token-1" });
     /** One request through a CONNECT tunnel to secure.test, with TLS to the proxy's certificate for it. */
     const through = async (host: string): Promise<[number, string]> => {
       const tunnel = connect(address.port, "127.0.0.1");
@@ -534,5 +537,40 @@ describe("the egress proxy ending a tunnel's TLS (tls: terminate)", () => {
       ),
     ]);
     expect(servers.seen.slice(before).map((headers) => headers.authorization)).toEqual(["Bearer token-1"]);
+  });
+
+  it("keeps the program's TLS connection open for its next request, and leaves its close to the program", async () => {
+    // A proxy that closed the connection after each answer met the program's own close_notify on
+    // a closed socket: the reset could reach Node's client before it had read the answer.
+    const { ca, port, proxy, address } = await terminatingProxy();
+    const tunnel = connect(address.port, "127.0.0.1");
+    tunnel.write(`CONNECT secure.test:${port} HTTP/1.1\r\nHost: secure.test:${port}\r\n\r\n`);
+    await once(tunnel, "data");
+    const secure = tlsConnect({ socket: tunnel, servername: "secure.test", ca: ca.certificate });
+    await once(secure, "secureConnect");
+    let received = "";
+    let closed = false;
+    secure.on("data", (chunk: Buffer) => {
+      received += chunk.toString();
+    });
+    secure.on("close", () => {
+      closed = true;
+    });
+    /** One request on the open connection: its answer, which is chunked, ends with the empty chunk. */
+    const ask = async (): Promise<string> => {
+      received = "";
+      secure.write(`GET /x.csv HTTP/1.1\r\nHost: secure.test:${port}\r\n\r\n`);
+      while (!received.endsWith("\r\n0\r\n\r\n")) await once(secure, "data");
+      return received;
+    };
+    const first = await ask();
+    expect(first.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    expect(first.toLowerCase()).not.toContain("connection: close");
+    expect(first).toContain(TEST_CSV);
+    expect(await ask()).toContain(TEST_CSV);
+    expect(closed).toBe(false);
+    expect(proxy.connections().map(({ method, host }) => [method, host])).toEqual([["CONNECT", "secure.test"]]);
+    secure.end();
+    await once(secure, "close");
   });
 });

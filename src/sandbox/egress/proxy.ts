@@ -167,7 +167,7 @@ class AllowlistProxy implements EgressProxy {
       headers: forwardedHeaders(request.headers, { ...addedHeaders(entry), host: target.authority }),
       agent: false,
     });
-    this.relayExchange(request, response, upstream, record);
+    this.relayExchange(request, response, upstream, record, { keepAlive: false });
   }
 
   /**
@@ -197,7 +197,10 @@ class AllowlistProxy implements EgressProxy {
       agent: false,
       ...(trusted.length > 0 ? { ca: [...rootCertificates, ...trusted] } : {}),
     });
-    this.relayExchange(request, response, upstream, record);
+    // The program's TLS connection stays open for its next request, and the program closes it: a
+    // proxy that closed it after the answer met the program's own close_notify on a closed socket,
+    // whose reset could reach Node's client before it had read the answer (ECONNRESET in CI).
+    this.relayExchange(request, response, upstream, record, { keepAlive: true });
   }
 
   /** Sends the program's request on as `upstream`, and its answer back; both ways metered. */
@@ -206,6 +209,7 @@ class AllowlistProxy implements EgressProxy {
     response: ServerResponse,
     upstream: ClientRequest,
     record: ConnectionRecord,
+    { keepAlive }: { keepAlive: boolean },
   ): void {
     const cut = () => {
       upstream.destroy();
@@ -221,7 +225,8 @@ class AllowlistProxy implements EgressProxy {
     });
     upstream.on("response", (answer) => {
       answer.on("error", () => response.destroy());
-      response.writeHead(answer.statusCode ?? 502, answer.statusMessage, forwardedHeaders(answer.headers));
+      const { connection, ...kept } = forwardedHeaders(answer.headers);
+      response.writeHead(answer.statusCode ?? 502, answer.statusMessage, keepAlive ? kept : { ...kept, connection });
       this.meter(answer, response, record, "bytesDown", cut);
     });
     this.meter(request, upstream, record, "bytesUp", cut);

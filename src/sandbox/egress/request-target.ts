@@ -95,7 +95,8 @@ const HOP_BY_HOP = new Set([
 
 /**
  * The headers to pass on: the hop-by-hop ones and those the Connection header names dropped,
- * and `connection: close`, since the proxy serves one request per connection on each side.
+ * and `connection: close`, since the proxy opens one connection upstream per request (a program's
+ * TLS tunnel whose TLS the proxy ends is the one connection kept open: proxy.ts drops it there).
  */
 export function forwardedHeaders(headers: IncomingHttpHeaders, extra: Record<string, string> = {}) {
   const named = String(headers.connection ?? "")
