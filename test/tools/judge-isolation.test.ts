@@ -33,22 +33,42 @@ const TIMEOUT_MS = 5_000;
 /** A right program must pass however busy the machine is (see test/tools/judge-isolation-js.test.ts). */
 const RIGHT_PROGRAM_TIMEOUT_MS = 120_000;
 
-/** Runs the program alone in a fork of a fresh python3 (its parent holds no tests) and says whether `wrongBecause` holds. */
+/**
+ * Runs the program alone in a fork of a fresh python3 (no process of it holds tests) and says
+ * whether `wrongBecause` holds. The program's parent is a process of its own, which the SIGSTOP
+ * attack may stop: the checker reads the verdict from a pipe and kills that parent after.
+ */
 function checkedWrong(program: string, wrongBecause: string): string {
   const checker = [
-    "import os, sys",
+    "import os, signal, sys",
     "program, expression = sys.argv[1], sys.argv[2]",
-    "pid = os.fork()",
-    "if pid == 0:",
-    "    namespace = {'__name__': 'program'}",
-    "    try:",
-    "        exec(compile(program, 'program.py', 'exec'), namespace)",
-    "        verdict = bool(eval(expression, namespace))",
-    "    except BaseException:",
-    "        verdict = True",
-    "    os.write(1, b'WRONG' if verdict else b'RIGHT')",
+    "verdicts, verdict_end = os.pipe()",
+    "parent = os.fork()",
+    "if parent == 0:",
+    "    os.close(verdicts)",
+    "    if os.fork() == 0:",
+    "        namespace = {'__name__': 'program'}",
+    "        try:",
+    "            exec(compile(program, 'program.py', 'exec'), namespace)",
+    "            verdict = bool(eval(expression, namespace))",
+    "        except BaseException:",
+    "            verdict = True",
+    "        os.write(verdict_end, b'WRONG' if verdict else b'RIGHT')",
+    "        os._exit(0)",
+    "    os.close(verdict_end)",
+    "    os.wait()",
     "    os._exit(0)",
-    "os.waitpid(pid, 0)",
+    "os.close(verdict_end)",
+    // Five bytes, or nothing where the program ended its process first.
+    "verdict = b''",
+    "while len(verdict) < 5:",
+    "    part = os.read(verdicts, 5 - len(verdict))",
+    "    if not part:",
+    "        break",
+    "    verdict += part",
+    "os.kill(parent, signal.SIGKILL)",
+    "os.waitpid(parent, 0)",
+    "os.write(1, verdict)",
   ].join("\n");
   const run = spawnSync("python3", ["-I", "-c", checker, program, wrongBecause], {
     input: "",
