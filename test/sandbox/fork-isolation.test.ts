@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -183,6 +183,40 @@ describe.skipIf(noBwrap !== null)(`forked runs on bwrap${noBwrap ? ` (skipped: $
     expect((await forked("print('next')")).stdout).toBe("next\n");
   });
 
+  it("makes the next run's processes ahead with nothing of any run: no capability, the seccomp filter, no descriptor but /dev/null and their channel, in no run's cgroup", async () => {
+    expect((await forked("print('before the next')")).stdout).toBe("before the next\n");
+    const field = (pid: number, name: string) => {
+      try {
+        return new RegExp(`^${name}:\\s*(.*)$`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+      } catch {
+        return undefined; // gone meanwhile
+      }
+    };
+    // The run is over; an earlier run's processes may still be on their way out. The next run's
+    // program process, made ahead, reads /dev/null until its run, and is waiting once it has loaded
+    // its filter (the last of its steps before the wait).
+    const program = await eventually(
+      () => ourForkedPrograms().find((pid) => stdinOf(pid) === "/dev/null" && field(pid, "Seccomp") === "2") ?? null,
+      "the next run's process, made ahead and waiting",
+      10_000,
+    );
+    const init = parentOf(program) ?? 0;
+    expect(["CapEff", "CapBnd", "NoNewPrivs", "Seccomp"].map((name) => field(program, name))).toEqual([
+      "0000000000000000",
+      "0000000000000000",
+      "1",
+      "2",
+    ]);
+    const descriptors = (pid: number) =>
+      readdirSync(`/proc/${pid}/fd`).map((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`).replace(/\d+/g, "N"));
+    // Pid 1 holds its channels to the server and to the program; the program only its channel.
+    expect(descriptors(program).sort()).toEqual(["/dev/null", "/dev/null", "/dev/null", "socket:[N]"]);
+    expect(descriptors(init).sort()).toEqual(["/dev/null", "/dev/null", "/dev/null", "socket:[N]", "socket:[N]"]);
+    for (const pid of [init, program]) {
+      expect(readFileSync(`/proc/${pid}/cgroup`, "utf8")).not.toContain(`selfheal-${process.pid}-`);
+    }
+  });
+
   it.skipIf(!isRoot || cgroupsMissing() !== null)(
     "holds the run's cgroup: a fork bomb stops at the run's process cap and the next run forks normally",
     async () => {
@@ -203,7 +237,7 @@ describe.skipIf(noBwrap !== null)(`forked runs on bwrap${noBwrap ? ` (skipped: $
       );
       expect(first.stdout).toBe("stopped 11\nTrue\n");
       const second = await forked("import subprocess\nprint(subprocess.run(['true']).returncode)");
-      expect(second.stdout).toBe("0\n");
+      expect(second.stdout, second.stderr).toBe("0\n");
     },
   );
 });
@@ -262,7 +296,8 @@ describe.skipIf(noBwrap !== null)(
       const code = `${FORKED_CHECK}import time\nprint("started", flush=True)\ntime.sleep(30)\n`;
       const runs = [1, 2, 3].map(() => sandbox.run({ language: "python", code }, { onOutput }));
       await whenStarted;
-      expect(ourForkedPrograms()).toHaveLength(3);
+      // The three runs' programs (the next run's process, made ahead, reads /dev/null).
+      expect(ourForkedPrograms().filter((pid) => stdinOf(pid) !== "/dev/null")).toHaveLength(3);
       expect(ourServers()).toHaveLength(1);
       await sandbox.close();
       expect((await Promise.all(runs)).map((result) => result.status)).toEqual(["killed", "killed", "killed"]);
@@ -318,6 +353,15 @@ function ourForkedPrograms(): number[] {
       const init = parentOf(pid);
       return init !== null && servers.includes(parentOf(init) ?? 0);
     });
+}
+
+/** Where a process's stdin leads, or undefined where it is gone. */
+function stdinOf(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/fd/0`);
+  } catch {
+    return undefined;
+  }
 }
 
 /** This process's fork servers: the Pythons running the server's source (not their forks, nor the bwraps around them). */

@@ -156,7 +156,7 @@ export class BwrapLauncher implements Launcher {
         "a Python run that needs an interpreter soon (none is waiting for it, or runs come back to back) gets one forked from a fork server " +
         "(one interpreter started once, in a sandbox of the runs' shape), in its own namespaces, work dir, cgroup and seccomp filter; " +
         "a pool refilled between runs that come further apart starts its own (a started interpreter runs a short program ~3 ms sooner). " +
-        "Forked runs share the server's uid, so RLIMIT_NPROC counts their processes together (a run's own count is its pids cgroup's). " +
+        "Forked runs share the server's uid: a run's process count is its pids cgroup's, and RLIMIT_NPROC, which would count every forked run's processes together, is set only where there are no cgroups. " +
         "JavaScript runs start their own Node: V8 cannot fork",
     };
   }
@@ -288,7 +288,15 @@ export class BwrapLauncher implements Launcher {
         // bwrap sets PWD for a cold run, from its --chdir.
         env: { ...sandboxEnv(python.prefixes), PWD: SANDBOX_WORK_DIR },
         // Not warm: the server compiled the judge once, before the fork (server-source.ts).
-        settings: pythonBootstrapSettings({ limits, warm: false, supportDir: SANDBOX_SUPPORT_DIR, maxProcesses: true }),
+        // Forked runs share the server's uid, so RLIMIT_NPROC would count every forked run's
+        // processes together, and those of a run still on its way out: the run's pids cgroup
+        // holds its own count where there is one.
+        settings: pythonBootstrapSettings({
+          limits,
+          warm: false,
+          supportDir: SANDBOX_SUPPORT_DIR,
+          maxProcesses: group === null,
+        }),
       },
       (pid) => group?.join(pid),
     );

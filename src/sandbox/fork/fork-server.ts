@@ -101,11 +101,16 @@ export class ForkServer {
     lines.on("line", (line) => {
       const [kind, value = ""] = [line.slice(0, 1), line.slice(2)];
       if (kind === "p") {
-        const found = findChild(this.hostPid, Number(value), this.namespaceLevel);
-        if (found === null) return forked.fail(new Error("the forked run's process was not found"));
-        forked.setPid(found);
+        // The run's pid 1 and, under it, its program's process, made ahead and waiting for "c".
+        const init = findChild(this.hostPid, Number(value), this.namespaceLevel);
+        const program = init === null ? [] : childrenOf(init);
+        if (init === null || program.length !== 1) {
+          return forked.fail(new Error("the forked run's processes were not found"));
+        }
+        forked.setPid(init);
         try {
-          join(found);
+          join(init);
+          join(program[0] ?? init);
         } catch (error) {
           forked.kill();
           return forked.fail(error instanceof Error ? error : new Error(String(error)));

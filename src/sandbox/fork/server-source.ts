@@ -9,19 +9,24 @@ export const FORK_RUNS_MOUNT = "/runs";
  * own user namespace, never the host's), it makes one process per run, each as a cold bwrap run
  * gets it, and never runs a line of a program itself.
  *
+ * Ahead of each run the server clones a child into new mount, pid, IPC, UTS and network
+ * namespaces: the next run's pid 1, as bwrap's init is, which forks the program's process (pid 2)
+ * at once. That process leaves a session of its own, drops every capability, sets no_new_privs and
+ * loads the seccomp filter; both then wait, knowing nothing of any run (a spare pair).
+ *
  * The host opens five connections to its socket for a run, each starting with one JSON line,
  * `{"run": ID, "role": ROLE}`: `in`, `out`, `err` and `control` become the run's fds 0-3, and
  * `status`'s line also carries the request (`dir`, `tmp`, `env`, `settings`, `tmpBytes`). Once all
- * five are in, the server clones a child into new mount, pid, IPC, UTS and network namespaces,
- * writes `p PID` (the child's pid here) on `status` and forgets the run.
+ * five are in, the server writes `p PID` (the spare's pid 1, here) on `status`, hands the five and
+ * the request to the spare, forgets the run and makes the next spare.
  *
- * The child is the run's pid 1, as bwrap's init is: it waits for `c` on `status` (the host has put
- * it in the run's cgroups by then), mounts the run's /proc, /work, /tmp and /dev/shm, hides the
- * runs folder, and forks the program (pid 2). That process leaves a session of its own, drops every
- * capability, sets no_new_privs, loads the seccomp filter and runs the bootstrap, which applies
- * the rlimits, writes "r" on fd 3 and waits for its go as a pre-warmed interpreter does. Pid 1
- * reaps what the program leaves and, when the program exits, writes `x STATUS` (an exit code, or
- * minus the signal) on `status` and exits, which ends the namespace and everything in it.
+ * Pid 1 waits for `c` on `status` (the host has put both processes in the run's cgroups by then),
+ * mounts the run's /proc, /work, /tmp and /dev/shm, hides the runs folder, and passes fds 0-3 and
+ * the request to the program's process, which takes the run's environment and runs the bootstrap:
+ * it applies the rlimits, writes "r" on fd 3 and waits for its go as a pre-warmed interpreter
+ * does. Pid 1 reaps what the program leaves and, when the program exits, writes `x STATUS` (an
+ * exit code, or minus the signal) on `status` and exits, which ends the namespace and everything
+ * in it.
  */
 export const PYTHON_FORK_SERVER = `
 import builtins, ctypes, gc, json, os, select, signal, socket, sys
@@ -68,19 +73,21 @@ judge = None
 
 
 def load_judge():
+    # True where the judge is compiled now, for the first time.
     global judge
     if judge is not None or JUDGE_PATH is None:
-        return
+        return False
     try:
         with open(JUDGE_PATH, "rb") as judge_file:
             text = judge_file.read()
     except OSError:
-        return
+        return False
     modules_before = set(sys.modules)
     code = compile(text, "${SANDBOX_WORK_DIR}/${PYTHON_JUDGE_RUN_FILE}", "exec", dont_inherit=True)
     for name in ${JSON.stringify(PYTHON_JUDGE_MODULES)}:
         __import__(name)
     judge = (text, code, set(sys.modules) - modules_before)
+    return True
 
 
 def check(result, what):
@@ -120,12 +127,24 @@ def drop_privileges():
         check(libc.prctl(PR_SET_SECCOMP, 2, ctypes.addressof(seccomp_program), 0, 0), "seccomp")
 
 
-def run_program(request):
+def spare_program(channel):
+    # The run's program, made ahead of its run: it leaves pid 1's session and drops every privilege
+    # now, then waits for its run's descriptors (fds 0-3) and request.
     os.setsid()
+    drop_privileges()
+    message, fds, _, _ = socket.recv_fds(channel, 1 << 20, 4)
+    if len(fds) != 4:
+        os._exit(0)
+    request = json.loads(message)
+    for index, fd in enumerate(fds):
+        os.dup2(fd, index)
+    for fd in fds:
+        if fd > 3:
+            os.close(fd)
+    channel.close()
     os.chdir("/work")
     os.environ.clear()
     os.environ.update(request["env"])
-    drop_privileges()
     sys.argv[:] = ["-c"] + request["settings"]
     scope = {"__name__": "__main__", "__builtins__": builtins}
     if judge is not None:
@@ -143,18 +162,46 @@ def send_status(status, text):
         pass
 
 
-def run_init(connections, request):
-    # The run's pid 1. Everything of the server's that is not this run's goes first.
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    status = connections["status"]
-    keep = {connection.fileno() for connection in connections.values()}
+def close_all_but(keep):
     for fd in [int(name) for name in os.listdir("/proc/self/fd")]:
         if fd > 2 and fd not in keep:
             try:
                 os.close(fd)
             except OSError:
                 pass
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in range(3):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def spare_init(channel):
+    # A run's pid 1, made ahead of its run in fresh namespaces, with the program's process (pid 2)
+    # under it. Nothing of the server's that is not its own goes with it.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    close_all_but({channel.fileno()})
     os.setsid()
+    init_end, program_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    program = os.fork()
+    if program == 0:
+        init_end.close()
+        channel.close()
+        try:
+            spare_program(program_end)
+        except BaseException as error:
+            os.write(2, ("selfheal: the run could not start: %s\\n" % error).encode())
+        os._exit(1)
+    program_end.close()
+    # Both processes exist: the server may name them to the host now.
+    channel.send(b"s")
+    message, fds, _, _ = socket.recv_fds(channel, 1 << 20, len(ROLES))
+    channel.close()
+    if len(fds) != len(ROLES):
+        os._exit(0)
+    connections = {role: socket.socket(fileno=fd) for role, fd in zip(ROLES, fds)}
+    request = json.loads(message)
+    status = connections["status"]
+    # The host has put both processes in the run's cgroups when it says "c".
     if status.recv(1) != b"c":
         os._exit(0)
     try:
@@ -169,21 +216,11 @@ def run_init(connections, request):
         # Other runs' folders and the server's socket are under it: covered, not unmounted (its
         # mounts came from the host and are locked to it).
         mount("tmpfs", RUNS, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4096,mode=0555")
-        for index, role in enumerate(ROLES[:4]):
-            os.dup2(connections[role].fileno(), index)
+        socket.send_fds(init_end, [message], [connections[role].fileno() for role in ROLES[:4]])
     except OSError as error:
         send_status(status, "e %s\\n" % error)
         os._exit(1)
-    program = os.fork()
-    if program == 0:
-        status.close()
-        try:
-            run_program(request)
-        except BaseException as error:
-            os.write(2, ("selfheal: the run could not start: %s\\n" % error).encode())
-        os._exit(1)
-    for fd in range(4):
-        os.close(fd)
+    init_end.close()
     for role in ROLES[:4]:
         connections[role].close()
     while True:
@@ -219,6 +256,7 @@ def serve():
     listener.bind(SOCKET_PATH)
     listener.listen(128)
     os.write(1, b"ready %d\\n" % os.getpid())
+    make_spare()
     waiting = []
     runs = {}
     while True:
@@ -249,28 +287,80 @@ def serve():
                 start_run(run["connections"], run["request"])
 
 
-def start_run(connections, request):
-    try:
-        load_judge()
-    except BaseException:
-        pass
-    # What exists now is never collected: a collection in a fork would touch, and so copy, every
-    # page that holds one of these objects.
+spare = None
+
+
+def make_spare():
+    # The next run's two processes, made now, so that a run asks for them ready; a collection in
+    # a fork would touch, and so copy, every page that holds an object existing now.
+    global spare
     gc.freeze()
+    server_end, spare_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         pid = clone_into_namespaces()
     except OSError as error:
-        send_status(connections["status"], "e %s\\n" % error)
-        pid = None
+        server_end.close()
+        spare_end.close()
+        return "e %s\\n" % error
     if pid == 0:
         try:
-            run_init(connections, request)
+            server_end.close()
+            spare_init(spare_end)
         finally:
             os._exit(1)
-    if pid is not None:
-        send_status(connections["status"], "p %d\\n" % pid)
+    spare_end.close()
+    spare = (pid, server_end)
+    return None
+
+
+def discard_spare():
+    global spare
+    if spare is not None:
+        spare[1].close()
+        spare = None
+
+
+def take_spare():
+    # A spare whose two processes are both made, or None with what went wrong.
+    global spare
+    for _ in range(2):
+        if spare is None:
+            failure = make_spare()
+            if failure is not None:
+                return None, failure
+        pid, channel = spare
+        spare = None
+        try:
+            if channel.recv(1) == b"s":
+                return (pid, channel), None
+        except OSError:
+            pass
+        channel.close()
+    return None, "e the run's processes could not be made\\n"
+
+
+def start_run(connections, request):
+    try:
+        if load_judge():
+            # Made before the judge was compiled here: the run gets a spare that has it.
+            discard_spare()
+    except BaseException:
+        pass
+    taken, failure = take_spare()
+    status = connections["status"]
+    if taken is not None:
+        pid, channel = taken
+        send_status(status, "p %d\\n" % pid)
+        try:
+            socket.send_fds(channel, [json.dumps(request).encode()], [connections[role].fileno() for role in ROLES])
+        except OSError as error:
+            send_status(status, "e %s\\n" % error)
+        channel.close()
+    else:
+        send_status(status, failure)
     for connection in connections.values():
         connection.close()
+    make_spare()
 
 
 serve()
