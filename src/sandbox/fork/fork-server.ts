@@ -101,16 +101,14 @@ export class ForkServer {
     lines.on("line", (line) => {
       const [kind, value = ""] = [line.slice(0, 1), line.slice(2)];
       if (kind === "p") {
-        // The run's pid 1 and, under it, its program's process, made ahead and waiting for "c".
-        const init = findChild(this.hostPid, Number(value), this.namespaceLevel);
-        const program = init === null ? [] : childrenOf(init);
-        if (init === null || program.length !== 1) {
-          return forked.fail(new Error("the forked run's processes were not found"));
+        const found = findRunProcesses(this.hostPid, Number(value), this.namespaceLevel);
+        if (typeof found === "string") {
+          return forked.fail(new Error(`the forked run's processes were not found (${value}: ${found})`));
         }
-        forked.setPid(init);
+        forked.setPid(found.init);
         try {
-          join(init);
-          join(program[0] ?? init);
+          join(found.init);
+          join(found.program);
         } catch (error) {
           forked.kill();
           return forked.fail(error instanceof Error ? error : new Error(String(error)));
@@ -192,6 +190,23 @@ function findDescendant(root: number, innerPid: number): { pid: number; level: n
     queue.push(...childrenOf(pid));
   }
   return null;
+}
+
+/**
+ * A run's pid 1 (the server's child whose pid in the server's namespace is `pid`) and its
+ * program's process under it, by their pids on the host; else what was found. A children list
+ * read while a child exits may omit the others (proc(5)), and an earlier run's pid 1 may be
+ * exiting just then (the bench met it once): the lookup is tried again.
+ */
+function findRunProcesses(serverPid: number, pid: number, level: number): { init: number; program: number } | string {
+  let found = "";
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const init = findChild(serverPid, pid, level);
+    const program = init === null ? [] : childrenOf(init);
+    if (init !== null && program.length === 1 && program[0] !== undefined) return { init, program: program[0] };
+    found = init === null ? "no pid 1" : `pid 1 ${init} with children [${program.join(", ")}]`;
+  }
+  return found;
 }
 
 /** The server's child whose pid in the server's namespace is `pid`, by its pid on the host. */
