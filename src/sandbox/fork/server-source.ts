@@ -146,6 +146,14 @@ def spare_program(channel):
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv[:] = ["-c"] + request["settings"]
+    # The server's frames under this one are not the program's: a cold run's bootstrap starts at
+    # the bottom of its stack, and the program gets the same recursion headroom as there.
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    sys.setrecursionlimit(sys.getrecursionlimit() + depth)
     scope = {"__name__": "__main__", "__builtins__": builtins}
     if judge is not None:
         # As the bootstrap's own "judge=" setting would leave them; a run that is not judged drops them.
