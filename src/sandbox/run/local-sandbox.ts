@@ -63,13 +63,13 @@ interface WarmProgram {
   ready: Promise<void>;
 }
 
-/** How one language's runs have come lately: when the last one ended, and how long an interpreter took to load. */
 /** How a run may start: from a waiting interpreter, and again where its sandbox's setup failed. */
 interface RunStart {
   mayTakeWarm: boolean;
   mayRestart: boolean;
 }
 
+/** How one language's runs have come lately: when the last one ended, and how long an interpreter took to load. */
 interface Pace {
   lastEndedAt: number;
   loadMs: number;
