@@ -16,7 +16,7 @@ import {
 import { BLOCK_FD, buildBwrapArgv, SECCOMP_FD } from "../host/bwrap-argv.js";
 import type { BwrapHost } from "../host/bwrap-probe.js";
 import type { CgroupSupport } from "../host/cgroups.js";
-import { interpreterCommand, pythonBootstrapSettings } from "../host/command.js";
+import { interpreterCommand, pythonBootstrapSettings, type WarmStart } from "../host/command.js";
 import { type Interpreter, InterpreterMissingError, resolveInterpreters } from "../host/interpreters.js";
 import { RunCgroup } from "../host/run-cgroup.js";
 import { trackRun } from "../host/run-reaper.js";
@@ -277,7 +277,7 @@ export class BwrapLauncher implements Launcher {
   }
 
   /** A Python run forked from the server, in the resources prepared for it. */
-  private spawnForked(fork: RunFork, python: Interpreter, resources: RunResources, warm: boolean): LaunchedProgram {
+  private spawnForked(fork: RunFork, python: Interpreter, resources: RunResources, warm: WarmStart): LaunchedProgram {
     const { workDir, group, limits } = resources;
     const runsPath = fork.home.runs.path;
     const child = fork.server.fork(
@@ -287,13 +287,14 @@ export class BwrapLauncher implements Launcher {
         tmpBytes: limits.maxDiskMb * MIB,
         // bwrap sets PWD for a cold run, from its --chdir.
         env: { ...sandboxEnv(python.prefixes), PWD: SANDBOX_WORK_DIR },
-        // Not warm: the server compiled the judge once, before the fork (server-source.ts).
+        // The server compiled the judge once, before the fork (server-source.ts).
         // Forked runs share the server's uid, so RLIMIT_NPROC would count every forked run's
         // processes together, and those of a run still on its way out: the run's pids cgroup
         // holds its own count where there is one.
         settings: pythonBootstrapSettings({
           limits,
-          warm: false,
+          warm,
+          judgeCompiled: true,
           supportDir: SANDBOX_SUPPORT_DIR,
           maxProcesses: group === null,
         }),
@@ -340,7 +341,7 @@ export class BwrapLauncher implements Launcher {
       packagesDir,
       parked,
       egress,
-    }: { warm: boolean; packagesDir?: string | undefined; parked: boolean; egress?: RunEgress | undefined },
+    }: { warm: WarmStart; packagesDir?: string | undefined; parked: boolean; egress?: RunEgress | undefined },
   ): ChildProcess {
     const packages = packagesDir ? packageMount(language, packagesDir) : null;
     const command = interpreterCommand({
@@ -354,7 +355,7 @@ export class BwrapLauncher implements Launcher {
       maxProcesses: true,
       pythonPackagesDir: language === "python" ? packages?.at : null,
     });
-    const control = usesBootstrap(language, warm);
+    const control = usesBootstrap(language, warm !== false);
     const ours = [
       0,
       1,
@@ -414,7 +415,7 @@ export class BwrapLauncher implements Launcher {
     child: ChildProcess,
     { group, limits }: RunResources,
     language: Language,
-    warm: boolean,
+    warm: WarmStart,
   ): LaunchedProgram {
     const endMark = endMarkFor(language);
     const setup = warm ? null : watchSetup(child);

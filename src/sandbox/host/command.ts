@@ -57,12 +57,18 @@ export function prlimitArgs(resources: ResourceLimit[]): string[] {
   return resources.map(({ name, soft, hard }) => `--${name}=${soft}:${hard}`);
 }
 
+/**
+ * How an interpreter starts: `false` runs main.py at once; `"warm"` starts the bootstrap and waits
+ * for "g" on fd 3 (see bootstrap.ts); `"judged"` waits too, a Python one with the program's process
+ * of a run judged in its own process forked ahead (python-judge.ts, `_fork_ahead`).
+ */
+export type WarmStart = false | "warm" | "judged";
+
 export interface InterpreterCommandInput {
   language: Language;
   executable: string;
   limits: SandboxLimits;
-  /** Start the bootstrap and wait for "g" on fd 3 (see bootstrap.ts). */
-  warm: boolean;
+  warm: WarmStart;
   /** Where the support dir (Node's bootstrap and preload) is, as the program sees it. */
   supportDir: string;
   /** prlimit(1), for Node; null where there is none (limits then go unset for Node). */
@@ -101,12 +107,16 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
  * gets the same, as the bootstrap's argv.
  */
 export function pythonBootstrapSettings(
-  input: Pick<InterpreterCommandInput, "limits" | "warm" | "supportDir" | "maxProcesses" | "pythonPackagesDir">,
+  input: Pick<InterpreterCommandInput, "limits" | "warm" | "supportDir" | "maxProcesses" | "pythonPackagesDir"> & {
+    /** The judge is compiled already: a fork server did it once, before it forked this process. */
+    judgeCompiled?: boolean;
+  },
 ): string[] {
   const resources = resourceLimits("python", input.limits, { maxProcesses: input.maxProcesses ?? false });
   const settings = resources.map(({ name, soft, hard }) => `${name}=${soft}:${hard}`);
   if (input.pythonPackagesDir) settings.push(`path=${input.pythonPackagesDir}`);
   // A warm interpreter compiles the tests' judge while it waits; a cold one would do it on the clock.
-  if (input.warm) settings.push(`judge=${join(input.supportDir, PYTHON_JUDGE_SUPPORT_FILE)}`);
+  if (input.warm && !input.judgeCompiled) settings.push(`judge=${join(input.supportDir, PYTHON_JUDGE_SUPPORT_FILE)}`);
+  if (input.warm === "judged") settings.push("ahead");
   return settings;
 }

@@ -10,7 +10,7 @@ import {
   sendGo,
   usesBootstrap,
 } from "../host/bootstrap.js";
-import { interpreterCommand } from "../host/command.js";
+import { interpreterCommand, type WarmStart } from "../host/command.js";
 import { findOnPath, InterpreterMissingError, type Interpreters, resolveInterpreters } from "../host/interpreters.js";
 import { trackRun } from "../host/run-reaper.js";
 import { WorkDir } from "../host/work-dir.js";
@@ -107,7 +107,11 @@ export class ProcessLauncher implements Launcher {
     workDir: WorkDir,
     limits: SandboxLimits,
     language: Language,
-    { warm, packagesDir, egress }: { warm: boolean; packagesDir?: string | undefined; egress?: RunEgress | undefined },
+    {
+      warm,
+      packagesDir,
+      egress,
+    }: { warm: WarmStart; packagesDir?: string | undefined; egress?: RunEgress | undefined },
   ): LaunchedProgram {
     const interpreter = interpreters[language];
     if (!interpreter) throw new InterpreterMissingError(language);
@@ -126,7 +130,7 @@ export class ProcessLauncher implements Launcher {
       pythonPackagesDir: language === "python" ? packagesDir : null,
     });
     const [file = "", ...args] = argv;
-    const control = usesBootstrap(language, warm);
+    const control = usesBootstrap(language, warm !== false);
     const child = spawn(file, args, {
       cwd: workDir.path,
       env: {

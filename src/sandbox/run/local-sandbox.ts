@@ -2,7 +2,8 @@ import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { pathInsideWorkDir } from "../../core/data-files.js";
-import { sendGo, takesProgramWithGo } from "../host/bootstrap.js";
+import { PYTHON_JUDGE_RUN_FILE, sendGo, takesProgramWithGo } from "../host/bootstrap.js";
+import type { WarmStart } from "../host/command.js";
 import { InterpreterMissingError } from "../host/interpreters.js";
 import type { WorkDir } from "../host/work-dir.js";
 import { limitsForRun, SANDBOX_POOL_SIZE, sameStartLimits } from "../limits.js";
@@ -30,7 +31,7 @@ export interface Reservation {
    * With `fork`, an interpreter the launcher can fork (bwrap's fork server) is forked instead:
    * ready sooner, but its run pays for the pages it copies (~3 ms of a `print(1)` here).
    */
-  spawn(language: Language, warm: boolean, packagesDir?: string, egress?: RunEgress, fork?: boolean): LaunchedProgram;
+  spawn(language: Language, warm: WarmStart, packagesDir?: string, egress?: RunEgress, fork?: boolean): LaunchedProgram;
   /** Gives back the work dir and anything else reserved; called once the program is dead. */
   release(): Promise<void>;
 }
@@ -69,10 +70,15 @@ interface RunStart {
   mayRestart: boolean;
 }
 
-/** How one language's runs have come lately: when the last one ended, and how long an interpreter took to load. */
+/**
+ * How one language's runs have come lately: when the last one ended, how long an interpreter took
+ * to load, and whether the last one was judged with its tests in a process of their own (the next
+ * likely is too, and its interpreter then forks the program's process ahead: `WarmStart`).
+ */
 interface Pace {
   lastEndedAt: number;
   loadMs: number;
+  judged: boolean;
 }
 
 /** One place in a language's pool: an interpreter being started, or started and waiting. */
@@ -137,6 +143,8 @@ export class LocalSandbox implements Sandbox {
     // A run with network starts cold: its sandbox binds the run's own proxy, which no warm one has.
     const allowHosts = request.allowHosts ?? [];
     const fitsWarm = !request.packagesDir && !python && allowHosts.length === 0 && sameStartLimits(this.limits, limits);
+    if (request.language === "python")
+      this.paceOf("python").judged = request.files?.[PYTHON_JUDGE_RUN_FILE] !== undefined;
     const warm = fitsWarm && start.mayTakeWarm ? await this.takeWarm(request.language) : null;
 
     return withRunEgress(allowHosts, limits, this.launcher.egress, startedAt, (egress) =>
@@ -307,7 +315,7 @@ export class LocalSandbox implements Sandbox {
   private paceOf(language: Language): Pace {
     let pace = this.pace.get(language);
     if (!pace) {
-      pace = { lastEndedAt: 0, loadMs: 0 };
+      pace = { lastEndedAt: 0, loadMs: 0, judged: false };
       this.pace.set(language, pace);
     }
     return pace;
@@ -367,7 +375,13 @@ export class LocalSandbox implements Sandbox {
     const reservation = await this.launcher.reserve();
     let program: LaunchedProgram;
     try {
-      program = reservation.spawn(language, true, undefined, undefined, fork);
+      program = reservation.spawn(
+        language,
+        this.paceOf(language).judged ? "judged" : "warm",
+        undefined,
+        undefined,
+        fork,
+      );
     } catch (error) {
       await reservation.release();
       throw error;
@@ -390,6 +404,9 @@ export class LocalSandbox implements Sandbox {
       program.child.once("exit", () => resolve());
     });
     control.on("error", () => undefined);
+    // One that fails before a run takes it (a fork whose run folder went with close()) is gone as
+    // one that died: its exit gives back its place. A run that takes it listens for itself.
+    program.child.on("error", () => undefined);
     // A warm interpreter that dies before use (killed from outside, say) just gives back its place.
     program.child.once("exit", () => {
       if (this.forget(language, entry)) void reservation.release().catch(() => undefined);

@@ -54,12 +54,17 @@ const PROGRAM_SEPARATOR = "\n#selfheal-program#\n";
  * main.py (so the program, its tracebacks and its `__file__` see the program alone) before it forks.
  * The judge's code comes compiled where the interpreter holds it already (`sys._selfheal_judge`, set
  * by a warm bootstrap or the benchmark's batch forker, for exactly this text), else compiled here.
+ * A warm bootstrap's entry has a third item, the judge's namespace, run already and with the
+ * program's process forked ahead (`_fork_ahead`): the line takes it, or discards its process when
+ * the judge's text differs.
  */
 function judgeLine(values: Record<string, unknown> | null): string {
   const judge = `__import__("os").path.join(__import__("os").path.dirname(__file__), "${PYTHON_JUDGE_FILE}")`;
   const globals = `{"__name__": "selfheal_judge", "VALUES": ${pythonLiteral(values)}}`;
   const cached = `__import__("sys").__dict__.pop("_selfheal_judge", None)`;
-  return `(lambda p, s, g, c, t: (exec(c[1] if c is not None and c[0] == t else compile(t, p, "exec"), g), g["_judge"](p, s)))(${judge}, ${JSON.stringify(PROGRAM_SEPARATOR)}.encode(), ${globals}, ${cached}, open(${judge}, "rb").read().partition(${JSON.stringify(PROGRAM_SEPARATOR)}.encode())[0])\n`;
+  const ahead = `c is not None and len(c) > 2`;
+  const namespace = `(c[2] if ${ahead} and c[0] == t and c[2].update(g) is None else (${ahead} and c[2]["_discard_ahead"](), exec(c[1] if c is not None and c[0] == t else compile(t, p, "exec"), g), g)[2])`;
+  return `(lambda p, s, g, c, t: ${namespace}["_judge"](p, s))(${judge}, ${JSON.stringify(PROGRAM_SEPARATOR)}.encode(), ${globals}, ${cached}, open(${judge}, "rb").read().partition(${JSON.stringify(PROGRAM_SEPARATOR)}.encode())[0])\n`;
 }
 
 /**
