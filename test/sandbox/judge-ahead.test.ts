@@ -121,6 +121,13 @@ for (const kind of ["process", "bwrap"] as const) {
       }
     });
 
+    it("is the same run back to back, where the pool refills while the run executes (on bwrap, by forks)", async () => {
+      const alone = outcome(await judged(cold, PASSING_TESTS));
+      const chain: ReturnType<typeof outcome>[] = [];
+      for (let run = 0; run < 6; run++) chain.push(outcome(await judged(warm, PASSING_TESTS)));
+      expect(chain).toEqual(Array.from({ length: 6 }, () => alone));
+    });
+
     it("leaves no process to a run that is not judged", async () => {
       await judged(warm, PASSING_TESTS);
       await warm.prewarm(["python"]);
