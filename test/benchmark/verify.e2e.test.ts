@@ -120,22 +120,17 @@ describe("dataset verify on all of HumanEval", () => {
     expect(report.mutantsJudged).toBe(470);
     expect(report.mutantsCaught).toBe(470);
     expect(report.mutantsPerTaskHistogram).toEqual([0, 6, 10, 148]);
-    expect(report.byOperator).toEqual({
-      comparison: { judged: 96, caught: 96 },
-      "negated-condition": { judged: 111, caught: 111 },
-      "range-bound": { judged: 21, caught: 21 },
-      arithmetic: { judged: 84, caught: 84 },
-      membership: { judged: 11, caught: 11 },
-      "boolean-operator": { judged: 11, caught: 11 },
-      "return-constant": { judged: 24, caught: 24 },
-      index: { judged: 10, caught: 10 },
-      length: { judged: 11, caught: 11 },
-      constant: { judged: 45, caught: 45 },
-      "swapped-builtin": { judged: 10, caught: 10 },
-      "sort-order": { judged: 8, caught: 8 },
-      "string-constant": { judged: 9, caught: 9 },
-      "dropped-call": { judged: 19, caught: 19 },
-    });
+    // Which operator a task's kept mutants come from rests on the probe's per-call time limit (a
+    // slow mutant there "differs by timeout" and may be kept before another): at 7ac99b2, a quiet
+    // machine's split was comparison 96, negated-condition 111, range-bound 21, arithmetic 84,
+    // membership 11, boolean-operator 11, return-constant 24, index 10, length 11, constant 45,
+    // swapped-builtin 10, sort-order 8, string-constant 9, dropped-call 19; a loaded CI machine
+    // (e3769c8) kept one sort-order mutant in a constant one's place. Each operator's are all caught.
+    const operators = Object.values(report.byOperator);
+    expect(operators.reduce((sum, { judged }) => sum + judged, 0)).toBe(470);
+    for (const [operator, { judged, caught }] of Object.entries(report.byOperator)) {
+      expect({ operator, caught }).toEqual({ operator, caught: judged });
+    }
     // Text work and compiling, so fixed; how many of the rest the probe calls equivalent rests on
     // per-call time limits, and is left out.
     expect(report.candidates).toMatchObject({ generated: 2419, tried: 1789, invalid: 5 });
