@@ -38,6 +38,7 @@ export const PYTHON_JUDGE_MODULES = [
   "json",
   "linecache",
   "operator",
+  "select",
   "signal",
   "traceback",
   "types",
