@@ -53,21 +53,25 @@ function outcome(result: JudgedRun) {
     stdout,
     testsCompleted,
     // The nonce of the completion mark is each run's own, and so is the work dir.
-    stderr: result.stderr.replace(/[0-9a-f]{32}/g, "NONCE").replace(/"[^"]*\/main\.py"/g, '"main.py"'),
+    stderr: result.stderr.replace(/[0-9a-f]{32}/g, "NONCE").replace(/[^\s"(]*\/main\.(py|js)/g, "main.$1"),
   };
 }
 
-/** Python processes under this one whose parent is a Python process too: a waiting interpreter's fork. */
-function forkedPythonsBelow(root: number): number[] {
+/**
+ * Interpreter processes under this one whose parent is an interpreter of the same kind: a waiting
+ * interpreter's program process made ahead. `command` begins the kind's process name: "python", or
+ * the execute-only Node a JavaScript run starts from ("selfheal-judge-", cut at 15 characters).
+ */
+function madeAheadBelow(root: number, command: string): number[] {
   const found: number[] = [];
-  const visit = (pid: number, parentIsPython: boolean) => {
-    let isPython = false;
+  const visit = (pid: number, parentIsInterpreter: boolean) => {
+    let isInterpreter = false;
     try {
-      isPython = readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("python");
+      isInterpreter = readFileSync(`/proc/${pid}/comm`, "utf8").startsWith(command);
     } catch {
       return;
     }
-    if (isPython && parentIsPython) found.push(pid);
+    if (isInterpreter && parentIsInterpreter) found.push(pid);
     let children: number[] = [];
     try {
       children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
@@ -78,7 +82,7 @@ function forkedPythonsBelow(root: number): number[] {
     } catch {
       return;
     }
-    for (const child of children) visit(child, isPython);
+    for (const child of children) visit(child, isInterpreter);
   };
   visit(root, false);
   return found;
@@ -90,14 +94,14 @@ describe("the process backend's pool", () => {
 
   it("forks a judged run's program process ahead only after a judged run", async () => {
     await sandbox.prewarm(["python"]);
-    expect(forkedPythonsBelow(process.pid)).toEqual([]);
+    expect(madeAheadBelow(process.pid, "python")).toEqual([]);
     expect((await judged(sandbox, PASSING_TESTS)).testsCompleted).toBe(true);
     await sandbox.prewarm(["python"]);
-    expect(forkedPythonsBelow(process.pid)).toHaveLength(1);
+    expect(madeAheadBelow(process.pid, "python")).toHaveLength(1);
     // A run that is not judged: the next interpreter waits alone again.
     expect((await sandbox.run({ language: "python", code: "print(1)\n" })).stdout).toBe("1\n");
     await sandbox.prewarm(["python"]);
-    expect(forkedPythonsBelow(process.pid)).toEqual([]);
+    expect(madeAheadBelow(process.pid, "python")).toEqual([]);
   });
 });
 
@@ -148,4 +152,94 @@ for (const kind of ["process", "bwrap"] as const) {
       expect(result.stdout).toBe("children ''\nno child\n");
     });
   });
+}
+
+/** JavaScript: what the program process sees of its start, and the function the tests call. */
+const NODE_PROGRAM = [
+  'const fs = require("node:fs");',
+  'console.log("argv", JSON.stringify(process.argv.slice(1).map((arg) => arg.split("/").pop())));',
+  'console.log("stdin", JSON.stringify(fs.readFileSync(0, "utf8")));',
+  'console.log("env", Object.keys(process.env).filter((name) => name.startsWith("SELFHEAL")).length);',
+  "function add(a, b) {",
+  "  return a + b;",
+  "}",
+  "",
+].join("\n");
+const NODE_PASSING = 'const assert = require("node:assert");\nassert.strictEqual(add(1, 2), 3);\n';
+const NODE_FAILING =
+  'const assert = require("node:assert");\nassert.strictEqual(add(1, 2), 3);\nassert.strictEqual(add(2, 2), 5);\n';
+
+async function judgedNode(sandbox: ManagedSandbox, tests: string): Promise<JudgedRun> {
+  const prepared = prepareProgram(NODE_PROGRAM, tests, "javascript");
+  const result = await sandbox.run({
+    language: "javascript",
+    code: prepared.code,
+    ...(prepared.files ? { files: prepared.files } : {}),
+    ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
+    timeoutMs: 30_000,
+  });
+  return settleCompletion(result, prepared.assembled);
+}
+
+describe("the process backend's JavaScript pool", () => {
+  const sandbox = createSandbox({ kind: "process", poolSize: 1 });
+  afterAll(() => sandbox.close());
+
+  it("starts a judged run's program process ahead only after a judged run", async () => {
+    // The execute-only Node a JavaScript run starts from (its name cut at 15 characters).
+    const node = "selfheal-judge-";
+    await sandbox.prewarm(["javascript"]);
+    expect(madeAheadBelow(process.pid, node)).toEqual([]);
+    expect((await judgedNode(sandbox, NODE_PASSING)).testsCompleted).toBe(true);
+    await sandbox.prewarm(["javascript"]);
+    expect(madeAheadBelow(process.pid, node)).toHaveLength(1);
+    expect((await sandbox.run({ language: "javascript", code: "console.log(1);\n" })).stdout).toBe("1\n");
+    await sandbox.prewarm(["javascript"]);
+    expect(madeAheadBelow(process.pid, node)).toEqual([]);
+  });
+});
+
+for (const kind of ["process", "bwrap"] as const) {
+  const missing = backendMissing(kind);
+  describe.skipIf(missing !== null)(
+    `a judged JavaScript run on ${kind}${missing ? `: skipped, ${missing}` : ""}`,
+    () => {
+      const warm = createSandbox({ kind, poolSize: 1 });
+      const cold = createSandbox({ kind, prewarm: false, forkServer: false });
+      afterAll(() => Promise.all([warm.close(), cold.close()]));
+
+      it("is the same run from an interpreter that started it ahead as from a cold start, back to back too", async () => {
+        await judgedNode(warm, NODE_PASSING);
+        for (const tests of [NODE_PASSING, NODE_FAILING]) {
+          await warm.prewarm(["javascript"]);
+          const ahead = outcome(await judgedNode(warm, tests));
+          const alone = outcome(await judgedNode(cold, tests));
+          expect(ahead).toEqual(alone);
+          // The program's argv is main.js alone, its stdin empty, and no variable of ours is left to it.
+          expect(ahead.stdout).toMatch(/^argv \["main\.js"\]\nstdin ""\nenv 0\n/);
+        }
+        const alone = outcome(await judgedNode(cold, NODE_PASSING));
+        for (let run = 0; run < 4; run++) expect(outcome(await judgedNode(warm, NODE_PASSING))).toEqual(alone);
+      });
+
+      it("leaves no live process to a run that is not judged", async () => {
+        await judgedNode(warm, NODE_PASSING);
+        await warm.prewarm(["javascript"]);
+        // Killed before the program's first line; reaped on the loop's first turns.
+        const result = await warm.run({
+          language: "javascript",
+          code: [
+            'const fs = require("node:fs");',
+            'const children = () => fs.readFileSync("/proc/" + process.pid + "/task/" + process.pid + "/children", "utf8").trim();',
+            'const live = children().split(/\\s+/).filter(Boolean).filter((pid) => !/\\) [ZX] /.test(fs.readFileSync("/proc/" + pid + "/stat", "utf8")));',
+            'console.log("live", live.length);',
+            'const check = () => (children() === "" ? console.log("reaped") : setTimeout(check, 10));',
+            "check();",
+            "",
+          ].join("\n"),
+        });
+        expect(result.stdout).toBe("live 0\nreaped\n");
+      });
+    },
+  );
 }

@@ -30,6 +30,24 @@ const WAIT_FOR_GO_END = "# The run:";
  */
 /** The Python judge's file beside main.py (src/tools/judge), whose compilation a warm bootstrap keeps ahead. */
 export const PYTHON_JUDGE_RUN_FILE = ".selfheal-judge.py";
+/** The JavaScript judge's file beside main.js (src/tools/judge/node-judge.ts): a run that has it is judged. */
+export const NODE_JUDGE_RUN_FILE = ".selfheal-judge.js";
+/** The program side of the JavaScript judge beside main.js, which the program's process preloads. */
+export const NODE_PROGRAM_SIDE_RUN_FILE = ".selfheal-serve.js";
+/**
+ * The builtin modules the JavaScript judge's two sides load on every judged run (node-judge.ts,
+ * node-program.ts), which a pool's interpreter and its program process started ahead load while
+ * they wait (~10 ms each on this VM). A cold judged run loads them too, before the program.
+ */
+export const NODE_JUDGE_MODULES = {
+  tests: ["node:assert", "node:child_process", "node:os", "node:util", "node:vm"],
+  program: ["node:net", "node:util"],
+} as const;
+/** The judge file of each language, whose presence among a run's files makes the run a judged one. */
+export const JUDGE_RUN_FILES: Record<Language, string> = {
+  python: PYTHON_JUDGE_RUN_FILE,
+  javascript: NODE_JUDGE_RUN_FILE,
+};
 /** The modules the Python judge imports on every judged run, which a warm bootstrap imports ahead with its compilation. */
 export const PYTHON_JUDGE_MODULES = [
   "_ast",
@@ -378,6 +396,58 @@ finish(0)
 `;
 
 /**
+ * The variable that tells the JavaScript judge (src/tools/judge/node-judge.ts) where an execute-only
+ * copy of the run's Node is: a process started from a binary it cannot read is not dumpable, so a
+ * program of the same uid cannot read or write its memory through /proc/<pid>/mem, which Node has
+ * no call of its own to forbid (Python's judge calls prctl).
+ */
+export const JUDGE_NODE_VARIABLE = "SELFHEAL_JUDGE_NODE";
+
+/** The Node bootstrap's argument (after its file) that has it start a judged run's program process ahead. */
+export const NODE_AHEAD_ARGUMENT = "--selfheal-program-ahead";
+/** Where the bootstrap leaves the program process it started ahead, for the judge of the run to take. */
+export const NODE_AHEAD_KEY = "selfheal.program-ahead";
+export const NODE_PROGRAM_AHEAD_FILE_NAME = "selfheal-program-ahead.cjs";
+
+/** Node's flags without the preloads it was started with, for a Node process a run starts (the program's). */
+export const NODE_WITHOUT_REQUIRES = `const withoutRequires = (flags) => flags.filter((flag, index) => !(flag === "--require" || flag === "-r" || flag.startsWith("--require=") || flags[index - 1] === "--require" || flags[index - 1] === "-r"));`;
+
+/** A byte read from a descriptor that may be non-blocking (\`fs\` in scope); null at its end or on an error. */
+const NODE_READ_BYTE = `function readByte(fd) {
+  const byte = Buffer.alloc(1);
+  for (;;) {
+    try {
+      return fs.readSync(fd, byte, 0, 1, null) === 1 ? byte[0] : null;
+    } catch (error) {
+      if (error.code !== "EAGAIN") return null;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+    }
+  }
+}`;
+
+/**
+ * Preloaded into a judged run's program process started ahead (the bootstrap's NODE_AHEAD_ARGUMENT):
+ * says it waits ("w" on its channel, fd 3), waits for the judge's start ("s"), then loads the
+ * run's own program side from the work dir, as \`node --require\` would have, before main.js.
+ * Anything else on the channel, or its end, ends the process before any of the run's code.
+ */
+export const NODE_PROGRAM_AHEAD = `"use strict";
+{
+  const fs = require("node:fs");
+  const path = require("node:path");
+  ${NODE_READ_BYTE}
+  for (const name of ${JSON.stringify(NODE_JUDGE_MODULES.program)}) require(name);
+  let started = false;
+  try {
+    fs.writeSync(3, "w");
+    started = readByte(3) === 0x73;
+  } catch {}
+  if (!started) process.reallyExit(0);
+  require(path.join(process.cwd(), "${NODE_PROGRAM_SIDE_RUN_FILE}"));
+}
+`;
+
+/**
  * The Node equivalent, as a file because `node -e` would expose every built-in module (fs, path,
  * ...) as a global and change what the program sees. `Module.runMain()` is what `node main.js`
  * itself calls, so CommonJS/ES module detection and uncaught-error printing are Node's own.
@@ -390,29 +460,54 @@ const CONTROL_FD = 3;
 void process.stdout;
 void process.stderr;
 require(path.join(__dirname, "selfheal-warmup.cjs"));
-const signal = Buffer.alloc(1);
-let received = 0;
+${NODE_WITHOUT_REQUIRES}
+${NODE_READ_BYTE}
+// A judged run's program process, started while this interpreter waits for its go: its Node start
+// (~100 ms here) is off the run's clock. It waits in its preload (${NODE_PROGRAM_AHEAD_FILE_NAME})
+// for the judge's start and holds nothing of any run before it; any other run kills it first.
+let ahead = null;
+if (process.argv[2] === "${NODE_AHEAD_ARGUMENT}") {
+  process.argv.splice(2, 1);
+  try {
+    for (const name of ${JSON.stringify(NODE_JUDGE_MODULES.tests)}) require(name);
+    const env = { ...process.env };
+    delete env.${JUDGE_NODE_VARIABLE};
+    const program = ["--require", path.join(__dirname, "${NODE_PROGRAM_AHEAD_FILE_NAME}"), path.resolve("main.js")];
+    ahead = require("node:child_process").spawn(process.execPath, [...withoutRequires(process.execArgv), ...program], {
+      stdio: ["ignore", "inherit", "inherit", "pipe"],
+      env,
+    });
+    // Ready once it waits: "w" on its channel.
+    if (ahead.pid === undefined || readByte(ahead.stdio[3]._handle.fd) !== 0x77) throw new Error("not started");
+  } catch {
+    if (ahead !== null) ahead.kill("SIGKILL");
+    ahead = null;
+  }
+}
 try {
   fs.writeSync(CONTROL_FD, "r");
 } catch {
   // The host may have sent "g" and gone already; whether to run is decided by what we read.
 }
-try {
-  for (;;) {
-    try {
-      received = fs.readSync(CONTROL_FD, signal, 0, 1, null);
-      break;
-    } catch (error) {
-      if (error.code !== "EAGAIN") throw error;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
-    }
-  }
-} catch {
-  received = 0;
-}
-if (received !== 1 || signal[0] !== 0x67) process.exit(0);
+if (readByte(CONTROL_FD) !== 0x67) process.exit(0);
 fs.closeSync(CONTROL_FD);
 process.argv[1] = path.resolve("main.js");
+if (ahead !== null) {
+  let judged = false;
+  try {
+    const head = Buffer.alloc(400);
+    const fd = fs.openSync(process.argv[1], "r");
+    judged = head.subarray(0, fs.readSync(fd, head, 0, 400, 0)).includes("${NODE_JUDGE_RUN_FILE}");
+    fs.closeSync(fd);
+  } catch {}
+  if (judged) {
+    Object.defineProperty(globalThis, Symbol.for("${NODE_AHEAD_KEY}"), { value: ahead, configurable: true });
+  } else {
+    ahead.kill("SIGKILL");
+    ahead.stdio[3].destroy();
+    ahead.unref();
+  }
+}
 require("node:module").runMain();
 `;
 
@@ -552,14 +647,6 @@ export function takesProgramWithGo(program: { endMark?: string }): boolean {
 
 let supportDir: string | undefined;
 
-/**
- * The variable that tells the JavaScript judge (src/tools/judge/node-judge.ts) where an execute-only
- * copy of the run's Node is: a process started from a binary it cannot read is not dumpable, so a
- * program of the same uid cannot read or write its memory through /proc/<pid>/mem, which Node has
- * no call of its own to forbid (Python's judge calls prctl).
- */
-export const JUDGE_NODE_VARIABLE = "SELFHEAL_JUDGE_NODE";
-
 const judgeNodes = new Map<string, string>();
 
 /**
@@ -609,6 +696,7 @@ export function getSupportDir(): string {
   writeFileSync(join(directory, BOOTSTRAP_FILE_NAME), NODE_BOOTSTRAP, { mode: 0o444 });
   writeFileSync(join(directory, "selfheal-warmup.cjs"), "", { mode: 0o444 });
   writeFileSync(join(directory, FD_CLOSER_FILE_NAME), NODE_FD_CLOSER, { mode: 0o444 });
+  writeFileSync(join(directory, NODE_PROGRAM_AHEAD_FILE_NAME), NODE_PROGRAM_AHEAD, { mode: 0o444 });
   process.once("exit", () => rmSync(directory, { recursive: true, force: true }));
   supportDir = directory;
   return directory;

@@ -1,7 +1,13 @@
 import { join } from "node:path";
 import { MAX_OPEN_FILES, MIB } from "../limits.js";
 import type { Language, SandboxLimits } from "../types.js";
-import { BOOTSTRAP_FILE_NAME, FD_CLOSER_FILE_NAME, PYTHON_BOOTSTRAP, PYTHON_JUDGE_SUPPORT_FILE } from "./bootstrap.js";
+import {
+  BOOTSTRAP_FILE_NAME,
+  FD_CLOSER_FILE_NAME,
+  NODE_AHEAD_ARGUMENT,
+  PYTHON_BOOTSTRAP,
+  PYTHON_JUDGE_SUPPORT_FILE,
+} from "./bootstrap.js";
 
 /** Node 20 does not start below ~1 GiB of address space even with a tiny heap. */
 const NODE_ADDRESS_SPACE_SLACK_MB = 1024;
@@ -59,8 +65,9 @@ export function prlimitArgs(resources: ResourceLimit[]): string[] {
 
 /**
  * How an interpreter starts: `false` runs main.py at once; `"warm"` starts the bootstrap and waits
- * for "g" on fd 3 (see bootstrap.ts); `"judged"` waits too, a Python one with the program's process
- * of a run judged in its own process forked ahead (python-judge.ts, `_fork_ahead`).
+ * for "g" on fd 3 (see bootstrap.ts); `"judged"` waits too, with the program's process of a run
+ * judged in its own process made ahead: forked by a Python one (python-judge.ts, `_fork_ahead`),
+ * started by a Node one (bootstrap.ts, `NODE_AHEAD_ARGUMENT`).
  */
 export type WarmStart = false | "warm" | "judged";
 
@@ -97,6 +104,7 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
     "--require",
     join(input.supportDir, FD_CLOSER_FILE_NAME),
     script,
+    ...(input.warm === "judged" ? [NODE_AHEAD_ARGUMENT] : []),
   ];
   return input.prlimit ? [input.prlimit, ...prlimitArgs(resources), "--", ...node] : node;
 }

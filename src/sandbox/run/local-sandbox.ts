@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { pathInsideWorkDir } from "../../core/data-files.js";
-import { PYTHON_JUDGE_RUN_FILE, sendGo, takesProgramWithGo } from "../host/bootstrap.js";
+import { JUDGE_RUN_FILES, sendGo, takesProgramWithGo } from "../host/bootstrap.js";
 import type { WarmStart } from "../host/command.js";
 import { InterpreterMissingError } from "../host/interpreters.js";
 import type { WorkDir } from "../host/work-dir.js";
@@ -73,7 +73,7 @@ interface RunStart {
 /**
  * How one language's runs have come lately: when the last one ended, how long an interpreter took
  * to load, and whether the last one was judged with its tests in a process of their own (the next
- * likely is too, and its interpreter then forks the program's process ahead: `WarmStart`).
+ * likely is too, and its interpreter then makes the program's process ahead: `WarmStart`).
  */
 interface Pace {
   lastEndedAt: number;
@@ -143,8 +143,7 @@ export class LocalSandbox implements Sandbox {
     // A run with network starts cold: its sandbox binds the run's own proxy, which no warm one has.
     const allowHosts = request.allowHosts ?? [];
     const fitsWarm = !request.packagesDir && !python && allowHosts.length === 0 && sameStartLimits(this.limits, limits);
-    if (request.language === "python")
-      this.paceOf("python").judged = request.files?.[PYTHON_JUDGE_RUN_FILE] !== undefined;
+    this.paceOf(request.language).judged = request.files?.[JUDGE_RUN_FILES[request.language]] !== undefined;
     const warm = fitsWarm && start.mayTakeWarm ? await this.takeWarm(request.language) : null;
 
     return withRunEgress(allowHosts, limits, this.launcher.egress, startedAt, (egress) =>

@@ -1,11 +1,17 @@
-import { JUDGE_NODE_VARIABLE } from "../../sandbox/host/bootstrap.js";
+import {
+  JUDGE_NODE_VARIABLE,
+  NODE_AHEAD_KEY,
+  NODE_JUDGE_RUN_FILE,
+  NODE_PROGRAM_SIDE_RUN_FILE,
+  NODE_WITHOUT_REQUIRES,
+} from "../../sandbox/host/bootstrap.js";
 import { NODE_HARNESS_FILE } from "../runtime-values/instrument.js";
 import { NODE_CHANNEL } from "./node-channel.js";
 
 /** The files of an isolated JavaScript run, beside main.js in the work dir. */
 export const NODE_JUDGE_FILES = {
-  judge: ".selfheal-judge.js",
-  programSide: ".selfheal-serve.js",
+  judge: NODE_JUDGE_RUN_FILE,
+  programSide: NODE_PROGRAM_SIDE_RUN_FILE,
   program: ".selfheal-program.js",
 } as const;
 
@@ -44,7 +50,7 @@ const workDir = __dirname;
 const mainPath = path.join(workDir, "main.js");
 // SIGUSR1 would open this process's inspector to the program: a listener keeps it shut.
 process.on("SIGUSR1", () => {});
-const withoutRequires = (flags) => flags.filter((flag, index) => !(flag === "--require" || flag === "-r" || flag.startsWith("--require=") || flags[index - 1] === "--require" || flags[index - 1] === "-r"));
+${NODE_WITHOUT_REQUIRES}
 
 // Where the sandbox gives an execute-only Node, the tests run in a process started from it, which
 // no program of this uid can read or write through /proc; this one only waits and passes its status.
@@ -64,20 +70,12 @@ try {
 } catch {}
 // The runtime-values harness, when this run records values, watches this process: the tests'.
 if (fs.existsSync(path.join(workDir, "${NODE_HARNESS_FILE}"))) require(path.join(workDir, "${NODE_HARNESS_FILE}"));
-const payload = JSON.parse(fs.readFileSync(0, "utf8") || "{}");
-const tests = String(payload.tests);
-const firstLine = Number(payload.firstLine);
-const mark = "\x1eselfheal-tests-done:" + payload.nonce + "\n";
 fs.renameSync(path.join(workDir, FILES.program), mainPath);
-const programText = fs.readFileSync(mainPath, "utf8");
-const assembledLines = (programText + "\n".repeat(Math.max(0, firstLine - 1 - programText.split("\n").length + 1)) + tests).split("\n");
-// The runtime-values harness, when this run has one, reads the failed line's text from here.
-Object.defineProperty(globalThis, Symbol.for("selfheal.source"), { value: assembledLines.join("\n") });
 
 // ---- the program process ----
-const child = childProcess.spawn(process.execPath, [...withoutRequires(process.execArgv), "--require", path.join(workDir, FILES.programSide), mainPath, ...process.argv.slice(2)], {
-  stdio: ["ignore", "inherit", "inherit", "pipe"],
-});
+// Started before this process reads the tests, which it never holds: its stdin is not the run's,
+// and this process, started from an execute-only Node, cannot be read through /proc.
+const child = programProcess();
 if (child.pid === undefined) {
   child.on("error", (error) => {
     fs.writeSync(2, "selfheal: the judge could not start the program process: " + error.message + "\n");
@@ -90,6 +88,35 @@ pipe._handle.readStop();
 const fd = pipe._handle.fd;
 child.unref();
 pipe.unref();
+const payload = JSON.parse(fs.readFileSync(0, "utf8") || "{}");
+const tests = String(payload.tests);
+const firstLine = Number(payload.firstLine);
+const mark = "\x1eselfheal-tests-done:" + payload.nonce + "\n";
+const programText = fs.readFileSync(mainPath, "utf8");
+const assembledLines = (programText + "\n".repeat(Math.max(0, firstLine - 1 - programText.split("\n").length + 1)) + tests).split("\n");
+// The runtime-values harness, when this run has one, reads the failed line's text from here.
+Object.defineProperty(globalThis, Symbol.for("selfheal.source"), { value: assembledLines.join("\n") });
+
+/**
+ * The program's process: the one a pool's bootstrap started ahead, told to go on (it waits in its
+ * preload for "s"), else one started now with the program side preloaded.
+ */
+function programProcess() {
+  const key = Symbol.for("${NODE_AHEAD_KEY}");
+  const ahead = globalThis[key];
+  if (ahead !== undefined) {
+    delete globalThis[key];
+    try {
+      fs.writeSync(ahead.stdio[3]._handle.fd, "s");
+      return ahead;
+    } catch {
+      ahead.kill("SIGKILL");
+    }
+  }
+  return childProcess.spawn(process.execPath, [...withoutRequires(process.execArgv), "--require", path.join(workDir, FILES.programSide), mainPath, ...process.argv.slice(2)], {
+    stdio: ["ignore", "inherit", "inherit", "pipe"],
+  });
+}
 let programEnded = false;
 process.on("exit", () => {
   if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
