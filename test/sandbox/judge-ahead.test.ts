@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { createSandbox, type ManagedSandbox } from "../../src/index.js";
+import { createSandbox, type Language, type ManagedSandbox } from "../../src/index.js";
 import { settleCompletion } from "../../src/tools/assemble.js";
 import { prepareProgram } from "../../src/tools/judge/prepare.js";
 import { backendMissing } from "../helpers/backends.js";
@@ -31,10 +31,11 @@ type JudgedRun = ReturnType<typeof settleCompletion>;
 const PASSING_TESTS = "assert add(1, 2) == 3\n";
 const FAILING_TESTS = "assert add(1, 2) == 3\nassert add(2, 2) == 5\n";
 
-async function judged(sandbox: ManagedSandbox, tests: string): Promise<JudgedRun> {
-  const prepared = prepareProgram(DEPTH_PROGRAM, tests, "python");
+async function judged(sandbox: ManagedSandbox, tests: string, language: Language = "python"): Promise<JudgedRun> {
+  // NODE_PROGRAM is defined with the JavaScript cases below.
+  const prepared = prepareProgram(language === "python" ? DEPTH_PROGRAM : NODE_PROGRAM, tests, language);
   const result = await sandbox.run({
-    language: "python",
+    language,
     code: prepared.code,
     ...(prepared.files ? { files: prepared.files } : {}),
     ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
@@ -169,18 +170,6 @@ const NODE_PASSING = 'const assert = require("node:assert");\nassert.strictEqual
 const NODE_FAILING =
   'const assert = require("node:assert");\nassert.strictEqual(add(1, 2), 3);\nassert.strictEqual(add(2, 2), 5);\n';
 
-async function judgedNode(sandbox: ManagedSandbox, tests: string): Promise<JudgedRun> {
-  const prepared = prepareProgram(NODE_PROGRAM, tests, "javascript");
-  const result = await sandbox.run({
-    language: "javascript",
-    code: prepared.code,
-    ...(prepared.files ? { files: prepared.files } : {}),
-    ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
-    timeoutMs: 30_000,
-  });
-  return settleCompletion(result, prepared.assembled);
-}
-
 describe("the process backend's JavaScript pool", () => {
   const sandbox = createSandbox({ kind: "process", poolSize: 1 });
   afterAll(() => sandbox.close());
@@ -190,7 +179,7 @@ describe("the process backend's JavaScript pool", () => {
     const node = "selfheal-judge-";
     await sandbox.prewarm(["javascript"]);
     expect(madeAheadBelow(process.pid, node)).toEqual([]);
-    expect((await judgedNode(sandbox, NODE_PASSING)).testsCompleted).toBe(true);
+    expect((await judged(sandbox, NODE_PASSING, "javascript")).testsCompleted).toBe(true);
     await sandbox.prewarm(["javascript"]);
     expect(madeAheadBelow(process.pid, node)).toHaveLength(1);
     expect((await sandbox.run({ language: "javascript", code: "console.log(1);\n" })).stdout).toBe("1\n");
@@ -209,21 +198,22 @@ for (const kind of ["process", "bwrap"] as const) {
       afterAll(() => Promise.all([warm.close(), cold.close()]));
 
       it("is the same run from an interpreter that started it ahead as from a cold start, back to back too", async () => {
-        await judgedNode(warm, NODE_PASSING);
+        await judged(warm, NODE_PASSING, "javascript");
         for (const tests of [NODE_PASSING, NODE_FAILING]) {
           await warm.prewarm(["javascript"]);
-          const ahead = outcome(await judgedNode(warm, tests));
-          const alone = outcome(await judgedNode(cold, tests));
+          const ahead = outcome(await judged(warm, tests, "javascript"));
+          const alone = outcome(await judged(cold, tests, "javascript"));
           expect(ahead).toEqual(alone);
           // The program's argv is main.js alone, its stdin empty, and no variable of ours is left to it.
           expect(ahead.stdout).toMatch(/^argv \["main\.js"\]\nstdin ""\nenv 0\n/);
         }
-        const alone = outcome(await judgedNode(cold, NODE_PASSING));
-        for (let run = 0; run < 4; run++) expect(outcome(await judgedNode(warm, NODE_PASSING))).toEqual(alone);
+        const alone = outcome(await judged(cold, NODE_PASSING, "javascript"));
+        for (let run = 0; run < 4; run++)
+          expect(outcome(await judged(warm, NODE_PASSING, "javascript"))).toEqual(alone);
       });
 
       it("leaves no live process to a run that is not judged", async () => {
-        await judgedNode(warm, NODE_PASSING);
+        await judged(warm, NODE_PASSING, "javascript");
         await warm.prewarm(["javascript"]);
         // Killed before the program's first line; reaped on the loop's first turns.
         const result = await warm.run({
