@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { runBatch } from "../../src/benchmark/batch.js";
 import { judgeBatched, judgeProgram } from "../../src/benchmark/judge.js";
 import { createSandbox } from "../../src/sandbox/index.js";
+import { prepareProgram } from "../../src/tools/judge/prepare.js";
 
 // The real sandbox, as `selfheal bench --verify-dataset` uses it.
 const sandbox = createSandbox({ prewarm: ["python"] });
@@ -141,5 +142,22 @@ describe("the batched judge", () => {
       const batched = await judgeBatched(items, final, { sandbox, lanes: 2, ...options });
       expect(batched.map(({ passed, status, errorClass }) => ({ passed, status, errorClass }))).toEqual(expected);
     }
+  }, 60_000);
+
+  it("answers every judged program itself: a program process that says it ended before its exit is no process left behind", async () => {
+    // The tests in their own process: each program's process says it ended and exits on its own
+    // while its test process ends (python-judge.ts, _TestSide.end); the batch stops at a process a
+    // program left, so one it took for left would leave the programs after it unanswered.
+    const judged = [0, 1, 2, 3].map(() => prepareProgram(programs[0] ?? "", tests, "python"));
+    const answers = await runBatch(
+      sandbox,
+      judged.map(({ code, files, stdin }) => ({ code, files, stdin, timeoutMs: 5_000 })),
+      options,
+    );
+    expect(
+      answers.map(
+        (answer) => answer && { exitCode: answer.exitCode, completed: answer.stderr.includes("selfheal-tests-done") },
+      ),
+    ).toEqual([0, 1, 2, 3].map(() => ({ exitCode: 0, completed: true })));
   }, 60_000);
 });

@@ -227,17 +227,32 @@ def finish(status):
     # (this process's, then the sandbox's), which take 5-7 ms. The exit status goes last on stderr,
     # as os._exit will set it; only from this process (not a fork of it the program made), and only
     # onto the pipes the run started with, never onto a file the program put in their place.
+    reported = False
     if end_report is not None and type(status) is int and -(2**31) <= status < 2**31:
         mark, pipes_now, pipes, pid = end_report
         try:
             if os.getpid() == pid and pipes_now() == pipes:
                 os.write(1, mark + b"\\n")
                 os.write(2, mark + b" %03d\\n" % (status & 0xFF))
-                # The host kills the run once it has the report, so this process's exit (~3 ms of
-                # CPU) comes after the host has taken the result, not while it does; a second at most.
-                import signal, time
-                signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-                time.sleep(1)
+                reported = True
+        except BaseException:
+            pass
+    # A judged run's program process said it ended before its exit (src/tools/judge): that exit is
+    # waited for here, after the report, so the run pays nothing for it and leaves no process (a
+    # batch, which has no report, takes one left as a program's doing and stops).
+    program_process = sys.__dict__.pop("_selfheal_program_process", None)
+    if type(program_process) is int:
+        try:
+            os.waitpid(program_process, 0)
+        except BaseException:
+            pass
+    if reported:
+        # The host kills the run once it has the report, so this process's exit (~3 ms of CPU)
+        # comes after the host has taken the result, not while it does; a second at most.
+        try:
+            import signal, time
+            signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            time.sleep(1)
         except BaseException:
             pass
     os._exit(status)
