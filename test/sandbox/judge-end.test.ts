@@ -60,6 +60,46 @@ const ENDS = [
   },
 ];
 
+const ADD_JS = "function add(a, b) {\n  return a + b;\n}\n";
+const TESTS_JS = 'const assert = require("node:assert");\nassert.strictEqual(add(1, 2), 3);\n';
+
+/**
+ * JavaScript: the program process says its status from its exit listeners, added last at the
+ * tests' end (node-program.ts); the program's own listeners and timers still come first.
+ */
+const JS_ENDS = [
+  {
+    name: "a timer that prints after the tests and an exit listener that prints after it",
+    program: [
+      ADD_JS,
+      'process.on("exit", () => console.log("exit listener"));',
+      'setTimeout(() => console.log("timer"), 200);',
+      "",
+    ].join("\n"),
+    exitCode: 0,
+    stdout: "timer\nexit listener\n",
+  },
+  {
+    name: "an exit listener that sets the exit code to 3",
+    program: [ADD_JS, 'process.on("exit", () => { console.log("leaving"); process.exitCode = 3; });', ""].join("\n"),
+    exitCode: 3,
+    stdout: "leaving\n",
+  },
+  {
+    name: "a daemon left holding every descriptor, then process.reallyExit(3) from an exit listener",
+    program: [
+      ADD_JS,
+      'process.on("exit", () => {',
+      '  require("node:child_process").spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { detached: true, stdio: "inherit" }).unref();',
+      "  process.reallyExit(3);",
+      "});",
+      "",
+    ].join("\n"),
+    exitCode: 3,
+    stdout: "",
+  },
+];
+
 for (const backend of BACKENDS) {
   const missing = backendMissing(backend.kind);
   describe.skipIf(missing !== null)(
@@ -68,13 +108,17 @@ for (const backend of BACKENDS) {
       const sandbox: Sandbox = backend.make();
       afterAll(() => sandbox.close?.());
 
-      for (const end of ENDS) {
+      const cases = [
+        ...ENDS.map((end) => ({ ...end, language: "python" as const, tests: TESTS })),
+        ...JS_ENDS.map((end) => ({ ...end, language: "javascript" as const, tests: TESTS_JS })),
+      ];
+      for (const end of cases) {
         for (const isolation of ["process", "shared"] as const) {
-          it(`${end.name}, the tests ${isolation === "process" ? "in their own process" : "appended"}`, async () => {
-            const prepared = prepareProgram(end.program, TESTS, "python", { isolation });
+          it(`${end.language}: ${end.name}, the tests ${isolation === "process" ? "in their own process" : "appended"}`, async () => {
+            const prepared = prepareProgram(end.program, end.tests, end.language, { isolation });
             const result = settleCompletion(
               await sandbox.run({
-                language: "python",
+                language: end.language,
                 code: prepared.code,
                 ...(prepared.files ? { files: prepared.files } : {}),
                 ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),

@@ -535,6 +535,17 @@ process.on("beforeExit", () => {
   child.on("exit", (code, signal) => {
     process.exitCode = process.exitCode || exitStatus(code, signal);
   });
+  // The program process says its status once its exit listeners have run (node-program.ts): the
+  // run ends then, not after that process's teardown. Its exit, where it comes first, ends it too.
+  pipe.on("data", (chunk) => {
+    channel.feed(chunk);
+    const said = channel.pending();
+    if (Array.isArray(said) && said[0] === "a" && Array.isArray(said[1]) && said[1][0] === "ended") {
+      process.exitCode = process.exitCode || Number(said[1][1]) & 0xff;
+      process.exit();
+    }
+  });
+  pipe._handle.readStart();
 });
 
 const wrapped = vm.runInThisContext("(function (exports, require, module, __filename, __dirname) {\n" + tests + "\n})", {
