@@ -68,7 +68,7 @@ describe.skipIf(noBwrap !== null)(`a bwrap sandbox made ahead of the next run${s
     const first = await runIn(await launcher.reserve(), { language: "python", code: "print(1)\n" }, limits);
     expect(first.result.stdout).toBe("1\n");
     const second = await launcher.reserve();
-    const waiting = parked();
+    const waiting = await eventually(() => (parked().length === 1 ? parked() : null), "a parked sandbox");
     expect(waiting).toHaveLength(1);
 
     const { result, pid } = await runIn(
@@ -89,7 +89,7 @@ describe.skipIf(noBwrap !== null)(`a bwrap sandbox made ahead of the next run${s
     const { launcher, limits, parked } = await openLauncher();
     await runIn(await launcher.reserve(), { language: "python", code: "print(1)\n" }, limits);
     const reservation = await launcher.reserve();
-    const waiting = parked();
+    const waiting = await eventually(() => (parked().length === 1 ? parked() : null), "a parked sandbox");
     const code = [
       "import os, socket",
       "print(os.getuid(), socket.gethostname(), sorted(os.listdir('/sys/class/net')) if os.path.exists('/sys/class/net') else '-')",
@@ -117,7 +117,7 @@ describe.skipIf(noBwrap !== null)(`a bwrap sandbox made ahead of the next run${s
     const { launcher, limits, parked } = await openLauncher();
     await runIn(await launcher.reserve(), { language: "python", code: "print(1)\n" }, limits);
     const reservation = await launcher.reserve();
-    const [waiting] = parked();
+    const [waiting] = await eventually(() => (parked().length === 1 ? parked() : null), "a parked sandbox");
     expect(waiting).toBeTypeOf("number");
 
     const { result, pid } = await runIn(reservation, { language: "javascript", code: "console.log(2 + 2);\n" }, limits);
@@ -133,7 +133,7 @@ describe.skipIf(noBwrap !== null)(`a bwrap sandbox made ahead of the next run${s
     const { launcher, limits, parked } = await openLauncher();
     await runIn(await launcher.reserve(), { language: "python", code: "print(1)\n" }, limits);
     const reservation = await launcher.reserve();
-    const [waiting] = parked();
+    const [waiting] = await eventually(() => (parked().length === 1 ? parked() : null), "a parked sandbox");
     if (waiting === undefined) throw new Error("no sandbox was parked");
     process.kill(-waiting, "SIGKILL");
     // Dead as the kernel tells it: an empty argv shows only that the exit began, and a run that
