@@ -1,9 +1,14 @@
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
+import { DEFAULT_LIMITS } from "../../src/core/limits.js";
 import { createSandbox, type Language, type ManagedSandbox } from "../../src/index.js";
+import { pythonBootstrapSettings } from "../../src/sandbox/host/command.js";
 import { settleCompletion } from "../../src/tools/assemble.js";
 import { prepareProgram } from "../../src/tools/judge/prepare.js";
+import { PYTHON_JUDGE } from "../../src/tools/judge/python-judge.js";
 import { backendMissing } from "../helpers/backends.js";
+import { isRoot } from "../helpers/capabilities.js";
 
 /**
  * A pool's interpreter forks a judged run's program process while it waits for its go, once the
@@ -233,3 +238,50 @@ for (const kind of ["process", "bwrap"] as const) {
     },
   );
 }
+
+/**
+ * The pages the two processes share after the fork made ahead: copied while they wait where the
+ * interpreter is idle until its go, left shared (copied as written) where a run executes meanwhile
+ * ("judged-busy", a refill for runs back to back), whose CPU the copying would take. The program
+ * process's private dirty memory, once it waits for its program, tells which.
+ */
+describe("the fork made ahead, idle or beside a run", () => {
+  const privateDirtyKb = (touch: boolean): number => {
+    const script = [
+      "import os, sys, time",
+      'namespace = {"__name__": "selfheal_judge", "VALUES": None}',
+      'exec(compile(sys.stdin.read(), "judge", "exec"), namespace)',
+      'namespace["_fork_ahead"](sys.argv[1] == "touch")',
+      'pid = namespace["_AHEAD"][0][0]',
+      // Until it waits in read(2) for its program: its copying, where it copies, is over.
+      "while open('/proc/%d/syscall' % pid).read().split()[0] != '0':",
+      "    time.sleep(0.005)",
+      "print([int(line.split()[1]) for line in open('/proc/%d/smaps_rollup' % pid) if line.startswith('Private_Dirty:')][0])",
+      'namespace["_discard_ahead"]()',
+    ].join("\n");
+    const run = spawnSync("python3", ["-I", "-c", script, touch ? "touch" : "busy"], {
+      input: PYTHON_JUDGE,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    if (run.status !== 0) throw new Error(run.stderr);
+    return Number(run.stdout.trim());
+  };
+
+  it("is asked for by the bootstrap's setting: copied for a pool's idle interpreter, shared for a refill beside a run", () => {
+    const settings = (warm: "judged" | "judged-busy") =>
+      pythonBootstrapSettings({ limits: DEFAULT_LIMITS, warm, supportDir: "/support" }).filter((setting) =>
+        setting.startsWith("ahead"),
+      );
+    expect(settings("judged")).toEqual(["ahead"]);
+    expect(settings("judged-busy")).toEqual(["ahead=busy"]);
+  });
+
+  // /proc/<pid>/syscall and smaps of the non-dumpable process: root's to read (CI runs as root).
+  it.skipIf(!isRoot)("copies the shared pages ahead only where asked (measured here: 12 MB against 1.6 MB)", () => {
+    const copied = privateDirtyKb(true);
+    const shared = privateDirtyKb(false);
+    expect(copied).toBeGreaterThan(6_000);
+    expect(shared).toBeLessThan(4_000);
+  });
+});

@@ -195,6 +195,7 @@ for fd_dir in ("/proc/self/fd", "/dev/fd"):
 judge_source = None
 # A pool's interpreter: it forks a judged run's program process ahead, where it holds the judge.
 fork_ahead = False
+touch_ahead = True
 # A fork server compiled the judge before it forked this process: the modules it imported for it.
 judge_modules = globals().get("judge_modules", ())
 for setting in sys.argv[1:]:
@@ -208,6 +209,8 @@ for setting in sys.argv[1:]:
         continue
     if name == "ahead":
         fork_ahead = True
+        # "busy": started while a run executes, for one that comes right after it (WarmStart).
+        touch_ahead = values != "busy"
         continue
     kind = getattr(resource, "RLIMIT_" + name.upper(), None)
     if kind is None:
@@ -293,7 +296,7 @@ if fork_ahead and getattr(sys, "_selfheal_judge", None) is not None:
     try:
         judge_namespace = {"__name__": "selfheal_judge", "VALUES": None}
         exec(sys._selfheal_judge[1], judge_namespace)
-        judge_namespace["_fork_ahead"]()
+        judge_namespace["_fork_ahead"](touch_ahead)
         sys._selfheal_judge = sys._selfheal_judge[:2] + (judge_namespace,)
     except BaseException:
         pass

@@ -67,9 +67,12 @@ export function prlimitArgs(resources: ResourceLimit[]): string[] {
  * How an interpreter starts: `false` runs main.py at once; `"warm"` starts the bootstrap and waits
  * for "g" on fd 3 (see bootstrap.ts); `"judged"` waits too, with the program's process of a run
  * judged in its own process made ahead: forked by a Python one (python-judge.ts, `_fork_ahead`),
- * started by a Node one (bootstrap.ts, `NODE_AHEAD_ARGUMENT`).
+ * started by a Node one (bootstrap.ts, `NODE_AHEAD_ARGUMENT`). `"judged-busy"` is that for a run
+ * expected back to back, started while one executes: a Python one then leaves the pages its two
+ * processes share to be copied as they are written, not all ahead, which would take the CPU from
+ * the run executing then (the agent's loop with an instant model: 20 ms of sandbox time an attempt).
  */
-export type WarmStart = false | "warm" | "judged";
+export type WarmStart = false | "warm" | "judged" | "judged-busy";
 
 export interface InterpreterCommandInput {
   language: Language;
@@ -104,7 +107,7 @@ export function interpreterCommand(input: InterpreterCommandInput): string[] {
     "--require",
     join(input.supportDir, FD_CLOSER_FILE_NAME),
     script,
-    ...(input.warm === "judged" ? [NODE_AHEAD_ARGUMENT] : []),
+    ...(input.warm === "judged" || input.warm === "judged-busy" ? [NODE_AHEAD_ARGUMENT] : []),
   ];
   return input.prlimit ? [input.prlimit, ...prlimitArgs(resources), "--", ...node] : node;
 }
@@ -126,5 +129,6 @@ export function pythonBootstrapSettings(
   // A warm interpreter compiles the tests' judge while it waits; a cold one would do it on the clock.
   if (input.warm && !input.judgeCompiled) settings.push(`judge=${join(input.supportDir, PYTHON_JUDGE_SUPPORT_FILE)}`);
   if (input.warm === "judged") settings.push("ahead");
+  if (input.warm === "judged-busy") settings.push("ahead=busy");
   return settings;
 }

@@ -376,7 +376,7 @@ export class LocalSandbox implements Sandbox {
     try {
       program = reservation.spawn(
         language,
-        this.paceOf(language).judged ? "judged" : "warm",
+        this.paceOf(language).judged ? (fork ? "judged-busy" : "judged") : "warm",
         undefined,
         undefined,
         fork,

@@ -73,10 +73,11 @@ _AHEAD = []
 _JUDGE_FRAMES = 3
 
 
-def _fork_ahead():
+def _fork_ahead(touch=True):
     """
     Forks the program's process for the run this interpreter waits for (the bootstrap calls it
-    where the judge is compiled ahead). Both processes then touch their memory while they wait.
+    where the judge is compiled ahead). Both processes then touch their memory while they wait,
+    unless a run executes meanwhile (touch false), whose CPU that would take.
     """
     to_tests, from_program = os.pipe()
     to_program, from_tests = os.pipe()
@@ -93,7 +94,8 @@ def _fork_ahead():
             except OSError:
                 pass
             _not_dumpable()
-            _touch_memory()
+            if touch:
+                _touch_memory()
             chunks = []
             while True:
                 chunk = os.read(start_read, 1 << 20)
@@ -115,7 +117,8 @@ def _fork_ahead():
         _program_process(path, program, to_program, from_program)
     for fd in (to_program, from_program, start_read):
         os.close(fd)
-    _touch_memory()
+    if touch:
+        _touch_memory()
     _AHEAD.append((pid, to_tests, from_tests, start_write))
 
 
