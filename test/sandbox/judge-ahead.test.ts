@@ -3,10 +3,12 @@ import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_LIMITS } from "../../src/core/limits.js";
 import { createSandbox, type Language, type ManagedSandbox } from "../../src/index.js";
+import { PYTHON_JUDGE_LINE, PYTHON_JUDGE_SEPARATOR } from "../../src/sandbox/host/bootstrap.js";
 import { pythonBootstrapSettings } from "../../src/sandbox/host/command.js";
 import { settleCompletion } from "../../src/tools/assemble.js";
 import { prepareProgram } from "../../src/tools/judge/prepare.js";
-import { PYTHON_JUDGE } from "../../src/tools/judge/python-judge.js";
+import { PYTHON_JUDGE, PYTHON_JUDGE_FILE } from "../../src/tools/judge/python-judge.js";
+import { takeRuntimeValues } from "../../src/tools/runtime-values/index.js";
 import { backendMissing } from "../helpers/backends.js";
 import { isRoot } from "../helpers/capabilities.js";
 
@@ -93,6 +95,44 @@ function madeAheadBelow(root: number, command: string): number[] {
   visit(root, false);
   return found;
 }
+
+describe("main.py's line of a judged Python run", () => {
+  /** The line that follows the separator in the judge's file: the run's runtime-values settings. */
+  const settingsOf = (files: Record<string, string> | undefined): unknown =>
+    JSON.parse(files?.[PYTHON_JUDGE_FILE]?.split(PYTHON_JUDGE_SEPARATOR)[1]?.split("\n")[0] ?? "");
+
+  it("is the same for every run, runtime values on or off, which a waiting interpreter compiles ahead", () => {
+    const plain = prepareProgram(DEPTH_PROGRAM, PASSING_TESTS, "python");
+    const recorded = prepareProgram(DEPTH_PROGRAM, FAILING_TESTS, "python", { values: { calls: true } });
+    expect(plain.code).toBe(PYTHON_JUDGE_LINE);
+    expect(recorded.code).toBe(PYTHON_JUDGE_LINE);
+    expect(settingsOf(plain.files)).toBeNull();
+    expect(settingsOf(recorded.files)).toMatchObject({ nonce: recorded.valuesNonce, calls: true });
+  });
+
+  it("records the runtime values it is asked for, from a pool's interpreter that holds it compiled", async () => {
+    const sandbox = createSandbox({ kind: "process", poolSize: 1 });
+    try {
+      // The first judged run makes the pool's next interpreter one that holds the judge and the line.
+      await judged(sandbox, PASSING_TESTS);
+      await sandbox.prewarm(["python"]);
+      const prepared = prepareProgram(DEPTH_PROGRAM, FAILING_TESTS, "python", { values: { calls: true } });
+      const result = await sandbox.run({
+        language: "python",
+        code: prepared.code,
+        ...(prepared.files ? { files: prepared.files } : {}),
+        ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
+        timeoutMs: 30_000,
+      });
+      const { values } = takeRuntimeValues(result, prepared.valuesNonce);
+      expect(settleCompletion(result, prepared.assembled).testsCompleted).toBe(false);
+      expect(values?.assertion?.parts.map((part) => part.value)).toEqual(["4", "5"]);
+      expect(values?.calls).toEqual([{ function: "add", line: 14, args: "2, 2", returned: "4" }]);
+    } finally {
+      await sandbox.close();
+    }
+  });
+});
 
 describe("the process backend's pool", () => {
   const sandbox = createSandbox({ kind: "process", poolSize: 1 });

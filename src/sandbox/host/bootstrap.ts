@@ -34,6 +34,28 @@ export const PYTHON_JUDGE_RUN_FILE = ".selfheal-judge.py";
 export const NODE_JUDGE_RUN_FILE = ".selfheal-judge.js";
 /** The program side of the JavaScript judge beside main.js, which the program's process preloads. */
 export const NODE_PROGRAM_SIDE_RUN_FILE = ".selfheal-serve.js";
+/** In the Python judge's file, between the judge and the run's values settings (a JSON line) followed by the program. */
+export const PYTHON_JUDGE_SEPARATOR = "\n#selfheal-program#\n";
+
+const PYTHON_JUDGE_PATH = `__import__("os").path.join(__import__("os").path.dirname(__file__), "${PYTHON_JUDGE_RUN_FILE}")`;
+const PYTHON_SEPARATOR_BYTES = `${JSON.stringify(PYTHON_JUDGE_SEPARATOR)}.encode()`;
+/** Where main.py's line finds the judge's namespace: run already, forked ahead, cached compiled, or compiled now. */
+const PYTHON_JUDGE_NAMESPACE = (() => {
+  const ahead = "c is not None and len(c) > 2";
+  const compiled = `c[1] if c is not None and c[0] == d[0] else compile(d[0], p, "exec")`;
+  return `(c[2] if ${ahead} and c[0] == d[0] and c[2].update(g) is None else (${ahead} and c[2]["_discard_ahead"](), exec(${compiled}, g), g)[2])`;
+})();
+/**
+ * main.py of a Python run judged with the tests in their own process (src/tools/judge/prepare.ts):
+ * one line, the same for every run (what differs is in the judge's file), which a bootstrap holding
+ * the judge compiles while it waits for its go. It runs the judge's \`_judge\` with what follows the
+ * separator. The judge's code comes compiled where the interpreter holds it already
+ * (\`sys._selfheal_judge\`, set by a warm bootstrap, a fork server or the benchmark's batch forker,
+ * for exactly this text), else compiled here. A warm bootstrap's entry has a third item, the judge's
+ * namespace, run already and with the program's process forked ahead (\`_fork_ahead\`): the line
+ * takes it, or discards its process when the judge's text differs.
+ */
+export const PYTHON_JUDGE_LINE = `(lambda p, g, c, d: ${PYTHON_JUDGE_NAMESPACE}["_judge"](p, d[2]))(${PYTHON_JUDGE_PATH}, {"__name__": "selfheal_judge", "VALUES": None}, __import__("sys").__dict__.pop("_selfheal_judge", None), open(${PYTHON_JUDGE_PATH}, "rb").read().partition(${PYTHON_SEPARATOR_BYTES}))\n`;
 /**
  * The builtin modules the JavaScript judge's two sides load on every judged run (node-judge.ts,
  * node-program.ts), which a pool's interpreter and its program process started ahead load while
@@ -300,6 +322,14 @@ if fork_ahead and getattr(sys, "_selfheal_judge", None) is not None:
         sys._selfheal_judge = sys._selfheal_judge[:2] + (judge_namespace,)
     except BaseException:
         pass
+# main.py's line for a judged run, the same for every run: compiled now, taken after the go.
+judge_line = None
+if getattr(sys, "_selfheal_judge", None) is not None:
+    try:
+        judge_line_text = ${JSON.stringify(PYTHON_JUDGE_LINE)}.encode()
+        judge_line = (judge_line_text, compile(judge_line_text, path, "exec"))
+    except BaseException:
+        judge_line = None
 # main.py made now, for a program sent with the go: a write to an open file costs a third of
 # creating one. The host leaves out any file or input of that name (the code replaces it anyway).
 try:
@@ -394,7 +424,12 @@ try:
             judge_ahead[2]["_discard_ahead"]()
         for name in globals().get("judge_modules", ()):
             sys.modules.pop(name, None)
-    code = compile(program_text, path, "exec")
+    # The batch harness runs this part without the one above: it holds no line compiled.
+    compiled_line = globals().get("judge_line")
+    if compiled_line is not None and program_text == compiled_line[0]:
+        code = compiled_line[1]
+    else:
+        code = compile(program_text, path, "exec")
     exec(code, module.__dict__)
 except SystemExit as exit_request:
     status = exit_request.code

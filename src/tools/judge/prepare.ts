@@ -1,11 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type { Language, TestIsolation } from "../../core/run-result.js";
-import { PYTHON_JUDGE_SUPPORT_FILE, provideSupportFile } from "../../sandbox/host/bootstrap.js";
+import {
+  PYTHON_JUDGE_LINE,
+  PYTHON_JUDGE_SEPARATOR,
+  PYTHON_JUDGE_SUPPORT_FILE,
+  provideSupportFile,
+} from "../../sandbox/host/bootstrap.js";
 import { type AssembledProgram, assembleProgram, completionMarkFor } from "../assemble.js";
 import {
   instrumentProgram,
   nodeHarnessFiles,
-  pythonLiteral,
   pythonValuesConfig,
   type ValuesOptions,
 } from "../runtime-values/instrument.js";
@@ -44,27 +48,6 @@ export interface PreparedProgram {
   isolation?: TestIsolation;
   /** The nonce of this run's runtime-values line, when values are recorded. */
   valuesNonce?: string;
-}
-
-/** Between the judge and the program in the judge's file; main.py's line compiles what is above it. */
-const PROGRAM_SEPARATOR = "\n#selfheal-program#\n";
-
-/**
- * main.py under process isolation: one line that runs the judge, which writes the program back over
- * main.py (so the program, its tracebacks and its `__file__` see the program alone) before it forks.
- * The judge's code comes compiled where the interpreter holds it already (`sys._selfheal_judge`, set
- * by a warm bootstrap or the benchmark's batch forker, for exactly this text), else compiled here.
- * A warm bootstrap's entry has a third item, the judge's namespace, run already and with the
- * program's process forked ahead (`_fork_ahead`): the line takes it, or discards its process when
- * the judge's text differs.
- */
-function judgeLine(values: Record<string, unknown> | null): string {
-  const judge = `__import__("os").path.join(__import__("os").path.dirname(__file__), "${PYTHON_JUDGE_FILE}")`;
-  const globals = `{"__name__": "selfheal_judge", "VALUES": ${pythonLiteral(values)}}`;
-  const cached = `__import__("sys").__dict__.pop("_selfheal_judge", None)`;
-  const ahead = `c is not None and len(c) > 2`;
-  const namespace = `(c[2] if ${ahead} and c[0] == t and c[2].update(g) is None else (${ahead} and c[2]["_discard_ahead"](), exec(c[1] if c is not None and c[0] == t else compile(t, p, "exec"), g), g)[2])`;
-  return `(lambda p, s, g, c, t: ${namespace}["_judge"](p, s))(${judge}, ${JSON.stringify(PROGRAM_SEPARATOR)}.encode(), ${globals}, ${cached}, open(${judge}, "rb").read().partition(${JSON.stringify(PROGRAM_SEPARATOR)}.encode())[0])\n`;
 }
 
 /**
@@ -127,8 +110,9 @@ function prepareIsolated(code: string, tests: string, options: PrepareOptions): 
     ...(options.helpers ? { helpers: options.helpers.source, omit: options.helpers.omit } : {}),
   });
   return {
-    code: judgeLine(values),
-    files: { [PYTHON_JUDGE_FILE]: `${PYTHON_JUDGE}${PROGRAM_SEPARATOR}${program}` },
+    // The same line for every run (a warm interpreter holds it compiled): what differs is in the file.
+    code: PYTHON_JUDGE_LINE,
+    files: { [PYTHON_JUDGE_FILE]: `${PYTHON_JUDGE}${PYTHON_JUDGE_SEPARATOR}${JSON.stringify(values)}\n${program}` },
     stdin,
     assembled: { source: program, programLines, totalLines, completionMark: completionMarkFor(nonce) },
     isolation: "process",

@@ -11,13 +11,13 @@ export const PYTHON_JUDGE_FILE = PYTHON_JUDGE_RUN_FILE;
  * parent, made non-dumpable first, reads the tests and the completion secret from stdin only after
  * the fork (so the program never holds them), runs the tests against proxies of the program's
  * names, compares what comes back as plain data decoded by its own code, and alone writes the
- * completion mark. `VALUES` (the runtime-values settings, or None) comes in the globals main.py's
- * line runs this text with; the program follows this text in the same file, after the separator line.
+ * completion mark. After this text in the same file, past the separator line, come `VALUES` (the
+ * runtime-values settings, or null) as a JSON line and then the program.
  */
 export const PYTHON_JUDGE = String.raw`import os, sys
 
 
-def _judge(harness_path, separator):
+def _judge(harness_path, settings_and_program):
     """
     Splits this run in two processes. The program process loads the program as __main__ and then
     serves the calls the tests make; the test process (this one, which main.py runs) reads the
@@ -25,10 +25,14 @@ def _judge(harness_path, separator):
     never holds them, and runs them against proxies of the program's names. Values cross as plain
     data of exact builtin types, decoded here by our own decoder; anything else stays a handle.
     """
+    import json
+
     main = sys.modules["__main__"]
     path = main.__file__
-    with open(harness_path, "rb") as handle:
-        program = handle.read().partition(separator)[2]
+    # What main.py's line read after the judge's text: this run's values settings, then the program.
+    settings, _, program = settings_and_program.partition(b"\n")
+    global VALUES
+    VALUES = json.loads(settings)
     # main.py becomes the program alone, as the program would find itself run on its own.
     try:
         with open(path, "wb") as handle:
@@ -41,7 +45,7 @@ def _judge(harness_path, separator):
     _not_dumpable()
     # Everything the test side needs is loaded before the program runs: a module it imported later
     # would come from a path the program may have written to.
-    import builtins, io, json, linecache, operator, select, signal, traceback, types
+    import builtins, io, linecache, operator, select, signal, traceback, types
 
     if _AHEAD:
         # Forked while the interpreter waited for its go (_fork_ahead): it takes the program now.
