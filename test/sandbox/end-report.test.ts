@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createSandbox, type ManagedSandbox } from "../../src/index.js";
+import { createSandbox, type ManagedSandbox, type RunRequest, type RunResult } from "../../src/index.js";
 import { type EndMarkScanner, endReportScanners } from "../../src/sandbox/run/end-report.js";
 import { collectRun, killProcessGroup } from "../../src/sandbox/run/run-child.js";
 import { bwrapMissing } from "../helpers/capabilities.js";
@@ -180,6 +180,77 @@ for (const [kind, missing] of backends) {
   });
 }
 
+for (const [kind, missing] of backends) {
+  describe.skipIf(missing !== null)(`the Node bootstrap's end report, ${kind} backend`, () => {
+    const sandbox = createSandbox({ kind, prewarm: ["javascript"] });
+    afterAll(() => sandbox.close());
+    /** A pre-warmed run: the bootstrap, which reports, runs only those. */
+    const warmRun = async (code: string, extra: Partial<RunRequest> = {}) => {
+      await sandbox.prewarm(["javascript"]);
+      return sandbox.run({ language: "javascript", code, ...extra });
+    };
+
+    it("gives the status the exit has, after every exit listener, with the output whole and no trace of the report", async () => {
+      const cases: [string, Partial<RunResult>][] = [
+        [
+          "console.log('to stdout'); console.error('to stderr'); process.exitCode = 3;",
+          { status: "error", exitCode: 3, stdout: "to stdout\n", stderr: "to stderr\n" },
+        ],
+        [
+          "process.on('exit', () => { console.log('bye'); process.exitCode = 7; }); console.log('hi');",
+          { status: "error", exitCode: 7, stdout: "hi\nbye\n", stderr: "" },
+        ],
+        ["setTimeout(() => process.exit(9), 5);", { status: "error", exitCode: 9, stdout: "", stderr: "" }],
+        // A listener that exits ends the process before the report: the run ends on the exit.
+        ["process.on('exit', () => process.exit(4));", { status: "error", exitCode: 4, stdout: "", stderr: "" }],
+        ["process.stdout.write('x'.repeat(60_000));", { status: "ok", exitCode: 0, stderr: "" }],
+        ["console.log('fine')", { status: "ok", exitCode: 0, stdout: "fine\n", stderr: "" }],
+      ];
+      for (const [code, expected] of cases) {
+        const result = await warmRun(code);
+        expect({
+          code,
+          ...result,
+          stdout: result.stdout.length > 1000 ? result.stdout.length : result.stdout,
+        }).toMatchObject({
+          code,
+          ...expected,
+          ...(expected.stdout === undefined ? { stdout: 60_000 } : {}),
+        });
+      }
+      // Node prints an uncaught error after the exit event: those runs end on the exit, text whole.
+      for (const code of ["throw new Error('boom')", "Promise.reject(new Error('boom'))"]) {
+        const thrown = await warmRun(code);
+        expect(thrown).toMatchObject({ status: "error", exitCode: 1, stdout: "" });
+        expect(thrown.stderr).toMatch(/Error: boom\n[^]*Node\.js v\d+/);
+        expect(thrown.stderr).not.toContain("selfheal-end");
+      }
+    });
+
+    it("never writes the report into a file the program put on stdout", async () => {
+      const code = [
+        "const fs = require('node:fs');",
+        "fs.mkdirSync('out', { recursive: true });",
+        "fs.closeSync(1);",
+        "fs.openSync('out/captured.txt', 'w');",
+        "fs.writeSync(1, 'into the file\\n');",
+      ].join("\n");
+      const into = scratchDir("node-end-report-artifacts");
+      const result = await warmRun(code, { collectArtifacts: { into, maxFiles: 5, maxBytes: 10_000 } });
+      expect(result).toMatchObject({ status: "ok", exitCode: 0, stdout: "" });
+      expect(readFileSync(join(into, "out", "captured.txt"), "utf8")).toBe("into the file\n");
+    });
+
+    it("keeps output that only looks like a report", async () => {
+      const lookalike = `\\x1eselfheal-end ${"0".repeat(32)} 000`;
+      const result = await warmRun(`console.log("${lookalike}"); console.error("${lookalike}"); process.exitCode = 2;`);
+      expect(result).toMatchObject({ status: "error", exitCode: 2 });
+      expect(result.stdout).toBe(`\x1eselfheal-end ${"0".repeat(32)} 000\n`);
+      expect(result.stderr).toBe(`\x1eselfheal-end ${"0".repeat(32)} 000\n`);
+    });
+  });
+}
+
 describe("the process backend's warm run", () => {
   const sandbox = createSandbox({ kind: "process", prewarm: ["python"] });
   afterAll(() => sandbox.close());
@@ -191,5 +262,19 @@ describe("the process backend's warm run", () => {
     // zombie at least) when a run ended on its report returns; after an exit it would be gone.
     expect(existsSync(`/proc/${Number(result.stdout)}`)).toBe(true);
     expect(result).toMatchObject({ status: "ok", exitCode: 0 });
+  });
+
+  it("returns on the Node bootstrap's report, before its process has gone", async () => {
+    const node = createSandbox({ kind: "process", prewarm: ["javascript"] });
+    try {
+      await node.prewarm(["javascript"]);
+      const result = await node.run({ language: "javascript", code: "console.log(process.pid)" });
+      // Without the report the run would end on the process's exit, which Node tells once it has
+      // reaped it; after the report the bootstrap waits to be killed.
+      expect(existsSync(`/proc/${Number(result.stdout)}`)).toBe(true);
+      expect(result).toMatchObject({ status: "ok", exitCode: 0 });
+    } finally {
+      await node.close();
+    }
   });
 });

@@ -417,7 +417,7 @@ export class BwrapLauncher implements Launcher {
     language: Language,
     warm: WarmStart,
   ): LaunchedProgram {
-    const endMark = endMarkFor(language);
+    const endMark = endMarkFor(language, usesBootstrap(language, warm !== false));
     const setup = warm ? null : watchSetup(child);
     if (!warm) sendGo({ child, ...endMark });
     const killAll = (): void => {

@@ -143,7 +143,7 @@ export class ProcessLauncher implements Launcher {
       detached: true,
       stdio: ["pipe", "pipe", "pipe", control ? "pipe" : "ignore"],
     });
-    const endMark = endMarkFor(language);
+    const endMark = endMarkFor(language, control);
     if (!warm) sendGo({ child, ...endMark });
     const killAll = (): void => killProcessGroup(child);
     return { child, killAll, ...endMark };

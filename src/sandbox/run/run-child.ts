@@ -63,8 +63,10 @@ export interface LaunchedProgram {
   exitCodeEncodesSignal?: boolean;
   /** Limits the backend holds for the whole process tree (a cgroup); absent where only rlimits hold. */
   runLimits?: RunWideLimits;
-  /** The mark the Python bootstrap ends its output with (end-report.ts), sent to it with "g". */
+  /** The mark the bootstrap ends its output with (end-report.ts), sent to it with "g". */
   endMark?: string;
+  /** Whether the bootstrap takes the program with the go (`takesProgramWithGo`): Python's does. */
+  takesProgramWithGo?: boolean;
   /**
    * Whether the run ended in the sandbox's own setup, before the program's first line, so that
    * starting it again runs nothing twice; absent where the backend cannot tell.
