@@ -85,6 +85,10 @@ if (child.pid === undefined) {
 }
 const pipe = child.stdio[3];
 pipe._handle.readStop();
+// Read with blocking calls while the tests wait on it: on a non-blocking one each wait spun, then
+// slept a millisecond at a time, for every answer the program was slow to give (its first ones).
+// The event loop takes it back, non-blocking, at the tests' end.
+pipe._handle.setBlocking(true);
 const fd = pipe._handle.fd;
 child.unref();
 pipe.unref();
@@ -545,6 +549,7 @@ process.on("beforeExit", () => {
       process.exit();
     }
   });
+  pipe._handle.setBlocking(false);
   pipe._handle.readStart();
 });
 
