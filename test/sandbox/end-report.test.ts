@@ -222,7 +222,7 @@ for (const [kind, missing] of backends) {
       for (const code of ["throw new Error('boom')", "Promise.reject(new Error('boom'))"]) {
         const thrown = await warmRun(code);
         expect(thrown).toMatchObject({ status: "error", exitCode: 1, stdout: "" });
-        expect(thrown.stderr).toMatch(/Error: boom\n[^]*Node\.js v\d+/);
+        expect(thrown.stderr).toMatch(/Error: boom\n[\s\S]*Node\.js v\d+/);
         expect(thrown.stderr).not.toContain("selfheal-end");
       }
     });
