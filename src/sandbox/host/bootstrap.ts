@@ -560,10 +560,27 @@ if (ahead !== null) {
     ahead.kill("SIGKILL");
     ahead.stdio[3].destroy();
     ahead.unref();
+    untilDead(ahead.pid);
   }
 }
 if (endMark !== null) reportEndAtExit(endMark);
 require("node:module").runMain();
+
+// Returns once the process is dead (a zombie, which the loop reaps on its first turns, or gone),
+// so that the program's first line finds no live process it did not start; 100 ms at most.
+function untilDead(pid) {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let tries = 0; tries < 400; tries++) {
+    let stat;
+    try {
+      stat = fs.readFileSync("/proc/" + pid + "/stat", "latin1");
+    } catch {
+      return;
+    }
+    if (/\\) [ZX] /.test(stat)) return;
+    Atomics.wait(pause, 0, 0, 0.25);
+  }
+}
 
 // After "g", the run's end mark (32 hex digits) and ".", where the host gives one (end-report.ts):
 // read in as few calls as it came in (each costs ~40 us right after a wait, here).
