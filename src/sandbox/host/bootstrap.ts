@@ -465,17 +465,24 @@ export const NODE_PROGRAM_AHEAD_FILE_NAME = "selfheal-program-ahead.cjs";
 /** Node's flags without the preloads it was started with, for a Node process a run starts (the program's). */
 export const NODE_WITHOUT_REQUIRES = `const withoutRequires = (flags) => flags.filter((flag, index) => !(flag === "--require" || flag === "-r" || flag.startsWith("--require=") || flags[index - 1] === "--require" || flags[index - 1] === "-r"));`;
 
-/** A byte read from a descriptor that may be non-blocking (\`fs\` in scope); null at its end or on an error. */
-const NODE_READ_BYTE = `function readByte(fd) {
-  const byte = Buffer.alloc(1);
+/**
+ * Reads from a descriptor that may be non-blocking (`fs` in scope), waiting where it has nothing yet:
+ * `readSome` what one read brings into `buffer` at `at` (0 at its end, null on an error),
+ * `readByte` one byte (null at its end or on an error).
+ */
+const NODE_READ_SYNC = `function readSome(fd, buffer, at, length) {
   for (;;) {
     try {
-      return fs.readSync(fd, byte, 0, 1, null) === 1 ? byte[0] : null;
+      return fs.readSync(fd, buffer, at, length, null);
     } catch (error) {
       if (error.code !== "EAGAIN") return null;
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
     }
   }
+}
+function readByte(fd) {
+  const byte = Buffer.alloc(1);
+  return readSome(fd, byte, 0, 1) === 1 ? byte[0] : null;
 }`;
 
 /**
@@ -488,7 +495,7 @@ export const NODE_PROGRAM_AHEAD = `"use strict";
 {
   const fs = require("node:fs");
   const path = require("node:path");
-  ${NODE_READ_BYTE}
+  ${NODE_READ_SYNC}
   for (const name of ${JSON.stringify(NODE_JUDGE_MODULES.program)}) require(name);
   let started = false;
   try {
@@ -514,7 +521,7 @@ void process.stdout;
 void process.stderr;
 require(path.join(__dirname, "selfheal-warmup.cjs"));
 ${NODE_WITHOUT_REQUIRES}
-${NODE_READ_BYTE}
+${NODE_READ_SYNC}
 // A judged run's program process, started while this interpreter waits for its go: its Node start
 // (~100 ms here) is off the run's clock. It waits in its preload (${NODE_PROGRAM_AHEAD_FILE_NAME})
 // for the judge's start and holds nothing of any run before it; any other run kills it first.
@@ -586,17 +593,9 @@ function untilDead(pid) {
 // read in as few calls as it came in (each costs ~40 us right after a wait, here).
 function readEndMark() {
   const mark = Buffer.alloc(33);
-  let length = 0;
-  while (length < mark.length) {
-    let read;
-    try {
-      read = fs.readSync(CONTROL_FD, mark, length, mark.length - length, null);
-    } catch (error) {
-      if (error.code !== "EAGAIN") return null;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
-      continue;
-    }
-    if (read === 0) return null;
+  for (let length = 0; length < mark.length; ) {
+    const read = readSome(CONTROL_FD, mark, length, mark.length - length);
+    if (!read) return null;
     length += read;
   }
   const text = mark.toString("latin1");
