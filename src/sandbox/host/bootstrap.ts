@@ -485,10 +485,15 @@ function readByte(fd) {
   return readSome(fd, byte, 0, 1) === 1 ? byte[0] : null;
 }`;
 
+/** Where the program side (node-program.ts) finds, in a process started ahead, the wait for its main.js. */
+export const NODE_WAIT_FOR_MAIN_KEY = "selfheal.wait-for-main";
+
 /**
  * Preloaded into a judged run's program process started ahead (the bootstrap's NODE_AHEAD_ARGUMENT):
- * says it waits ("w" on its channel, fd 3), waits for the judge's start ("s"), then loads the
- * run's own program side from the work dir, as \`node --require\` would have, before main.js.
+ * says it waits ("w" on its channel, fd 3), waits for its start ("s", which the bootstrap sends at
+ * a judged run's go), then loads the run's own program side from the work dir, as \`node --require\`
+ * would have, while the judge loads in the other process. The program side waits, before its channel
+ * is opened, for the judge to say main.js is the program ("m"); main.js runs after the preload.
  * Anything else on the channel, or its end, ends the process before any of the run's code.
  */
 export const NODE_PROGRAM_AHEAD = `"use strict";
@@ -503,7 +508,17 @@ export const NODE_PROGRAM_AHEAD = `"use strict";
     started = readByte(3) === 0x73;
   } catch {}
   if (!started) process.reallyExit(0);
+  const key = Symbol.for("${NODE_WAIT_FOR_MAIN_KEY}");
+  Object.defineProperty(globalThis, key, {
+    configurable: true,
+    value: () => {
+      delete globalThis[key];
+      if (readByte(3) !== 0x6d) process.reallyExit(0);
+    },
+  });
   require(path.join(process.cwd(), "${NODE_PROGRAM_SIDE_RUN_FILE}"));
+  // A program side that did not wait (not this build's) ends the process before main.js.
+  if (key in globalThis) process.reallyExit(0);
 }
 `;
 
@@ -561,7 +576,14 @@ if (ahead !== null) {
     judged = head.subarray(0, fs.readSync(fd, head, 0, 400, 0)).includes("${NODE_JUDGE_RUN_FILE}");
     fs.closeSync(fd);
   } catch {}
+  let started = false;
   if (judged) {
+    // It loads its program side now, beside this process's loading of the judge (~5 ms each).
+    try {
+      started = fs.writeSync(ahead.stdio[3]._handle.fd, "s") === 1;
+    } catch {}
+  }
+  if (started) {
     Object.defineProperty(globalThis, Symbol.for("${NODE_AHEAD_KEY}"), { value: ahead, configurable: true });
   } else {
     ahead.kill("SIGKILL");

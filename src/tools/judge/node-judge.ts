@@ -57,6 +57,8 @@ ${NODE_WITHOUT_REQUIRES}
 const judgeNode = process.env.${JUDGE_NODE_VARIABLE};
 delete process.env.${JUDGE_NODE_VARIABLE};
 if (judgeNode && judgeNode !== process.execPath && fs.existsSync(judgeNode)) {
+  // A program process started ahead is not this test process's to take.
+  globalThis[Symbol.for("${NODE_AHEAD_KEY}")]?.kill("SIGKILL");
   const judge = childProcess.spawn(judgeNode, [...withoutRequires(process.execArgv), __filename, ...process.argv.slice(2)], { stdio: "inherit" });
   judge.on("error", (error) => {
     fs.writeSync(2, "selfheal: the judge could not start its test process: " + error.message + "\n");
@@ -102,8 +104,9 @@ const assembledLines = (programText + "\n".repeat(Math.max(0, firstLine - 1 - pr
 Object.defineProperty(globalThis, Symbol.for("selfheal.source"), { value: assembledLines.join("\n") });
 
 /**
- * The program's process: the one a pool's bootstrap started ahead, told to go on (it waits in its
- * preload for "s"), else one started now with the program side preloaded.
+ * The program's process: the one a pool's bootstrap started ahead, which has loaded its program
+ * side since the go and waits there for main.js to be the program ("m"), else one started now with
+ * the program side preloaded.
  */
 function programProcess() {
   const key = Symbol.for("${NODE_AHEAD_KEY}");
@@ -111,7 +114,7 @@ function programProcess() {
   if (ahead !== undefined) {
     delete globalThis[key];
     try {
-      fs.writeSync(ahead.stdio[3]._handle.fd, "s");
+      fs.writeSync(ahead.stdio[3]._handle.fd, "m");
       return ahead;
     } catch {
       ahead.kill("SIGKILL");

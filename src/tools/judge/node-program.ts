@@ -1,3 +1,4 @@
+import { NODE_WAIT_FOR_MAIN_KEY } from "../../sandbox/host/bootstrap.js";
 import { NODE_CHANNEL } from "./node-channel.js";
 
 /**
@@ -306,6 +307,10 @@ const channel = makeChannel(FD, (request) => {
   // A callback the program made into the tests is answered in turn; an async answer there cannot wait.
   return answer instanceof Promise ? ["e", { name: "Error", message: "an async call inside a callback", stack: "" }] : answer;
 });
+// Started ahead (bootstrap.ts), this side was loaded while the judge loaded: main.js is the program
+// once the judge says so, read before the socket below makes the channel non-blocking.
+const waitForMain = globalThis[Symbol.for("${NODE_WAIT_FOR_MAIN_KEY}")];
+if (typeof waitForMain === "function") waitForMain();
 const socket = new net.Socket({ fd: FD, readable: true, writable: false });
 let queue = Promise.resolve();
 /** Queues every whole request the channel holds, in order, each answered when its turn comes. */
