@@ -539,6 +539,28 @@ describe("the egress proxy ending a tunnel's TLS (tls: terminate)", () => {
     expect(servers.seen.slice(before).map((headers) => headers.authorization)).toEqual(["Bearer token-1"]);
   });
 
+  it("records why a tunnel's TLS handshake failed, and no reason for one that succeeded", async () => {
+    const { ca, port, proxy, address } = await terminatingProxy();
+    // Plain text where the ClientHello should be: the proxy's end of the handshake fails.
+    const broken = connect(address.port, "127.0.0.1");
+    broken.write(`CONNECT secure.test:${port} HTTP/1.1\r\nHost: secure.test:${port}\r\n\r\n`);
+    await once(broken, "data");
+    broken.write("GET / HTTP/1.1\r\nHost: secure.test\r\n\r\n");
+    broken.resume();
+    await once(broken, "close");
+    const tunnel = connect(address.port, "127.0.0.1");
+    tunnel.write(`CONNECT secure.test:${port} HTTP/1.1\r\nHost: secure.test:${port}\r\n\r\n`);
+    await once(tunnel, "data");
+    const secure = tlsConnect({ socket: tunnel, servername: "secure.test", ca: ca.certificate });
+    await once(secure, "secureConnect");
+    secure.end();
+    await once(secure, "close");
+    expect(proxy.connections().map(({ reason }) => reason)).toEqual([
+      expect.stringMatching(/^the TLS handshake with the proxy failed: \S+/),
+      undefined,
+    ]);
+  });
+
   it("keeps the program's TLS connection open for its next request, and leaves its close to the program", async () => {
     // A proxy that closed the connection after each answer met the program's own close_notify on
     // a closed socket: the reset could reach Node's client before it had read the answer.

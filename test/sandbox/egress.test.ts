@@ -170,7 +170,8 @@ for (const backend of BACKENDS) {
               },
             ],
           });
-          expect(result.status, result.stderr).toBe("ok");
+          // On a failure, what the proxy saw of each connection (a TLS handshake's failure has its reason).
+          expect(result.status, `${result.stderr}\n${JSON.stringify(result.egress?.connections)}`).toBe("ok");
           expect(result.stdout).toBe(`${TEST_CSV}${TEST_CSV}403\n`);
           expect(servers.seen.slice(before).map((headers) => headers.authorization ?? null)).toEqual([
             null,

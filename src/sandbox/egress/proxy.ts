@@ -289,7 +289,15 @@ class AllowlistProxy implements EgressProxy {
       secureContext: createSecureContext(tls.issue(record.host)),
     });
     this.track(secure);
-    secure.on("error", () => secure.destroy());
+    let established = false;
+    secure.once("secure", () => {
+      established = true;
+    });
+    secure.on("error", (error) => {
+      // The program sees only a closed socket: why its handshake failed is told in the record.
+      if (!established) record.reason ??= `the TLS handshake with the proxy failed: ${errorCode(error)}`;
+      secure.destroy();
+    });
     this.tunnels.set(secure, tunnel);
     this.decrypted.emit("connection", secure);
   }
