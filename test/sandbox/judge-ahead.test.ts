@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_LIMITS } from "../../src/core/limits.js";
 import { createSandbox, type Language, type ManagedSandbox } from "../../src/index.js";
-import { PYTHON_JUDGE_LINE, PYTHON_JUDGE_SEPARATOR } from "../../src/sandbox/host/bootstrap.js";
+import { NODE_JUDGE_RUN_FILE, PYTHON_JUDGE_LINE, PYTHON_JUDGE_SEPARATOR } from "../../src/sandbox/host/bootstrap.js";
 import { pythonBootstrapSettings } from "../../src/sandbox/host/command.js";
 import { settleCompletion } from "../../src/tools/assemble.js";
 import { prepareProgram } from "../../src/tools/judge/prepare.js";
@@ -255,6 +255,28 @@ for (const kind of ["process", "bwrap"] as const) {
         const alone = outcome(await judged(cold, NODE_PASSING, "javascript"));
         for (let run = 0; run < 4; run++)
           expect(outcome(await judged(warm, NODE_PASSING, "javascript"))).toEqual(alone);
+      });
+
+      it("runs the run's own judge file where its text is not the judge compiled ahead", async () => {
+        // The pool's interpreter compiles the judge of this build while it waits; main.js's line
+        // takes that code only for a judge file of the same text. (Without that check this case
+        // fails: the compiled code, not the file, runs in a warm run.)
+        await judged(warm, NODE_PASSING, "javascript");
+        await warm.prewarm(["javascript"]);
+        const prepared = prepareProgram(NODE_PROGRAM, NODE_PASSING, "javascript");
+        const own = `process.stdout.write("the run's own judge\\n");\n${prepared.files?.[NODE_JUDGE_RUN_FILE]}`;
+        const result = settleCompletion(
+          await warm.run({
+            language: "javascript",
+            code: prepared.code,
+            files: { ...prepared.files, [NODE_JUDGE_RUN_FILE]: own },
+            ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
+            timeoutMs: 30_000,
+          }),
+          prepared.assembled,
+        );
+        expect(result.stdout).toMatch(/^the run's own judge\nargv \["main\.js"\]\n/);
+        expect(result.testsCompleted).toBe(true);
       });
 
       it("leaves no live process to a run that is not judged", async () => {

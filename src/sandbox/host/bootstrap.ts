@@ -485,6 +485,15 @@ function readByte(fd) {
   return readSome(fd, byte, 0, 1) === 1 ? byte[0] : null;
 }`;
 
+/**
+ * The JavaScript judge's code in the support dir (node-judge.ts puts it there with
+ * `provideSupportFile`), which a pool's interpreter that starts a program process ahead compiles
+ * while it waits, under the name the judge's file has beside main.js.
+ */
+export const NODE_JUDGE_SUPPORT_FILE = "selfheal-judge.cjs";
+/** Where main.js's line of a judged JavaScript run finds the judge compiled ahead (see NODE_JUDGE_SUPPORT_FILE). */
+export const NODE_JUDGE_AHEAD_KEY = "selfheal.judge-ahead";
+
 /** Where the program side (node-program.ts) finds, in a process started ahead, the wait for its main.js. */
 export const NODE_WAIT_FOR_MAIN_KEY = "selfheal.wait-for-main";
 
@@ -541,6 +550,7 @@ ${NODE_READ_SYNC}
 // (~100 ms here) is off the run's clock. It waits in its preload (${NODE_PROGRAM_AHEAD_FILE_NAME})
 // for the judge's start and holds nothing of any run before it; any other run kills it first.
 let ahead = null;
+let judgeAhead = null;
 if (process.argv[2] === "${NODE_AHEAD_ARGUMENT}") {
   process.argv.splice(2, 1);
   try {
@@ -558,6 +568,7 @@ if (process.argv[2] === "${NODE_AHEAD_ARGUMENT}") {
     if (ahead !== null) ahead.kill("SIGKILL");
     ahead = null;
   }
+  judgeAhead = compileJudgeAhead();
 }
 try {
   fs.writeSync(CONTROL_FD, "r");
@@ -585,7 +596,9 @@ if (ahead !== null) {
   }
   if (started) {
     Object.defineProperty(globalThis, Symbol.for("${NODE_AHEAD_KEY}"), { value: ahead, configurable: true });
+    if (judgeAhead !== null) Object.defineProperty(globalThis, Symbol.for("${NODE_JUDGE_AHEAD_KEY}"), { value: loadJudgeAhead, configurable: true });
   } else {
+    judgeAhead = null;
     ahead.kill("SIGKILL");
     ahead.stdio[3].destroy();
     ahead.unref();
@@ -594,6 +607,40 @@ if (ahead !== null) {
 }
 if (endMark !== null) reportEndAtExit(endMark);
 require("node:module").runMain();
+
+// The judge's code from the support dir, compiled as the CommonJS loader would compile the judge's
+// file beside main.js (~1.5-3 ms here), or null where there is none yet.
+function compileJudgeAhead() {
+  try {
+    const file = path.resolve("${NODE_JUDGE_RUN_FILE}");
+    const text = fs.readFileSync(path.join(__dirname, "${NODE_JUDGE_SUPPORT_FILE}"), "utf8");
+    const compiled = require("node:vm").compileFunction(text, ["exports", "require", "module", "__filename", "__dirname"], { filename: file });
+    return { file, text, compiled };
+  } catch {
+    return null;
+  }
+}
+
+// What main.js's line calls instead of require(file) where the judge was compiled ahead: the same
+// module, run from the compiled code where the run's judge file holds the same text, else required.
+function loadJudgeAhead(file) {
+  delete globalThis[Symbol.for("${NODE_JUDGE_AHEAD_KEY}")];
+  const { text, compiled } = judgeAhead;
+  judgeAhead = null;
+  let found = null;
+  try {
+    found = fs.readFileSync(file, "utf8");
+  } catch {}
+  if (file !== path.resolve("${NODE_JUDGE_RUN_FILE}") || found !== text) return require(file);
+  const Module = require("node:module");
+  const module = new Module(file, require.main);
+  module.filename = file;
+  module.paths = Module._nodeModulePaths(path.dirname(file));
+  Module._cache[file] = module;
+  compiled.call(module.exports, module.exports, Module.createRequire(file), module, file, path.dirname(file));
+  module.loaded = true;
+  return module.exports;
+}
 
 // Returns once the process is dead (a zombie, which the loop reaps on its first turns, or gone),
 // so that the program's first line finds no live process it did not start; 100 ms at most.

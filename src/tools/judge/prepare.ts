@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { Language, TestIsolation } from "../../core/run-result.js";
 import {
+  NODE_JUDGE_AHEAD_KEY,
+  NODE_JUDGE_SUPPORT_FILE,
   PYTHON_JUDGE_LINE,
   PYTHON_JUDGE_SEPARATOR,
   PYTHON_JUDGE_SUPPORT_FILE,
@@ -120,14 +122,19 @@ function prepareIsolated(code: string, tests: string, options: PrepareOptions): 
   };
 }
 
-/** main.js under process isolation for JavaScript: one line that starts the judge (node-judge.ts). */
-const NODE_JUDGE_LINE = `require(require("node:path").join(__dirname, "${NODE_JUDGE_FILES.judge}"));\n`;
+/**
+ * main.js under process isolation for JavaScript: one line that starts the judge (node-judge.ts),
+ * from the code a pool's interpreter compiled ahead where it did (bootstrap.ts), else required.
+ */
+const NODE_JUDGE_LINE = `(globalThis[Symbol.for("${NODE_JUDGE_AHEAD_KEY}")] || require)(require("node:path").join(__dirname, "${NODE_JUDGE_FILES.judge}"));\n`;
 
 /**
  * JavaScript tests in a process of their own: the test side (NODE_JUDGE) starts the program with
  * the program side preloaded (NODE_PROGRAM_SIDE) and runs the tests against its names.
  */
 function prepareIsolatedNode(code: string, tests: string, options: PrepareOptions): PreparedProgram {
+  // For the interpreters warmed from now on, which compile it while they wait.
+  provideSupportFile(NODE_JUDGE_SUPPORT_FILE, NODE_JUDGE);
   const { program, programLines, testText, firstLine, totalLines, nonce } = isolatedLayout(code, tests);
   const valuesNonce = options.values ? randomBytes(8).toString("hex") : undefined;
   return {
