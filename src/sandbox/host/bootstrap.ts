@@ -548,7 +548,7 @@ ${NODE_WITHOUT_REQUIRES}
 ${NODE_READ_SYNC}
 // A judged run's program process, started while this interpreter waits for its go: its Node start
 // (~100 ms here) is off the run's clock. It waits in its preload (${NODE_PROGRAM_AHEAD_FILE_NAME})
-// for the judge's start and holds nothing of any run before it; any other run kills it first.
+// for its start at a judged run's go and holds nothing of any run before it; any other run kills it first.
 let ahead = null;
 let judgeAhead = null;
 if (process.argv[2] === "${NODE_AHEAD_ARGUMENT}") {
@@ -625,13 +625,13 @@ function compileJudgeAhead() {
 // module, run from the compiled code where the run's judge file holds the same text, else required.
 function loadJudgeAhead(file) {
   delete globalThis[Symbol.for("${NODE_JUDGE_AHEAD_KEY}")];
-  const { text, compiled } = judgeAhead;
+  const { file: compiledAs, text, compiled } = judgeAhead;
   judgeAhead = null;
   let found = null;
   try {
     found = fs.readFileSync(file, "utf8");
   } catch {}
-  if (file !== path.resolve("${NODE_JUDGE_RUN_FILE}") || found !== text) return require(file);
+  if (file !== compiledAs || found !== text) return require(file);
   const Module = require("node:module");
   const module = new Module(file, require.main);
   module.filename = file;
