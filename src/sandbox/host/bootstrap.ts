@@ -568,7 +568,8 @@ if (process.argv[2] === "${NODE_AHEAD_ARGUMENT}") {
     if (ahead !== null) ahead.kill("SIGKILL");
     ahead = null;
   }
-  judgeAhead = compileJudgeAhead();
+  // Taken only with the program process started ahead (see the go below): without it, not compiled.
+  if (ahead !== null) judgeAhead = compileJudgeAhead();
 }
 try {
   fs.writeSync(CONTROL_FD, "r");
