@@ -1,4 +1,5 @@
 import { PYTHON_JUDGE, PYTHON_JUDGE_FILE, pythonRunMainSource, type Sandbox } from "../internal.js";
+import { PYTHON_JUDGE_LINE, PYTHON_JUDGE_SEPARATOR } from "../sandbox/host/bootstrap.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /**
@@ -29,6 +30,17 @@ import { mapWithConcurrency } from "./pool.js";
  *   size, inode, mtime, ctime; IPC keys, ids, modes and sizes) before the first program and after
  *   each, once the program's own directory is removed; a change, or a directory that cannot be
  *   removed, stops the batch.
+ * - Judged programs (their tests in a process of their own, prepare.ts): the forker forks the
+ *   program's process, which the judge's program side runs as a run alone's does; its tests run in
+ *   the batch's one test process, a copy of the harness made before any program or test was read,
+ *   which judges each program in turn as a run alone's test process does (the judge's
+ *   _test_process) and then answers the run's exit status. It never runs a program's code, and it
+ *   gets each program's tests only when that program starts; what the tests leave in it that a
+ *   run alone would not carry on (a thread still running, an exit function, a changed recursion
+ *   limit, directory or environment) stops the batch. What tests change in a module they imported
+ *   stays for the next program's tests (the datasets' tests change none; bench:judge compares
+ *   every verdict with the programs judged alone). A program costs one fork, as with the tests
+ *   appended, instead of two forks, a second process's page copies and its exit.
  * Neither a program that stopped the batch nor one after it has an answer here: the caller runs
  * those alone. Every program with an answer started from the state a run alone starts from, and
  * nothing another program did could reach it. What the batch cannot share is a run's limits for
@@ -73,7 +85,10 @@ MARK = "\x1eselfheal-batch"
 plan = open("batch/plan.txt").read().split("\n")
 max_bytes = int(plan[0])
 private_ipc = plan[2] == "1"
-timeouts = [int(line) for line in plan[3:] if line]
+# Each program's time limit, and "judged" for one whose tests run in the batch's test process.
+limits = [line.split(" ") for line in plan[3:] if line]
+timeouts = [int(fields[0]) for fields in limits]
+judged = [fields[1:] == ["judged"] for fields in limits]
 # The bootstrap's end report is for the host; the harness sees each program's end by its exit.
 end_report = None
 top = os.getcwd()
@@ -134,17 +149,17 @@ def read_programs():
                 files[name] = source.read()
             os.remove(os.path.join(folder, name))
         os.rmdir(folder)
-        programs.append((files, files.pop(".stdin", None)))
+        programs.append((files, files.pop(".stdin", None), files.pop(".judged", None)))
     return programs
 
 
-def enter_child(out_w, err_w, in_r):
+def enter_child(out_w, err_w, in_r, keep=()):
     os.setpgid(0, 0)
     os.dup2(in_r, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
     for fd in os.listdir("/proc/self/fd"):
-        if int(fd) > 2:
+        if int(fd) > 2 and int(fd) not in keep:
             try:
                 os.close(int(fd))
             except OSError:
@@ -156,6 +171,28 @@ class ForkerGone(Exception):
     pass
 
 
+class TesterGone(Exception):
+    pass
+
+
+def unlinked_file(content):
+    """A descriptor of a file holding content that no path names any more."""
+    path = os.path.join(own_dir, ".handoff")
+    with open(path, "wb") as handle:
+        handle.write(content)
+    fd = os.open(path, os.O_RDONLY)
+    os.unlink(path)
+    return fd
+
+
+def read_whole(fd):
+    """What a file holds, read at its start (two processes may hold the same descriptor), then closed."""
+    try:
+        return os.pread(fd, os.fstat(fd).st_size, 0)
+    finally:
+        os.close(fd)
+
+
 def from_forker():
     message = forker.recv(64)
     if not message:
@@ -164,16 +201,24 @@ def from_forker():
     return [int(field) for field in message.split()]
 
 
-def collect(index, timeout_ms, started, out_r, err_r):
+def collect(index, timeout_ms, started, out_r, err_r, handoff):
+    """
+    How the program ended. handoff: a judged program's descriptors for the test process, which gets
+    them with the program process's pid; its verdict then ends the program with that process's end.
+    """
     kept = {out_r: bytearray(), err_r: bytearray()}
     truncated = False
     for fd in kept:
         os.set_blocking(fd, False)
     deadline = started + timeout_ms / 1000
-    open_fds = [out_r, err_r, forker]
+    open_fds = [out_r, err_r, forker] + ([tester] if handoff else [])
     pid = None
     ended = None
     timed_out = False
+    # The test process's answer (its exit status and whether it is still as it was before the
+    # program), and whether it waits for the program process's wait status, which the forker has.
+    verdict = None if handoff else ()
+    status_asked = False
 
     def drain(fd):
         nonlocal truncated
@@ -192,19 +237,42 @@ def collect(index, timeout_ms, started, out_r, err_r):
     # The forker says the program's pid, then, once it has reaped it, its wait status and whether
     # it left a process behind. The pipes may stay open after the exit (a process it left behind),
     # so that word, not their end, ends the wait.
-    while ended is None:
+    while ended is None or verdict is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             timed_out = True
             break
         for fd in select.select(open_fds, [], [], remaining)[0]:
-            if fd != forker:
+            if fd == tester:
+                message = tester.recv(64)
+                if not message:
+                    raise TesterGone()
+                if message == b"status":
+                    status_asked = True
+                else:
+                    verdict = [int(field) for field in message.split()[1:]]
+            elif fd != forker:
                 if not drain(fd):
                     open_fds.remove(fd)
             elif pid is None:
                 (pid,) = from_forker()
+                if handoff:
+                    socket.send_fds(tester, [b"%d" % pid], handoff)
+                    for handed in handoff:
+                        os.close(handed)
             else:
                 ended = from_forker()
+                open_fds.remove(forker)
+        if status_asked and ended is not None:
+            tester.send(b"%d" % ended[0])
+            status_asked = False
+    if handoff and verdict is None:
+        # The tests outlived the program's time (or their own loop did): the test process goes, and
+        # with it the batch; what is left runs alone.
+        os.kill(tester_pid, signal.SIGKILL)
+        if pid is not None:
+            os.killpg(pid, signal.SIGKILL)
+        raise TesterGone()
     if ended is None:
         if pid is None:
             (pid,) = from_forker()
@@ -220,6 +288,12 @@ def collect(index, timeout_ms, started, out_r, err_r):
         os.close(fd)
     duration = (time.monotonic() - started) * 1000
     exit_code = os.waitstatus_to_exitcode(status)
+    if handoff:
+        # A judged run's exit status is its test process's; one no longer as it was before this
+        # program cannot judge the next: this program and the rest run alone.
+        exit_code, clean = verdict
+        if not clean:
+            raise TesterGone()
     report(
         "done", index,
         exit_code if exit_code >= 0 else "-", -exit_code if exit_code < 0 else "-",
@@ -258,6 +332,32 @@ try:
     sys._selfheal_judge = (judge_text, compile(judge_text, os.path.join(own_dir, "${PYTHON_JUDGE_FILE}"), "exec", dont_inherit=True))
 except OSError:
     pass
+# The judge run already, for judged programs: each one's program process is forked by the forker
+# and its tests run in one test process for the whole batch, forked below, so a program costs one
+# fork, as with the tests appended, instead of two and a process's page copies and exit.
+judge_namespace = None
+if any(judged) and getattr(sys, "_selfheal_judge", None) is not None:
+    try:
+        judge_namespace = {"__name__": "selfheal_judge", "VALUES": None}
+        exec(sys._selfheal_judge[1], judge_namespace)
+    except BaseException:
+        judge_namespace = None
+if any(judged) and judge_namespace is None:
+    report("unavailable", "the judge did not load")
+    sys.exit(0)
+
+
+def serve_program(source_fd, read_fd, write_fd):
+    """A judged program's process: the judge's program side, as a run alone's fork of its test process runs it."""
+    settings, _, program = read_whole(source_fd).partition(b"\n")
+    judge_namespace["VALUES"] = json.loads(settings)
+    # A run alone reaches the judge's program side through main.py's frame, its line's lambda and
+    # the judge's _judge, from the bootstrap's top level, which is not this child's: three levels
+    # fewer here gives the same headroom (a test pins it).
+    sys.setrecursionlimit(sys.getrecursionlimit() - 3)
+    judge_namespace["_program_process"](os.path.join(own_dir, "main.py"), program, read_fd, write_fd)
+
+
 # The forker: a copy of the harness, made before any program ran, that forks each program and
 # reaps it, and does nothing else. Every page a process writes after it forked is a copy-on-write
 # fault (~45 µs on a VM); the harness's own work between programs (output, reports, fingerprints)
@@ -272,30 +372,138 @@ if forker_pid == 0:
     # one that left its process group) becomes the forker's child, which it then finds.
     become_subreaper()
     while True:
-        message, fds, _, _ = socket.recv_fds(forker_end, 16, 3)
+        message, fds, _, _ = socket.recv_fds(forker_end, 16, 6)
         if not message:
             os._exit(0)
-        out_w, err_w, in_r = fds
+        out_w, err_w, in_r = fds[:3]
+        # A judged program's: its values settings and code, and its ends of the channel to the tests.
+        serves = fds[3:]
         pid = os.fork()
         if pid == 0:
             try:
-                enter_child(out_w, err_w, in_r)
+                enter_child(out_w, err_w, in_r, serves)
                 # Two levels deeper than the bootstrap's own top level (this module's frame and the
                 # exec that entered it): the same recursion headroom as a run alone (a test pins it).
                 sys.setrecursionlimit(sys.getrecursionlimit() + 2)
             except BaseException:
                 os._exit(1)
+            if serves:
+                try:
+                    serve_program(*serves)
+                except BaseException:
+                    pass
+                os._exit(1)
             # The sandbox bootstrap's own lines that run main.py and exit, at the top level as there.
 __RUN_MAIN__
             os._exit(1)
-        os.close(out_w)
-        os.close(err_w)
-        os.close(in_r)
+        for fd in fds:
+            os.close(fd)
         forker_end.send(b"%d" % pid)
         status = os.waitpid(pid, 0)[1]
         forker_end.send(b"%d %d" % (status, left_behind()))
 forker_end.close()
-# Read only now, so that the forker, and every program forked from it, never held them.
+
+
+def judge_in_turn(channel):
+    """
+    The batch's test process: a copy of the harness made before any program was read, which runs
+    each judged program's tests as a run alone's test process does (the judge's _test_process)
+    against that program's process, then answers its exit status and whether it is left as it was
+    before (no thread still running, no function registered to run at exit; its recursion limit,
+    directory and environment unchanged). What the tests change in a module
+    stays for the next program's tests: the datasets' tests change none (bench:judge compares every
+    verdict with the programs judged alone).
+    """
+    import atexit, builtins, linecache, traceback
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    path = os.path.join(own_dir, "main.py")
+    main_module, stdout, stderr = sys.modules["__main__"], sys.stdout, sys.stderr
+    limit = sys.getrecursionlimit()
+    exit_functions = atexit._ncallbacks()
+    environment = dict(os.environ)
+
+    def program_status(pid):
+        channel.send(b"status")
+        reply = channel.recv(64)
+        if not reply:
+            os._exit(0)
+        return int(reply)
+
+    judge_namespace["_PROGRAM_STATUS"] = program_status
+    while True:
+        message, fds, _, _ = socket.recv_fds(channel, 64, 6)
+        if not message:
+            os._exit(0)
+        out_w, err_w, tests_fd, source_fd, read_fd, write_fd = fds
+        payload = read_whole(tests_fd)
+        settings, _, program = read_whole(source_fd).partition(b"\n")
+        judge_namespace["VALUES"] = json.loads(settings)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.close(out_w)
+        os.close(err_w)
+        if "random" in sys.modules:
+            # As in a run alone, which a fork reseeds.
+            sys.modules["random"].seed()
+        clean = True
+        try:
+            judge_namespace["_test_process"](path, program, int(message), read_fd, write_fd, payload)
+            status = 0
+        except SystemExit as request:
+            # As a run's end takes it; a status os._exit would refuse is left to a run alone.
+            status = judge_namespace["_exit_status"](request)
+            clean = -(2**31) <= status < 2**31
+        except BaseException:
+            traceback.print_exc()
+            status, clean = 1, False
+        threading = sys.modules.get("threading")
+        if threading is not None and threading.active_count() > 1:
+            clean = False
+        if atexit._ncallbacks() != exit_functions:
+            # A run alone would run what the tests registered at its end; here it would run at the
+            # batch's, after every program: such a program is judged alone.
+            clean = False
+        for stream in (sys.stdout, sys.stderr, stdout, stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        sys.__dict__.pop("_selfheal_program_process", None)
+        builtins.__dict__.pop("@selfheal", None)
+        for fd in (read_fd, write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        sys.modules["__main__"], sys.stdout, sys.stderr = main_module, stdout, stderr
+        linecache.cache.pop(path, None)
+        if sys.getrecursionlimit() != limit or os.getcwd() != top or os.environ != environment:
+            clean = False
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        channel.send(b"done %d %d" % (status & 0xFF, clean))
+
+
+tester = tester_pid = None
+if any(judged):
+    tester, tester_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    tester_pid = os.fork()
+    if tester_pid == 0:
+        tester.close()
+        forker.close()
+        try:
+            judge_in_turn(tester_end)
+        finally:
+            os._exit(0)
+    tester_end.close()
+# Read only now, so that the forker, the test process, and every program forked, never held them.
 sources = read_programs()
 before = fingerprint()
 if before is None:
@@ -303,7 +511,7 @@ if before is None:
     sys.exit(0)
 for index, timeout_ms in enumerate(timeouts):
     os.mkdir(own_dir)
-    files, stdin = sources[index]
+    files, stdin, source = sources[index]
     for name, content in files.items():
         with open(os.path.join(own_dir, name), "wb") as code:
             code.write(content)
@@ -318,15 +526,31 @@ for index, timeout_ms in enumerate(timeouts):
     sources[index] = None
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    handoff = None
     started = time.monotonic()
-    socket.send_fds(forker, [b"go"], [out_w, err_w, in_r])
-    os.close(out_w)
-    os.close(err_w)
-    os.close(in_r)
+    if source is None:
+        socket.send_fds(forker, [b"go"], [out_w, err_w, in_r])
+        os.close(out_w)
+        os.close(err_w)
+        os.close(in_r)
+    else:
+        # The program process gets its code and its ends of the channel; the test process, once the
+        # forker said the pid, the tests (in_r), the code and the other ends.
+        source_fd = unlinked_file(source)
+        to_program, from_tests = os.pipe()
+        to_tests, from_program = os.pipe()
+        program_in = os.open(os.devnull, os.O_RDONLY)
+        socket.send_fds(forker, [b"go"], [out_w, err_w, program_in, source_fd, to_program, from_program])
+        for fd in (program_in, to_program, from_program):
+            os.close(fd)
+        handoff = [out_w, err_w, in_r, source_fd, to_tests, from_tests]
     try:
-        left = collect(index, timeout_ms, started, out_r, err_r)
+        left = collect(index, timeout_ms, started, out_r, err_r, handoff)
     except ForkerGone:
         report("stopped", index, "the process that forks the programs is gone")
+        break
+    except TesterGone:
+        report("stopped", index, "the test process is gone, or no longer as it was before the program")
         break
     if left:
         report("stopped", index, "a process outlived its program")
@@ -341,6 +565,9 @@ for index, timeout_ms in enumerate(timeouts):
         break
 forker.close()
 os.waitpid(forker_pid, 0)
+if tester is not None:
+    tester.close()
+    os.waitpid(tester_pid, 0)
 `;
 
 /**
@@ -354,6 +581,18 @@ function runMainPart(): string {
     .split("\n")
     .map((line) => (line === "" ? "" : `            ${line}`))
     .join("\n");
+}
+
+/**
+ * A program prepared for the judge with its tests in a process of their own (prepare.ts): what follows
+ * the separator in its judge's file (the values settings' line, then the program), and the program.
+ */
+function judgedParts(program: BatchProgram): { source: string; program: string } | null {
+  const head = `${PYTHON_JUDGE}${PYTHON_JUDGE_SEPARATOR}`;
+  const file = program.files?.[PYTHON_JUDGE_FILE];
+  if (program.code !== PYTHON_JUDGE_LINE || file === undefined || !file.startsWith(head)) return null;
+  const source = file.slice(head.length);
+  return { source, program: source.slice(source.indexOf("\n") + 1) };
 }
 
 /** What the batch harness reports as one line. */
@@ -401,14 +640,22 @@ export async function runBatch(
   const shared = sandbox.kind === "process";
   const plan = [maxOutputBytes, shared ? "" : "/tmp\t/dev/shm", shared ? "0" : "1"];
   const files: Record<string, string> = {
-    "batch/plan.txt": [...plan, ...programs.map((program) => program.timeoutMs)].join("\n"),
     "batch/judge.py": PYTHON_JUDGE,
   };
-  programs.forEach((program, index) => {
-    for (const [name, content] of Object.entries(program.files ?? {})) files[`batch/${index}/${name}`] = content;
-    files[`batch/${index}/main.py`] = program.code;
+  const kinds = programs.map((program, index) => {
+    const judged = judgedParts(program);
+    for (const [name, content] of Object.entries(program.files ?? {}))
+      if (judged === null || name !== PYTHON_JUDGE_FILE) files[`batch/${index}/${name}`] = content;
+    // A judged program's main.py is the program alone, as its process finds it in a run alone once
+    // the judge has put it back there; its settings and code go to both of its processes.
+    files[`batch/${index}/main.py`] = judged?.program ?? program.code;
+    if (judged !== null) files[`batch/${index}/.judged`] = judged.source;
     if (program.stdin !== undefined) files[`batch/${index}/.stdin`] = program.stdin;
+    return judged === null ? "" : " judged";
   });
+  files["batch/plan.txt"] = [...plan, ...programs.map((program, index) => `${program.timeoutMs}${kinds[index]}`)].join(
+    "\n",
+  );
   const perProgram = 2 * Math.ceil((maxOutputBytes * 4) / 3) + 256;
   const result = await sandbox.run({
     language: "python",

@@ -145,6 +145,27 @@ export async function judgeBatched(
   options: JudgeBatchOptions,
 ): Promise<JudgeVerdict[]> {
   const isolation = options.isolation ?? "process";
+  const batched = (await batchedVerdicts(items, options)).map((verdict) =>
+    verdict !== null && verdict.passed === (final === "passes") ? verdict : null,
+  );
+  return mapWithConcurrency(
+    items,
+    options.lanes,
+    async (item, index) =>
+      batched[index] ??
+      judgeProgram(options.sandbox, item.program, item.tests, item.timeoutMs, item.helpers, isolation),
+  );
+}
+
+/**
+ * What batch runs alone say of each program, by the verdict rule of \`judgeProgram\`: null where the
+ * batch gave no answer or the run did not end plainly (see \`judgeBatched\`, which judges those alone).
+ */
+export async function batchedVerdicts(
+  items: readonly JudgeItem[],
+  options: JudgeBatchOptions,
+): Promise<Array<JudgeVerdict | null>> {
+  const isolation = options.isolation ?? "process";
   const prepared = items.map((item) => judged(item.program, item.tests, item.helpers, isolation));
   const runs = await runBatches(
     options.sandbox,
@@ -154,19 +175,11 @@ export async function judgeBatched(
     }),
     options,
   );
-  const batched = items.map((item, index) => {
+  return items.map((item, index) => {
     const run = runs[index];
     const result = run ? asRunResult(run, item.timeoutMs) : null;
-    const verdict = result ? verdictOn(item.program, prepared[index]!.assembled, result) : null;
-    return verdict !== null && verdict.passed === (final === "passes") ? verdict : null;
+    return result ? verdictOn(item.program, prepared[index]!.assembled, result) : null;
   });
-  return mapWithConcurrency(
-    items,
-    options.lanes,
-    async (item, index) =>
-      batched[index] ??
-      judgeProgram(options.sandbox, item.program, item.tests, item.timeoutMs, item.helpers, isolation),
-  );
 }
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { runBatch } from "../../src/benchmark/batch.js";
+import { type BatchedRun, runBatch } from "../../src/benchmark/batch.js";
 import { judgeBatched, judgeProgram } from "../../src/benchmark/judge.js";
 import { createSandbox } from "../../src/sandbox/index.js";
 import { prepareProgram } from "../../src/tools/judge/prepare.js";
@@ -159,5 +159,174 @@ describe("the batched judge", () => {
         (answer) => answer && { exitCode: answer.exitCode, completed: answer.stderr.includes("selfheal-tests-done") },
       ),
     ).toEqual([0, 1, 2, 3].map(() => ({ exitCode: 0, completed: true })));
+  }, 60_000);
+});
+
+/** A judged program (its tests in a process of their own) as a batch program. */
+const judgedProgram = (code: string, tests: string, timeoutMs = 5_000) => {
+  const { code: line, files, stdin } = prepareProgram(code, tests, "python");
+  return { code: line, files, stdin, timeoutMs };
+};
+/**
+ * An answer to compare: a batched program's directory is the work dir's "program" (the isolation rule
+ * above), which its tracebacks say, and each run's completion mark has a nonce of its own.
+ */
+const answered = (run: Pick<BatchedRun, "exitCode" | "stdout" | "stderr"> | null) =>
+  run && {
+    exitCode: run.exitCode,
+    stdout: run.stdout,
+    stderr: run.stderr.replaceAll("/program/main.py", "/main.py").replace(/(selfheal-tests-done:)[0-9a-f]+/, "$1"),
+  };
+/** What a judged run alone answers, for comparing with a batch's answer. */
+const judgedAlone = async (code: string, tests: string) => {
+  const { code: line, files, stdin } = prepareProgram(code, tests, "python");
+  const alone = await sandbox.run({ language: "python", code: line, files, stdin, timeoutMs: 5_000 });
+  return answered(alone);
+};
+/** Programs and their tests, judged in one batch and each alone. */
+const batchedAndAlone = async (cases: ReadonlyArray<readonly [string, string]>) => ({
+  batched: await runBatch(
+    sandbox,
+    cases.map(([code, tests]) => judgedProgram(code, tests)),
+    options,
+  ),
+  alone: await Promise.all(cases.map(([code, tests]) => judgedAlone(code, tests))),
+});
+const ADD = "def add(a, b):\n    return a + b\n";
+
+describe("the batch's test process (judged programs: one test process judges each in turn)", () => {
+  it("gives a judged program the recursion headroom, argv and name it has in a run alone, loading and called", async () => {
+    const code =
+      "import sys\ndef deepest(n):\n    try:\n        return deepest(n + 1)\n    except RecursionError:\n        return n\n" +
+      "print('load', deepest(0), sys.argv, __name__)\n";
+    const tests = "print('call', deepest(0))\n";
+    const alone = await judgedAlone(code, tests);
+    const [batched] = await runBatch(sandbox, [judgedProgram(code, tests)], options);
+    expect(alone?.stdout).toMatch(/^load \d+ \['main.py'\] __main__\ncall \d+\n$/);
+    expect(batched?.stdout).toBe(alone?.stdout);
+    expect(batched?.exitCode).toBe(0);
+  }, 30_000);
+
+  it("judges each program's tests from the state the first one found: their names and stdout do not carry over", async () => {
+    const cases = [
+      [ADD, "import math\nleaked = 1\nprint('first', math.floor(2.5))\nassert add(1, 2) == 3\n"],
+      // A stdout put in place and left there swallows this program's prints only.
+      [ADD, "import io, sys\nsys.stdout = io.StringIO()\nprint('swallowed')\nassert add(1, 2) == 3\n"],
+      [ADD, "print('leaked' in globals(), 'math' in globals())\nassert add(1, 2) == 3\n"],
+      [ADD, "assert leaked == 1\n"],
+    ] as const;
+    const { batched, alone } = await batchedAndAlone(cases);
+    // Written down, then the same as alone: a judge that changed with the batch cannot pass by agreeing with itself.
+    expect(batched.map((run) => run && { exitCode: run.exitCode, stdout: run.stdout })).toEqual([
+      { exitCode: 0, stdout: "first 2\n" },
+      { exitCode: 0, stdout: "" },
+      { exitCode: 0, stdout: "False False\n" },
+      { exitCode: 1, stdout: "" },
+    ]);
+    expect(batched[3]?.stderr).toMatch(/NameError: name 'leaked' is not defined/);
+    expect(batched.map(answered)).toEqual(alone);
+  }, 60_000);
+
+  it("answers as alone for a program process that exits or is killed during a call, and one that fails to load", async () => {
+    const cases = [
+      ["import os\ndef add(a, b):\n    os._exit(3)\n", "assert add(1, 2) == 3\n"],
+      ["import os, signal\ndef add(a, b):\n    os.kill(os.getpid(), signal.SIGKILL)\n", "assert add(1, 2) == 3\n"],
+      ["raise ValueError('at load')\n", "assert add(1, 2) == 3\n"],
+      [ADD, "assert add(1, 2) == 3\n"],
+    ] as const;
+    const { batched, alone } = await batchedAndAlone(cases);
+    expect(batched.map((run) => run?.exitCode)).toEqual([3, 1, 1, 0]);
+    expect(batched[0]?.stderr).toContain("the program process exited with status 3 during");
+    expect(batched[1]?.stderr).toContain("ProgramCrashed: the program process was killed by SIGKILL during");
+    expect(batched[2]?.stderr).toMatch(/ValueError: at load\n$/);
+    expect(batched.map(answered)).toEqual(alone);
+  }, 60_000);
+
+  it.each([
+    ["a thread still running", "import threading, time\nthreading.Thread(target=time.sleep, args=(0.2,)).start()\n"],
+    ["a function registered to run at exit", "import atexit\natexit.register(print, 'at exit')\n"],
+    ["its recursion limit changed", "import sys\nsys.setrecursionlimit(500)\n"],
+    ["its directory changed", "import os\nos.chdir('/')\n"],
+    ["its environment changed", "import os\nos.environ['LEFT'] = '1'\n"],
+  ])(
+    "stops at a program whose tests leave the test process changed (%s): that program and the rest run alone",
+    async (_, change) => {
+      const runs = await runBatch(
+        sandbox,
+        [
+          judgedProgram(ADD, "assert add(1, 2) == 3\n"),
+          judgedProgram(ADD, `${change}assert add(1, 2) == 3\n`),
+          judgedProgram(ADD, "assert add(1, 2) == 3\n"),
+        ],
+        options,
+      );
+      expect(runs.map((run) => run?.exitCode ?? null)).toEqual([0, null, null]);
+    },
+    30_000,
+  );
+
+  it("stops at a judged program that outlives its time, keeping the answers before it", async () => {
+    const runs = await runBatch(
+      sandbox,
+      [
+        judgedProgram(ADD, "assert add(1, 2) == 3\n"),
+        judgedProgram("def add(a, b):\n    while True:\n        pass\n", "assert add(1, 2) == 3\n", 500),
+        judgedProgram(ADD, "assert add(1, 2) == 3\n"),
+      ],
+      options,
+    );
+    expect(runs.map((run) => run?.exitCode ?? null)).toEqual([0, null, null]);
+  }, 30_000);
+
+  it("keeps the tests from every judged program: not in a file, a descriptor, another process's memory or environment", async () => {
+    // Called by the tests, so the test process holds them by then, and the tests of the program before.
+    const snoop = `import os
+NEEDLES = [('TESTS' + '_' + name).encode() for name in ('first', 'second')]
+def holds(path, size=1 << 20, at=None):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        data = os.read(fd, size) if at is None else os.pread(fd, size, at)
+    except (OSError, OverflowError):
+        return False
+    finally:
+        os.close(fd)
+    return any(needle in data for needle in NEEDLES)
+def add(a, b):
+    found = []
+    for pid in [name for name in os.listdir('/proc') if name.isdigit() and int(name) != os.getpid()]:
+        found += ['%s %s' % (pid, part) for part in ('cmdline', 'environ') if holds('/proc/%s/%s' % (pid, part))]
+        try:
+            fds = os.listdir('/proc/%s/fd' % pid)
+        except OSError:
+            fds = []
+        found += ['%s fd %s' % (pid, fd) for fd in fds if holds('/proc/%s/fd/%s' % (pid, fd))]
+        try:
+            with open('/proc/%s/maps' % pid) as maps:
+                spans = [line.split()[0].split('-') for line in maps]
+        except OSError:
+            spans = []
+        for start, end in spans:
+            if holds('/proc/%s/mem' % pid, int(end, 16) - int(start, 16), int(start, 16)):
+                found.append('%s mem' % pid)
+    for top in ('/tmp', '/dev/shm', '/var/tmp', '/run', os.environ.get('HOME', '/'), '..'):
+        for root, _, names in os.walk(top):
+            found += [os.path.join(root, name) for name in names if holds(os.path.join(root, name))]
+    print(sorted(set(found)))
+    return a + b
+`;
+    // The marker split in the tests' text: only the test process, which joins it, holds it whole.
+    const tests = (name: string) => `marker = 'TESTS' + '_${name}'\nassert add(1, 2) == 3\n`;
+    const runs = await runBatch(
+      sandbox,
+      [judgedProgram(ADD, tests("first")), judgedProgram(snoop, tests("second"))],
+      options,
+    );
+    expect(runs.map((run) => run && { exitCode: run.exitCode, stdout: run.stdout })).toEqual([
+      { exitCode: 0, stdout: "" },
+      { exitCode: 0, stdout: "[]\n" },
+    ]);
   }, 60_000);
 });

@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { taskHelpers } from "../../src/benchmark/dataset.js";
 import { buildHiddenTests, judgeProgram, loadDataset } from "../../src/benchmark/index.js";
+import { batchedVerdicts } from "../../src/benchmark/judge.js";
 import { buildVisibleTests } from "../../src/benchmark/visible-tests.js";
 import { createAgent, createSandbox, type Sandbox } from "../../src/index.js";
 import { BACKENDS, type BackendKind, backendMissing } from "../helpers/backends.js";
@@ -27,6 +28,18 @@ function expectedEscapes(kind: BackendKind): string[] {
   if (kind === "process" && isRoot) return ["the tests' text, from the test process's memory through /proc"];
   return [];
 }
+
+/**
+ * The attacks a batch run hands to a run alone (it gives them no verdict of its own): they end or
+ * stop a process of the batch, or their failure reads like a memory error, which the batch leaves
+ * to a run alone. In a batch they go last, so that every other attack gets the batch's verdict.
+ */
+const JUDGED_ALONE_FROM_A_BATCH = [
+  "the completion nonce, from every object in its memory",
+  "the bootstrap's end report, found on its own stack, then the test process killed",
+  "a signal to the test process: SIGTERM, SIGINT, SIGUSR1",
+  "a fake passing report printed, then the test process stopped",
+];
 
 /** Attacks fail fast or at this deadline; either way they fail. */
 const TIMEOUT_MS = 5_000;
@@ -117,6 +130,46 @@ for (const backend of BACKENDS) {
           expect(benchmark.passed).toBe(escapes_);
         });
       }
+
+      it("in the benchmark's batch runs (one test process for a batch's programs): fails every attack, passes every right program", async () => {
+        const ordered = [
+          ...ATTACKS.filter((attack) => !JUDGED_ALONE_FROM_A_BATCH.includes(attack.name)),
+          ...ATTACKS.filter((attack) => JUDGED_ALONE_FROM_A_BATCH.includes(attack.name)),
+        ];
+        const options = { sandbox: sandbox!, lanes: 1, maxOutputBytes: 1 << 20 };
+        const [attacks, rights] = await Promise.all([
+          batchedVerdicts(
+            ordered.map((attack) => ({
+              program: attack.program,
+              tests: attack.tests ?? ADD_TESTS,
+              timeoutMs: TIMEOUT_MS,
+            })),
+            options,
+          ),
+          batchedVerdicts(
+            RIGHT_PROGRAMS.map((right) => ({
+              program: right.program,
+              tests: right.tests,
+              timeoutMs: RIGHT_PROGRAM_TIMEOUT_MS,
+            })),
+            options,
+          ),
+        ]);
+        const said = (verdict: { passed: boolean } | null) =>
+          verdict === null ? "alone" : verdict.passed ? "passed" : "failed";
+        // What this backend lets through alone is not asserted here (it may or may not in a batch).
+        const judged = ordered.flatMap((attack, index) =>
+          escapes.includes(attack.name) ? [] : [`${attack.name}: ${said(attacks[index] ?? null)}`],
+        );
+        expect(judged).toEqual(
+          ordered.flatMap((attack) =>
+            escapes.includes(attack.name)
+              ? []
+              : [`${attack.name}: ${JUDGED_ALONE_FROM_A_BATCH.includes(attack.name) ? "alone" : "failed"}`],
+          ),
+        );
+        expect(rights.map(said)).toEqual(RIGHT_PROGRAMS.map(() => "passed"));
+      });
 
       for (const right of RIGHT_PROGRAMS) {
         it(`passes a right program: ${right.name}`, async () => {

@@ -73,6 +73,10 @@ def _judge(harness_path, settings_and_program):
 # happen off the run's clock. It holds nothing of any run until _judge sends it the program.
 _AHEAD = []
 
+# The program process's wait status where this process is not its parent (a batch's test process,
+# src/benchmark/batch.ts, which judges programs its forker forked): a function of the pid.
+_PROGRAM_STATUS = None
+
 # What _judge's callers add above it: main.py's module frame, the line's lambda and _judge itself.
 _JUDGE_FRAMES = 3
 
@@ -705,10 +709,11 @@ class _Protocol(Exception):
     pass
 
 
-def _test_process(path, program, pid, read_fd, write_fd):
+def _test_process(path, program, pid, read_fd, write_fd, payload=None):
     import json, linecache, traceback
 
-    payload = json.loads(sys.stdin.buffer.read() or b"{}")
+    # The tests come on stdin, or from a batch's test process (src/benchmark/batch.ts), as bytes.
+    payload = json.loads((sys.stdin.buffer.read() if payload is None else payload) or b"{}")
     nonce = payload["nonce"].encode()
     tests = payload["tests"]
     first_line = payload["firstLine"]
@@ -868,8 +873,7 @@ class _TestSide:
 
     def program_status(self):
         if self.status is None:
-            _, status = os.waitpid(self.pid, 0)
-            self.status = status
+            self.status = os.waitpid(self.pid, 0)[1] if _PROGRAM_STATUS is None else _PROGRAM_STATUS(self.pid)
         status = self.status
         if os.WIFEXITED(status):
             return os.WEXITSTATUS(status)
