@@ -83,6 +83,8 @@ export { createExecutorNode } from "./nodes/executor.js";
 export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
 export { createFixerNode } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
+/** A judged Python run's main.py line and the judge file's separator: how the batch tells a judged program. */
+export { PYTHON_JUDGE_LINE, PYTHON_JUDGE_SEPARATOR } from "./sandbox/host/bootstrap.js";
 export {
   DATA_MODULES,
   defaultPython,

@@ -1,5 +1,11 @@
-import { PYTHON_JUDGE, PYTHON_JUDGE_FILE, pythonRunMainSource, type Sandbox } from "../internal.js";
-import { PYTHON_JUDGE_LINE, PYTHON_JUDGE_SEPARATOR } from "../sandbox/host/bootstrap.js";
+import {
+  PYTHON_JUDGE,
+  PYTHON_JUDGE_FILE,
+  PYTHON_JUDGE_LINE,
+  PYTHON_JUDGE_SEPARATOR,
+  pythonRunMainSource,
+  type Sandbox,
+} from "../internal.js";
 import { mapWithConcurrency } from "./pool.js";
 
 /**
