@@ -357,10 +357,10 @@ def serve_program(source_fd, read_fd, write_fd):
     """A judged program's process: the judge's program side, as a run alone's fork of its test process runs it."""
     settings, _, program = read_whole(source_fd).partition(b"\n")
     judge_namespace["VALUES"] = json.loads(settings)
-    # A run alone reaches the judge's program side through main.py's frame, its line's lambda and
-    # the judge's _judge, from the bootstrap's top level, which is not this child's: three levels
-    # fewer here gives the same headroom (a test pins it).
-    sys.setrecursionlimit(sys.getrecursionlimit() - 3)
+    # A run alone reaches the judge's program side through the judge's _JUDGE_FRAMES (main.py's
+    # frame, its line's lambda and _judge) from the bootstrap's top level, which is not this
+    # child's: as many levels fewer here gives the same headroom (a test pins it).
+    sys.setrecursionlimit(sys.getrecursionlimit() - judge_namespace["_JUDGE_FRAMES"])
     judge_namespace["_program_process"](os.path.join(own_dir, "main.py"), program, read_fd, write_fd)
 
 
@@ -427,6 +427,7 @@ def judge_in_turn(channel):
     os.dup2(null, 0)
     path = os.path.join(own_dir, "main.py")
     main_module, stdout, stderr = sys.modules["__main__"], sys.stdout, sys.stderr
+    flush_streams = judge_namespace["_flush_streams"]
     limit = sys.getrecursionlimit()
     exit_functions = atexit._ncallbacks()
     environment = dict(os.environ)
@@ -447,8 +448,7 @@ def judge_in_turn(channel):
         payload = read_whole(tests_fd)
         settings, _, program = read_whole(source_fd).partition(b"\n")
         judge_namespace["VALUES"] = json.loads(settings)
-        sys.stdout.flush()
-        sys.stderr.flush()
+        flush_streams()
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
         os.close(out_w)
@@ -474,11 +474,7 @@ def judge_in_turn(channel):
             # A run alone would run what the tests registered at its end; here it would run at the
             # batch's, after every program: such a program is judged alone.
             clean = False
-        for stream in (sys.stdout, sys.stderr, stdout, stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
+        flush_streams()
         sys.__dict__.pop("_selfheal_program_process", None)
         builtins.__dict__.pop("@selfheal", None)
         for fd in (read_fd, write_fd):
@@ -521,14 +517,7 @@ for index, timeout_ms in enumerate(timeouts):
     for name, content in files.items():
         with open(os.path.join(own_dir, name), "wb") as code:
             code.write(content)
-    if stdin is None:
-        in_r = os.open(os.devnull, os.O_RDONLY)
-    else:
-        stdin_path = os.path.join(own_dir, ".stdin")
-        with open(stdin_path, "wb") as handle:
-            handle.write(stdin)
-        in_r = os.open(stdin_path, os.O_RDONLY)
-        os.unlink(stdin_path)
+    in_r = os.open(os.devnull, os.O_RDONLY) if stdin is None else unlinked_file(stdin)
     sources[index] = None
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
