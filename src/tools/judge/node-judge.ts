@@ -197,10 +197,16 @@ const codec = makeCodec(
       localIds.set(value, id);
       locals.set(id, value);
     }
-    return ["c", id, typeof value === "function" ? "function" : "object"];
+    let iterable = false;
+    try {
+      iterable = typeof value[Symbol.iterator] === "function";
+    } catch {}
+    return ["c", id, typeof value === "function" ? "function" : "object", iterable];
   },
   (data) => {
     if (data[0] === "h") return remote(data);
+    // An object of the tests that the program hands back (a method's receiver): the tests' own.
+    if (data[0] === "c" && locals.has(data[1])) return locals.get(data[1]);
     throw new TypeError("selfheal: the program process sent a value the judge does not know");
   },
 );
@@ -410,14 +416,26 @@ function remote(data) {
   return proxy;
 }
 
-/** What the program asks of the tests: to call one of their functions (a callback), or read a property of their object. */
+/**
+ * The properties of an object of the tests the program never reads: they lead from it to code the
+ * program would choose, run here (a generator's constructor's constructor is GeneratorFunction,
+ * which makes a function of any text), or change what the tests' objects inherit.
+ */
+const UNREADABLE = new Set(["constructor", "prototype", "__proto__", "__defineGetter__", "__defineSetter__", "__lookupGetter__", "__lookupSetter__", "caller", "callee", "arguments"]);
+
+/** What the program asks of the tests: to call one of their functions (a callback), read a property of their object, or iterate it. */
 let servedRequests = 0;
 function serveProgram(request) {
   servedRequests++;
   try {
     const target = locals.get(request[1]);
     if (request[0] === "call") return ["v", encode(Reflect.apply(target, decode(request[2]), request[3].map(decode)))];
-    if (request[0] === "get") return ["v", encode(target[request[2]])];
+    if (request[0] === "get") {
+      const key = String(request[2]);
+      if (UNREADABLE.has(key)) throw new TypeError(key + " of an object of the tests is not the program's to read");
+      return ["v", encode(target[key])];
+    }
+    if (request[0] === "iterate") return ["v", encode(target[Symbol.iterator]())];
     return ["e", "unknown request", null];
   } catch (error) {
     const id = testErrors.size + 1;

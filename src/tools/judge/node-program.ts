@@ -54,6 +54,8 @@ const errorChain = (constructor) => {
   return null;
 };
 const opaque = (value) => {
+  // An object of the tests the program got goes back as itself (a method's receiver, an argument).
+  if (callbackIds.has(value)) return ["c", callbackIds.get(value)];
   const kind = typeof value === "function" ? "function" : typeof value === "symbol" ? "symbol" : "object";
   const handle = ["h", remember(value), kind, typeName(value)];
   if (kind === "symbol") return handle;
@@ -76,6 +78,7 @@ const opaque = (value) => {
 };
 /** A function of the test side: calling it asks the test process, which runs it there. */
 const callbacks = new Map();
+const callbackIds = new WeakMap();
 const reference = (data) => {
   if (data[0] === "h") return handles.get(data[1]);
   if (data[0] === "c") {
@@ -101,8 +104,17 @@ const reference = (data) => {
       const call = function (...args) {
         return ask(["call", id, codec.encode(this), args.map((item) => codec.encode(item))]);
       };
-      callback = data[2] === "function" ? call : new Proxy({}, { get: (_, key) => (typeof key === "string" ? ask(["get", id, key]) : undefined) });
+      // An iterable of the tests (a generator, a Map's keys, an object of theirs) is iterated there.
+      const iterate = function () {
+        return ask(["iterate", id]);
+      };
+      const get = (_, key) => {
+        if (key === Symbol.iterator) return data[3] === true ? iterate : undefined;
+        return typeof key === "string" ? ask(["get", id, key]) : undefined;
+      };
+      callback = data[2] === "function" ? call : new Proxy({}, { get });
       callbacks.set(id, callback);
+      callbackIds.set(callback, id);
     }
     return callback;
   }

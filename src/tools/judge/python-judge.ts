@@ -411,8 +411,40 @@ class _Callback:
     def __getattr__(self, name):
         return self._ask(["getattr", object.__getattribute__(self, "_id"), name])
 
+    def _op(self, name, *args):
+        side = object.__getattribute__(self, "_side")
+        return self._ask(["op", object.__getattribute__(self, "_id"), name, [side.encode(arg) for arg in args]])
+
+    # An iterable of the tests (a generator, a dict's keys, an object of theirs with __iter__) is
+    # iterated by the test process, one item a request.
+    def __iter__(self):
+        return self._op("iter")
+
+    def __next__(self):
+        return self._op("next")
+
+    def __len__(self):
+        return self._op("len")
+
+    def __bool__(self):
+        return self._op("bool")
+
+    def __contains__(self, item):
+        return self._op("contains", item)
+
+    def __getitem__(self, key):
+        return self._op("getitem", key)
+
     def __repr__(self):
         return "<an object of the tests>"
+
+
+# What the program may do to an object of the tests besides calling it and reading its public names,
+# each done by the test process's own builtins.
+_TEST_OBJECT_OPERATIONS = {
+    "iter": iter, "next": next, "len": len, "bool": bool,
+    "contains": lambda target, item: item in target, "getitem": lambda target, key: target[key],
+}
 
 
 def _builtin_exception(name):
@@ -855,6 +887,31 @@ _MISSING = object()
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 
 
+def _out_of_reach():
+    """
+    What an object of the tests handed to the program never leads it to: a module, a frame, code, a
+    traceback or a cell (a generator's gi_frame, say, whose f_globals are the tests' names), and the
+    builtins that run or reach code by a name (eval, getattr...), all of which would let the program
+    run code of its own in the test process, which alone writes the verdict.
+    """
+    import builtins, types
+
+    kinds = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.CellType)
+    names = ("eval", "exec", "compile", "__import__", "open", "getattr", "setattr", "delattr", "globals",
+             "locals", "vars", "breakpoint", "input", "exit", "quit", "help", "__build_class__")
+    return kinds, frozenset(id(getattr(builtins, name)) for name in names if hasattr(builtins, name))
+
+
+_OUT_OF_REACH_TYPES, _OUT_OF_REACH_BUILTINS = _out_of_reach()
+# The names of an object of the tests the program may read although they start with "_": plain text.
+_READABLE_DUNDERS = frozenset(("__name__", "__qualname__", "__doc__", "__module__"))
+
+
+def _described(value):
+    kind = type(value)
+    return "a %s" % kind.__name__ if kind.__module__ == "builtins" else "a %s.%s" % (kind.__module__, kind.__qualname__)
+
+
 class _TestSide:
     def __init__(self, path, pid):
         import builtins, operator
@@ -1068,11 +1125,18 @@ class _TestSide:
         flat = _encode_flat(value, kind)
         if flat is not None:
             return flat
+        if kind is range:
+            return ["G", "builtins", "range", [value.start, value.stop, value.step]]
         module = getattr(kind, "__module__", None)
         if module in ("collections", "decimal", "fractions", "datetime"):
             rebuilt = self.encode_library(value, kind, depth)
             if rebuilt is not None:
                 return rebuilt
+        if isinstance(value, _OUT_OF_REACH_TYPES) or id(value) in _OUT_OF_REACH_BUILTINS:
+            raise TypeError(
+                "the tests cannot hand the program %s: through it the program could run code of its own "
+                "in the test process, or read and change the tests' own names" % _described(value)
+            )
         ident = id(value)
         self.callbacks[ident] = value
         return ["K", ident]
@@ -1092,7 +1156,14 @@ class _TestSide:
         try:
             target = self.callbacks[request[1]]
             if request[0] == "getattr":
-                return ["ok", self.encode(getattr(target, str(request[2])))]
+                name = str(request[2])
+                if name.startswith("_") and name not in _READABLE_DUNDERS:
+                    # __globals__, __class__, __func__, __dict__...: the way to the tests' globals.
+                    raise AttributeError("%s of an object of the tests is not the program's to read" % name)
+                return ["ok", self.encode(getattr(target, name))]
+            if request[0] == "op":
+                operation = _TEST_OBJECT_OPERATIONS[str(request[2])]
+                return ["ok", self.encode(operation(target, *[self.decode(item) for item in request[3]]))]
             if request[0] != "call":
                 raise _Protocol("unexpected request")
             args = [self.decode(item) for item in request[2]]
