@@ -246,6 +246,13 @@ export const ATTACKS: JudgeAttack[] = [
   },
   {
     family: "control flow",
+    name: "StopIteration raised by the function, which would end the tests' all(map(...)) early",
+    program: "def is_even(number):\n    raise StopIteration\n",
+    tests: "assert all(map(is_even, [2, 4, 6]))\nassert not any(map(is_even, [1, 3]))\n",
+    wrongBecause: "is_even(2) is not True",
+  },
+  {
+    family: "control flow",
     name: "sys.exit(0) inside the function the tests call",
     program: "import sys\n\ndef add(a, b):\n    sys.exit(0)\n",
     wrongBecause: "True",
@@ -382,7 +389,8 @@ export const RIGHT_PROGRAMS: RightProgram[] = [
   {
     name: "a generator",
     program: "def squares(n):\n    for i in range(n):\n        yield i * i\n",
-    tests: "assert list(squares(4)) == [0, 1, 4, 9]\nassert sum(squares(3)) == 5\nassert next(iter(squares(2))) == 0\n",
+    tests:
+      "assert list(squares(4)) == [0, 1, 4, 9]\nassert sum(squares(3)) == 5\nassert next(iter(squares(2))) == 0\nrest = squares(1)\nassert next(rest) == 0\nassert next(rest, 'done') == 'done'\nassert all(map(lambda square: square >= 0, squares(3)))\n",
   },
   {
     name: "a class with methods, a property, len and iteration",

@@ -725,7 +725,6 @@ class _ProgramSide:
             "text": text,
             "args": args,
             "frames": frames,
-            "stop": kind is StopIteration or kind is StopAsyncIteration,
         }
 
 
@@ -849,6 +848,14 @@ class _ProgramEnded(Exception):
 
 _ProgramEnded.__name__ = "ProgramCrashed"
 _ProgramEnded.__qualname__ = "ProgramCrashed"
+
+
+class _StopIterationFromProgram(RuntimeError):
+    pass
+
+
+_StopIterationFromProgram.__name__ = _StopIterationFromProgram.__qualname__ = "StopIterationFromProgram"
+_StopIterationFromProgram.__module__ = "builtins"
 
 
 class _Namespace(dict):
@@ -1191,7 +1198,7 @@ class _TestSide:
             for (_, original), data in zip(originals, reply[2]):
                 self.write_back(original, self.decode(data))
             return self.decode(reply[1])
-        self.raise_error(reply[1])
+        self.raise_error(reply[1], operation)
 
     def write_back(self, original, changed):
         if type(original) is not type(changed):
@@ -1205,10 +1212,18 @@ class _TestSide:
             original.clear()
             original.update(changed)
 
-    def raise_error(self, info):
+    def raise_error(self, info, operation):
         cls = self.stand_in(info["chain"])
-        if info.get("stop"):
-            raise StopIteration
+        if issubclass(cls, (StopIteration, StopAsyncIteration)):
+            if operation == "next":
+                raise StopIteration
+            # Anywhere else a StopIteration would end whatever iteration of the tests made the call
+            # (all(map(f, xs)) would be True): as inside a generator (PEP 479), it is an error.
+            text = "the program raised %s from %s, which would end an iteration of the tests early" % (
+                info["chain"][-1], "a call" if operation is None else operation
+            )
+            info = dict(info, args=[text], text=text)
+            cls = _StopIterationFromProgram
         try:
             args = [self.decode(item) for item in info["args"]]
         except Exception:
