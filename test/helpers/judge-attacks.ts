@@ -176,6 +176,22 @@ export const ATTACKS: JudgeAttack[] = [
   },
   {
     family: "patched machinery",
+    name: "a name the tests take from the program's imports (isclose), rebound to say True",
+    program:
+      "from math import isclose\n\ndef area(radius):\n    return 0.0\n\nisclose = lambda *args, **kwargs: True\n",
+    tests: "assert isclose(area(2), 12.566, rel_tol=1e-3)\nassert isclose(area(1), 3.1416, rel_tol=1e-3)\n",
+    wrongBecause: "abs(area(2) - 12.566) > 0.01",
+  },
+  {
+    family: "patched machinery",
+    name: "a module the tests take from the program's imports (math), swapped through globals() for one that says True",
+    program:
+      'import math\n\ndef area(radius):\n    return 0.0\n\nclass _Agreeable:\n    def isclose(self, *args, **kwargs):\n        return True\n\nglobals()["math"] = _Agreeable()\n',
+    tests: "assert math.isclose(area(2), 12.566, rel_tol=1e-3)\nassert math.isclose(area(1), 3.1416, rel_tol=1e-3)\n",
+    wrongBecause: "abs(area(2) - 12.566) > 0.01",
+  },
+  {
+    family: "patched machinery",
     name: "a patched unittest.TestCase.assertEqual and assertTrue",
     program:
       "import unittest\nunittest.TestCase.assertEqual = lambda *args, **kwargs: None\nunittest.TestCase.assertTrue = lambda *args, **kwargs: None\n\ndef add(a, b):\n    return 0\n",
@@ -432,6 +448,13 @@ export const RIGHT_PROGRAMS: RightProgram[] = [
       "def feed(sink, values, report):\n    for value in values:\n        sink.add(value)\n    report(report.__name__, sink.size(), list(sink.items))\n    return sink.size()\n",
     tests:
       "class Sink:\n    def __init__(self):\n        self.items = []\n\n    def add(self, value):\n        self.items.append(value)\n\n    def size(self):\n        return len(self.items)\n\n\nreported = []\n\ndef on_fed(*what):\n    reported.append(what)\n\nsink = Sink()\nassert feed(sink, [1, 2], on_fed) == 2\nassert sink.items == [1, 2]\nassert reported == [('on_fed', 2, [1, 2])]\n",
+  },
+  {
+    name: "names the program imports, used by the tests without an import of their own",
+    program:
+      "import math\nimport os.path\nfrom math import isclose\nfrom collections import Counter as Tally\n\ndef area(radius):\n    return math.pi * radius * radius\n",
+    tests:
+      "assert isclose(area(2), 12.566, rel_tol=1e-3)\nassert math.isclose(area(1), 3.1416, rel_tol=1e-3)\nassert Tally('aab')['a'] == 2\nassert os.path.join('a', 'b') == 'a/b'\n",
   },
   {
     name: "what a function prints, captured by the tests",

@@ -195,6 +195,28 @@ for (const backend of BACKENDS) {
   );
 }
 
+/** The two names a test cannot take from the program, each failing with a reason the fixer can act on. */
+describe("a name the tests cannot take from the program says why", () => {
+  const sandbox = createSandbox({ kind: "process" });
+  afterAll(() => sandbox.close());
+  it("a builtin's name the program defines: ShadowedBuiltin", async () => {
+    const verdict = await judgeProgram(sandbox, "def sum(items):\n    return 3\n", "assert sum([1, 2]) == 3\n", 60_000);
+    expect(verdict.passed).toBe(false);
+    expect(verdict.error).toMatch(
+      /^ShadowedBuiltin: the tests use 'sum', which is a builtin and also a name the program defines/,
+    );
+  });
+  it("a name the program imports and binds otherwise: ShadowedImport", async () => {
+    const program =
+      "from math import isclose\n\ndef area(radius):\n    return 3.14159 * radius * radius\n\ndef isclose(a, b, **kwargs):\n    return True\n";
+    const verdict = await judgeProgram(sandbox, program, "assert isclose(area(1), 3.1416, rel_tol=1e-3)\n", 60_000);
+    expect(verdict.passed).toBe(false);
+    expect(verdict.error).toMatch(
+      /^ShadowedImport: the tests use 'isclose', which the program imports and also binds otherwise/,
+    );
+  });
+});
+
 /**
  * Where the tests in their own process first judged a dataset's own reference solutions otherwise
  * than the tests appended to them (`selfheal bench --verify-dataset`, issue 36): each passes now.

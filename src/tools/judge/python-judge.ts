@@ -759,6 +759,7 @@ def _test_process(path, program, pid, read_fd, write_fd, payload=None):
 
     side = _TestSide(path, pid)
     side.asked = frozenset(str(name) for name in payload.get("omit") or ())
+    side.program_text = text
     channel = _Channel(read_fd, write_fd, side.serve)
     side.channel = channel
     ready = channel.receive()
@@ -874,10 +875,110 @@ class _Namespace(dict):
             if name in self.side.shadowing:
                 raise _ShadowedBuiltin(name)
             raise KeyError(name)
+        imports, rebound = self.side.import_bindings()
+        imported = imports.get(name)
+        if imported is not None and name not in self.side.asked:
+            # What the program imported is imported here too: the program's own binding of that
+            # name (np = something of its own) never answers for a module or function the tests
+            # borrow from its imports, which would decide the tests' comparisons.
+            if name in rebound:
+                raise _ShadowedImport(name)
+            try:
+                return _imported(imported)
+            except Exception:
+                pass
         found = self.side.name(name)
         if found is _MISSING:
             raise KeyError(name)
         return found
+
+
+def _import_bindings(program):
+    """
+    The program's top-level names that an import binds ("import numpy as np", "from math import
+    isclose"), each with what it imports, and those of them that anything else binds as well.
+    """
+    import _ast
+
+    try:
+        tree = compile(program, "<program>", "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+    except Exception:
+        return {}, frozenset()
+    imports, bound = {}, set()
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.partition(".")[0]
+                imports.setdefault(name, set()).add((alias.name, None, alias.asname is None))
+        elif isinstance(node, _ast.ImportFrom):
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if node.level or alias.name == "*":
+                    bound.add(name)
+                else:
+                    imports.setdefault(name, set()).add((node.module, alias.name, False))
+        elif isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
+            bound.add(node.name)
+            # A function may rebind a top-level name it declares global.
+            inner = [node]
+            while inner:
+                found = inner.pop()
+                if isinstance(found, _ast.Global):
+                    bound.update(found.names)
+                inner.extend(_child_nodes(found))
+        else:
+            if isinstance(node, _ast.Name) and not isinstance(node.ctx, _ast.Load):
+                bound.add(node.id)
+            elif type(node).__name__ in ("ExceptHandler", "MatchAs", "MatchStar") and getattr(node, "name", None):
+                bound.add(node.name)
+            elif type(node).__name__ == "MatchMapping" and node.rest:
+                bound.add(node.rest)
+            pending.extend(_child_nodes(node))
+    # Two imports of one name that differ say nothing certain about it.
+    bound.update(name for name, found in imports.items() if len(found) > 1)
+    return {name: next(iter(found)) for name, found in imports.items()}, frozenset(bound & set(imports))
+
+
+def _child_nodes(node):
+    import _ast
+
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, _ast.AST):
+            yield value
+        elif type(value) is list:
+            yield from (item for item in value if isinstance(item, _ast.AST))
+
+
+def _imported(binding):
+    import importlib
+
+    module, attribute, top = binding
+    found = importlib.import_module(module)
+    if top:
+        return importlib.import_module(module.partition(".")[0])
+    if attribute is None:
+        return found
+    try:
+        return getattr(found, attribute)
+    except AttributeError:
+        return importlib.import_module(module + "." + attribute)
+
+
+class _ShadowedImport(NameError):
+    def __init__(self, name):
+        super().__init__(
+            "the tests use %r, which the program imports and also binds otherwise; the tests take a "
+            "name the program imports from the import itself, never from the program (a program could "
+            "make what its tests compare with lie), so import %r in the tests, or give the program's "
+            "own %r another name" % (name, name, name)
+        )
+
+
+_ShadowedImport.__name__ = _ShadowedImport.__qualname__ = "ShadowedImport"
+_ShadowedImport.__module__ = "builtins"
 
 
 class _ShadowedBuiltin(NameError):
@@ -890,6 +991,7 @@ class _ShadowedBuiltin(NameError):
 
 
 _ShadowedBuiltin.__name__ = _ShadowedBuiltin.__qualname__ = "ShadowedBuiltin"
+_ShadowedBuiltin.__module__ = "builtins"
 _MISSING = object()
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 
@@ -928,6 +1030,9 @@ class _TestSide:
         self.asked = frozenset()
         # The builtins' names the program defines (it says so when ready).
         self.shadowing = frozenset()
+        # The program's text, whose imports the tests' names are checked against (import_bindings).
+        self.program_text = ""
+        self.bindings = None
         self.callbacks = {}
         self.stand_ins = {}
         self.channel = None
@@ -995,6 +1100,13 @@ class _TestSide:
             except ValueError:
                 name = "signal %d" % number
             raise _ProgramEnded(None, name, during) from None
+
+    def import_bindings(self):
+        """_import_bindings of the program, read once, and only from a program that imports."""
+        if self.bindings is None:
+            text = self.program_text
+            self.bindings = _import_bindings(text) if "import" in text else ({}, frozenset())
+        return self.bindings
 
     def name(self, name):
         reply = self.ask(["name", name], "the lookup of %s" % name)
