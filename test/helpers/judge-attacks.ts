@@ -121,6 +121,14 @@ export const ATTACKS: JudgeAttack[] = [
   },
   {
     family: "lying comparison",
+    name: "an int subclass whose __sub__ says 0, under abs(result - expected) < 1e-9",
+    program:
+      "class Liar(int):\n    def __sub__(self, other):\n        return 0\n    __rsub__ = __sub__\n\ndef add(a, b):\n    return Liar(0)\n",
+    tests: "assert abs(add(2, 3) - 5) < 1e-9\nassert abs(6 - add(10, -4)) < 1e-9\n",
+    wrongBecause: "int(add(2, 3)) != 5",
+  },
+  {
+    family: "lying comparison",
     name: "a str subclass that lies",
     program:
       'class Liar(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n\ndef greet(name):\n    return Liar("nope")\n',
@@ -448,6 +456,13 @@ export const RIGHT_PROGRAMS: RightProgram[] = [
       "def feed(sink, values, report):\n    for value in values:\n        sink.add(value)\n    report(report.__name__, sink.size(), list(sink.items))\n    return sink.size()\n",
     tests:
       "class Sink:\n    def __init__(self):\n        self.items = []\n\n    def add(self, value):\n        self.items.append(value)\n\n    def size(self):\n        return len(self.items)\n\n\nreported = []\n\ndef on_fed(*what):\n    reported.append(what)\n\nsink = Sink()\nassert feed(sink, [1, 2], on_fed) == 2\nassert sink.items == [1, 2]\nassert reported == [('on_fed', 2, [1, 2])]\n",
+  },
+  {
+    name: "numbers of the program's own subclasses (a float subclass, an IntEnum) in the tests' arithmetic",
+    program:
+      "from enum import IntEnum\n\nclass Meters(float):\n    pass\n\nclass Level(IntEnum):\n    LOW = 1\n    HIGH = 2\n\ndef length():\n    return Meters(2.5)\n",
+    tests:
+      "assert abs(length() - 2.5) < 1e-9\nassert length() * 2 == 5.0\nassert -length() == -2.5\nassert 10 - length() == 7.5\nassert Level.HIGH + 1 == 3\nassert repr(Level.HIGH) == '<Level.HIGH: 2>'\n",
   },
   {
     name: "names the program imports, used by the tests without an import of their own",
