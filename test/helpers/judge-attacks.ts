@@ -129,6 +129,22 @@ export const ATTACKS: JudgeAttack[] = [
   },
   {
     family: "lying comparison",
+    name: "a list subclass whose __contains__ says True, under expected in result",
+    program:
+      "class Agreeable(list):\n    def __contains__(self, item):\n        return True\n\ndef primes_below(n):\n    return Agreeable()\n",
+    tests: "assert 7 in primes_below(10)\nassert 3 in primes_below(5)\n",
+    wrongBecause: "list(primes_below(10)) != [2, 3, 5, 7]",
+  },
+  {
+    family: "lying comparison",
+    name: "a set subclass whose __rsub__ says empty, under not (expected - result)",
+    program:
+      "class Empty(set):\n    def __rsub__(self, other):\n        return set()\n\ndef vowels(word):\n    return Empty()\n",
+    tests: "assert not ({'a', 'e'} - vowels('apple'))\nassert not ({'o'} - vowels('cool'))\n",
+    wrongBecause: "set(vowels('apple')) != {'a', 'e'}",
+  },
+  {
+    family: "lying comparison",
     name: "a str subclass that lies",
     program:
       'class Liar(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n\ndef greet(name):\n    return Liar("nope")\n',
@@ -458,11 +474,11 @@ export const RIGHT_PROGRAMS: RightProgram[] = [
       "class Sink:\n    def __init__(self):\n        self.items = []\n\n    def add(self, value):\n        self.items.append(value)\n\n    def size(self):\n        return len(self.items)\n\n\nreported = []\n\ndef on_fed(*what):\n    reported.append(what)\n\nsink = Sink()\nassert feed(sink, [1, 2], on_fed) == 2\nassert sink.items == [1, 2]\nassert reported == [('on_fed', 2, [1, 2])]\n",
   },
   {
-    name: "numbers of the program's own subclasses (a float subclass, an IntEnum) in the tests' arithmetic",
+    name: "values of the program's own subclasses of builtin types (a float, an IntEnum, a list, a set, a dict) in the tests' operators",
     program:
-      "from enum import IntEnum\n\nclass Meters(float):\n    pass\n\nclass Level(IntEnum):\n    LOW = 1\n    HIGH = 2\n\ndef length():\n    return Meters(2.5)\n",
+      "from enum import IntEnum\n\nclass Meters(float):\n    pass\n\nclass Level(IntEnum):\n    LOW = 1\n    HIGH = 2\n\nclass Row(list):\n    pass\n\nclass Tags(set):\n    pass\n\nclass Config(dict):\n    pass\n\ndef length():\n    return Meters(2.5)\n\ndef row():\n    return Row([1, 2])\n\ndef tags():\n    return Tags({'a', 'b'})\n\ndef config():\n    return Config(k=1)\n",
     tests:
-      "assert abs(length() - 2.5) < 1e-9\nassert length() * 2 == 5.0\nassert -length() == -2.5\nassert 10 - length() == 7.5\nassert Level.HIGH + 1 == 3\nassert repr(Level.HIGH) == '<Level.HIGH: 2>'\n",
+      "assert abs(length() - 2.5) < 1e-9\nassert length() * 2 == 5.0\nassert -length() == -2.5\nassert 10 - length() == 7.5\nassert Level.HIGH + 1 == 3\nassert repr(Level.HIGH) == '<Level.HIGH: 2>'\nassert 2 in row() and 3 not in row()\nassert row() + [3] == [1, 2, 3]\nassert {'a', 'c'} - tags() == {'c'}\nassert 'k' in config()\nassert config() | {'x': 2} == {'k': 1, 'x': 2}\nassert len(row()) == 2 and row()[1] == 2\n",
   },
   {
     name: "names the program imports, used by the tests without an import of their own",

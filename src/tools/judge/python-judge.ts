@@ -1434,10 +1434,14 @@ class Remote:
             raise TypeError("a %s has no plain value to order or convert" % object.__getattribute__(self, "_type"))
         return state
 
-    def _number(self):
-        """The plain number of an int, float or complex the program subclassed, else _MISSING."""
+    def _value(self):
+        """The builtin value of a builtin type the program subclassed (an int, a list...), else _MISSING."""
         state = object.__getattribute__(self, "_side").state(self)
-        return state if type(state) in (bool, int, float, complex) else _MISSING
+        return _MISSING if type(state) is _ObjectState else state
+
+    def __contains__(self, item):
+        value = self._value()
+        return item in value if value is not _MISSING else self._op("contains", item)
 
     def __lt__(self, other):
         return self._plain() < (other._plain() if type(other) is Remote else other)
@@ -1468,23 +1472,24 @@ class Remote:
 
 
 def _binary(name):
-    # A number of the program's own subclass is that number here: its arithmetic is done by the
-    # test process, so abs(result - expected) never asks the program's __sub__, which would see
-    # the expected value. Any other object's operators are its class's own, and the program's.
+    # A value of the program's own subclass of a builtin type (an int, a set...) is that value here:
+    # its operators and membership are the test process's, so abs(result - expected) or
+    # expected - result never asks the program's __sub__, which would see the expected value and
+    # answer to it. Any other object's operators are its class's own, and the program's.
     import operator
 
     compute = getattr(operator, name)
 
     def forward(self, other):
-        number = self._number()
-        if number is not _MISSING:
-            return compute(number, other)
+        value = self._value()
+        if value is not _MISSING:
+            return compute(value, other)
         return self._op(name, other)
 
     def reflected(self, other):
-        number = self._number()
-        if number is not _MISSING:
-            return compute(other, number)
+        value = self._value()
+        if value is not _MISSING:
+            return compute(other, value)
         return self._op("reflected " + name, other)
 
     return forward, reflected
@@ -1496,8 +1501,8 @@ def _unary(name):
     compute = getattr(operator, name)
 
     def apply(self):
-        number = self._number()
-        return compute(number) if number is not _MISSING else self._op(name)
+        value = self._value()
+        return compute(value) if value is not _MISSING else self._op(name)
 
     return apply
 
@@ -1510,7 +1515,7 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
 # Uses the program answers as they come: attributes, text, containers, iteration, unary operators.
 for _name in (
     "getattr", "setattr", "delattr", "repr", "str", "format", "dir", "enter", "len", "iter", "next",
-    "reversed", "getitem", "setitem", "delitem", "contains",
+    "reversed", "getitem", "setitem", "delitem",
 ):
     setattr(Remote, "__%s__" % _name, (lambda name: lambda self, *args: self._op(name, *args))(_name))
 for _name in ("neg", "pos", "abs", "invert"):
