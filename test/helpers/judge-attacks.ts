@@ -145,6 +145,15 @@ export const ATTACKS: JudgeAttack[] = [
   },
   {
     family: "lying comparison",
+    name: "str and set subclasses whose startswith, endswith and issuperset say True to the expected value",
+    program:
+      "class Agreeable(str):\n    def startswith(self, *args):\n        return True\n    def endswith(self, *args):\n        return True\n\nclass Sure(set):\n    def issuperset(self, other):\n        return True\n\ndef greet(name):\n    return Agreeable('')\n\ndef vowels(word):\n    return Sure()\n",
+    tests:
+      "assert greet('Ada').startswith('Hello, Ada')\nassert greet('Bo').endswith('Bo!')\nassert vowels('apple').issuperset({'a', 'e'})\n",
+    wrongBecause: "str(greet('Ada')) != 'Hello, Ada!'",
+  },
+  {
+    family: "lying comparison",
     name: "a str subclass that lies",
     program:
       'class Liar(str):\n    def __eq__(self, other):\n        return True\n    __hash__ = str.__hash__\n\ndef greet(name):\n    return Liar("nope")\n',
@@ -476,9 +485,9 @@ export const RIGHT_PROGRAMS: RightProgram[] = [
   {
     name: "values of the program's own subclasses of builtin types (a float, an IntEnum, a list, a set, a dict) in the tests' operators",
     program:
-      "from enum import IntEnum\n\nclass Meters(float):\n    pass\n\nclass Level(IntEnum):\n    LOW = 1\n    HIGH = 2\n\nclass Row(list):\n    pass\n\nclass Tags(set):\n    pass\n\nclass Config(dict):\n    pass\n\ndef length():\n    return Meters(2.5)\n\ndef row():\n    return Row([1, 2])\n\ndef tags():\n    return Tags({'a', 'b'})\n\ndef config():\n    return Config(k=1)\n",
+      "from enum import IntEnum\n\nclass Meters(float):\n    pass\n\nclass Level(IntEnum):\n    LOW = 1\n    HIGH = 2\n\nclass Row(list):\n    def total(self):\n        return sum(self)\n\nclass Tags(set):\n    pass\n\nclass Config(dict):\n    pass\n\ndef length():\n    return Meters(2.5)\n\ndef row():\n    return Row([1, 2])\n\ndef tags():\n    return Tags({'a', 'b'})\n\ndef config():\n    return Config(k=1)\n",
     tests:
-      "assert abs(length() - 2.5) < 1e-9\nassert length() * 2 == 5.0\nassert -length() == -2.5\nassert 10 - length() == 7.5\nassert Level.HIGH + 1 == 3\nassert repr(Level.HIGH) == '<Level.HIGH: 2>'\nassert 2 in row() and 3 not in row()\nassert row() + [3] == [1, 2, 3]\nassert {'a', 'c'} - tags() == {'c'}\nassert 'k' in config()\nassert config() | {'x': 2} == {'k': 1, 'x': 2}\nassert len(row()) == 2 and row()[1] == 2\n",
+      "assert abs(length() - 2.5) < 1e-9\nassert length() * 2 == 5.0\nassert -length() == -2.5\nassert 10 - length() == 7.5\nassert Level.HIGH + 1 == 3\nassert repr(Level.HIGH) == '<Level.HIGH: 2>'\nassert 2 in row() and 3 not in row()\nassert row() + [3] == [1, 2, 3]\nassert {'a', 'c'} - tags() == {'c'}\nassert 'k' in config()\nassert config() | {'x': 2} == {'k': 1, 'x': 2}\nassert len(row()) == 2 and row()[1] == 2\nassert row().count(1) == 1 and row().total() == 3\nassert tags().issuperset({'a'}) and config().get('k') == 1\nassert length().is_integer() is False\n",
   },
   {
     name: "names the program imports, used by the tests without an import of their own",

@@ -1443,6 +1443,16 @@ class Remote:
         value = self._value()
         return item in value if value is not _MISSING else self._op("contains", item)
 
+    def __getattr__(self, name):
+        # The builtin type's own methods that only read a value (startswith, issuperset, get...),
+        # of a value of the program's subclass, are the value's here: they take the tests' value
+        # and answer about it, which the program's override would do knowing that value.
+        if name in _READING_NAMES:
+            value = self._value()
+            if value is not _MISSING and name in _READING_METHODS.get(type(value), ()):
+                return getattr(value, name)
+        return self._op("getattr", name)
+
     def __lt__(self, other):
         return self._plain() < (other._plain() if type(other) is Remote else other)
 
@@ -1513,8 +1523,22 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     setattr(Remote, "__%s__" % _dunder, _forward)
     setattr(Remote, "__r%s__" % _dunder, _reflected)
 # Uses the program answers as they come: attributes, text, containers, iteration, unary operators.
+def _reading_methods():
+    """Per builtin type, its public names that read a value and change nothing."""
+    unchanging = (str, bytes, tuple, frozenset, int, float, complex, bool)
+    methods = {kind: frozenset(name for name in dir(kind) if not name.startswith("_")) for kind in unchanging}
+    methods[bytearray] = frozenset(name for name in methods[bytes] if hasattr(bytearray, name))
+    methods[list] = frozenset(("count", "index", "copy"))
+    methods[set] = frozenset(
+        ("issubset", "issuperset", "isdisjoint", "union", "intersection", "difference", "symmetric_difference", "copy")
+    )
+    methods[dict] = frozenset(("get", "keys", "values", "items", "copy"))
+    return methods, frozenset().union(*methods.values())
+
+
+_READING_METHODS, _READING_NAMES = _reading_methods()
 for _name in (
-    "getattr", "setattr", "delattr", "repr", "str", "format", "dir", "enter", "len", "iter", "next",
+    "setattr", "delattr", "repr", "str", "format", "dir", "enter", "len", "iter", "next",
     "reversed", "getitem", "setitem", "delitem",
 ):
     setattr(Remote, "__%s__" % _name, (lambda name: lambda self, *args: self._op(name, *args))(_name))
