@@ -53,6 +53,17 @@ const errorChain = (constructor) => {
   }
   return null;
 };
+/** The builtin type a value of the program's subclass extends, whose reading methods the tests apply to its plain value. */
+const builtinOf = (value) =>
+  Array.isArray(value) ? "Array" : value instanceof String ? "String" : value instanceof Map ? "Map" : value instanceof Set ? "Set" : null;
+const plainOf = (value) => {
+  const builtin = builtinOf(value);
+  if (builtin === "Array") return Array.from(value);
+  if (builtin === "String") return String.prototype.valueOf.call(value);
+  if (builtin === "Map") return new Map(Map.prototype.entries.call(value));
+  if (builtin === "Set") return new Set(Set.prototype.values.call(value));
+  throw new TypeError("not a value of a builtin type");
+};
 const opaque = (value) => {
   // An object of the tests the program got goes back as itself (a method's receiver, an argument).
   if (callbackIds.has(value)) return ["c", callbackIds.get(value)];
@@ -65,6 +76,10 @@ const opaque = (value) => {
     extra.asyncIterable = typeof value[Symbol.asyncIterator] === "function";
   } catch {}
   handle.push(extra);
+  try {
+    const builtin = builtinOf(value);
+    if (builtin !== null) extra.builtin = builtin;
+  } catch {}
   if (kind === "function") {
     try {
       extra.name = String(value.name);
@@ -251,6 +266,8 @@ function serve(request) {
       });
     case "keys":
       return attempt(() => Object.keys(handles.get(request[1])));
+    case "plain":
+      return attempt(() => plainOf(handles.get(request[1])));
     case "iterate":
       return attempt(() => {
         const target = handles.get(request[1]);
