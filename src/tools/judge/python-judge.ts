@@ -1429,10 +1429,10 @@ class Remote:
         return bool(state)
 
     def _plain(self):
-        state = object.__getattribute__(self, "_side").state(self)
-        if type(state) is _ObjectState:
+        value = self._value()
+        if value is _MISSING:
             raise TypeError("a %s has no plain value to order or convert" % object.__getattribute__(self, "_type"))
-        return state
+        return value
 
     def _value(self):
         """The builtin value of a builtin type the program subclassed (an int, a list...), else _MISSING."""
