@@ -84,7 +84,7 @@ export { artifactFoldersToRemove, finishNode } from "./nodes/finish.js";
 export { createFixerNode } from "./nodes/fixer.js";
 export { createGeneratorNode } from "./nodes/generator.js";
 /** A judged Python run's main.py line and the judge file's separator: how the batch tells a judged program. */
-export { PYTHON_JUDGE_LINE, PYTHON_JUDGE_SEPARATOR } from "./sandbox/host/bootstrap.js";
+export { PYTHON_JUDGE_LINE, PYTHON_JUDGED_PROGRAM_FILE } from "./sandbox/host/bootstrap.js";
 export {
   DATA_MODULES,
   defaultPython,

@@ -2,7 +2,7 @@ import {
   PYTHON_JUDGE,
   PYTHON_JUDGE_FILE,
   PYTHON_JUDGE_LINE,
-  PYTHON_JUDGE_SEPARATOR,
+  PYTHON_JUDGED_PROGRAM_FILE,
   pythonRunMainSource,
   type Sandbox,
 } from "../internal.js";
@@ -579,14 +579,13 @@ function runMainPart(): string {
 }
 
 /**
- * A program prepared for the judge with its tests in a process of their own (prepare.ts): what follows
- * the separator in its judge's file (the values settings' line, then the program), and the program.
+ * A program prepared for the judge with its tests in a process of their own (prepare.ts): its judged
+ * program's file (the values settings' line, then the program), and the program.
  */
 function judgedParts(program: BatchProgram): { source: string; program: string } | null {
-  const head = `${PYTHON_JUDGE}${PYTHON_JUDGE_SEPARATOR}`;
-  const file = program.files?.[PYTHON_JUDGE_FILE];
-  if (program.code !== PYTHON_JUDGE_LINE || file === undefined || !file.startsWith(head)) return null;
-  const source = file.slice(head.length);
+  const source = program.files?.[PYTHON_JUDGED_PROGRAM_FILE];
+  if (program.code !== PYTHON_JUDGE_LINE || program.files?.[PYTHON_JUDGE_FILE] !== PYTHON_JUDGE || source === undefined)
+    return null;
   return { source, program: source.slice(source.indexOf("\n") + 1) };
 }
 
@@ -640,7 +639,8 @@ export async function runBatch(
   const kinds = programs.map((program, index) => {
     const judged = judgedParts(program);
     for (const [name, content] of Object.entries(program.files ?? {}))
-      if (judged === null || name !== PYTHON_JUDGE_FILE) files[`batch/${index}/${name}`] = content;
+      if (judged === null || (name !== PYTHON_JUDGE_FILE && name !== PYTHON_JUDGED_PROGRAM_FILE))
+        files[`batch/${index}/${name}`] = content;
     // A judged program's main.py is the program alone, as its process finds it in a run alone once
     // the judge has put it back there; its settings and code go to both of its processes.
     files[`batch/${index}/main.py`] = judged?.program ?? program.code;

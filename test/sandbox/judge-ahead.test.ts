@@ -3,7 +3,13 @@ import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_LIMITS } from "../../src/core/limits.js";
 import { createSandbox, type Language, type ManagedSandbox } from "../../src/index.js";
-import { NODE_JUDGE_RUN_FILE, PYTHON_JUDGE_LINE, PYTHON_JUDGE_SEPARATOR } from "../../src/sandbox/host/bootstrap.js";
+import {
+  JUDGED_MAIN_HEAD,
+  NODE_JUDGE_RUN_FILE,
+  PYTHON_JUDGE_LINE,
+  PYTHON_JUDGED_PROGRAM_FILE,
+  stampJudge,
+} from "../../src/sandbox/host/bootstrap.js";
 import { pythonBootstrapSettings } from "../../src/sandbox/host/command.js";
 import { settleCompletion } from "../../src/tools/assemble.js";
 import { prepareProgram } from "../../src/tools/judge/prepare.js";
@@ -19,9 +25,9 @@ import { isRoot } from "../helpers/capabilities.js";
  * clock; a run that is not judged must find no trace of it.
  */
 
-/** The program's recursion headroom, printed at its top level, and the function the tests call. */
+/** The program's recursion headroom and what it finds, printed at its top level, and the function the tests call. */
 const DEPTH_PROGRAM = [
-  "import sys",
+  "import os, sys",
   "def deepest(n):",
   "    try:",
   "        return deepest(n + 1)",
@@ -29,6 +35,8 @@ const DEPTH_PROGRAM = [
   "        return n",
   "print('depth', deepest(0))",
   "print('stdin', repr(sys.stdin.read()))",
+  // What the program finds beside it: itself alone, whichever files its judge's run came with.
+  "print('files', sorted(os.listdir('.')), open(__file__).read().startswith('import os, sys'))",
   "def add(a, b):",
   "    return a + b",
   "",
@@ -97,9 +105,15 @@ function madeAheadBelow(root: number, command: string): number[] {
 }
 
 describe("main.py's line of a judged Python run", () => {
-  /** The line that follows the separator in the judge's file: the run's runtime-values settings. */
+  /** The judged program's file's first line: the run's runtime-values settings. */
   const settingsOf = (files: Record<string, string> | undefined): unknown =>
-    JSON.parse(files?.[PYTHON_JUDGE_FILE]?.split(PYTHON_JUDGE_SEPARATOR)[1]?.split("\n")[0] ?? "");
+    JSON.parse(files?.[PYTHON_JUDGED_PROGRAM_FILE]?.split("\n")[0] ?? "");
+
+  it("names the judge's file where the bootstrap looks for it, so that a judged run keeps the judge it holds", () => {
+    expect(PYTHON_JUDGE_LINE.indexOf(PYTHON_JUDGE_FILE) + PYTHON_JUDGE_FILE.length).toBeLessThanOrEqual(
+      JUDGED_MAIN_HEAD,
+    );
+  });
 
   it("is the same for every run, runtime values on or off, which a waiting interpreter compiles ahead", () => {
     const plain = prepareProgram(DEPTH_PROGRAM, PASSING_TESTS, "python");
@@ -127,7 +141,7 @@ describe("main.py's line of a judged Python run", () => {
       const { values } = takeRuntimeValues(result, prepared.valuesNonce);
       expect(settleCompletion(result, prepared.assembled).testsCompleted).toBe(false);
       expect(values?.assertion?.parts.map((part) => part.value)).toEqual(["4", "5"]);
-      expect(values?.calls).toEqual([{ function: "add", line: 14, args: "2, 2", returned: "4" }]);
+      expect(values?.calls).toEqual([{ function: "add", line: 15, args: "2, 2", returned: "4" }]);
     } finally {
       await sandbox.close();
     }
@@ -167,7 +181,7 @@ for (const kind of ["process", "bwrap"] as const) {
         const alone = outcome(await judged(cold, tests));
         expect(ahead).toEqual(alone);
         // The depth line shows the recursion headroom; stdin holds the tests, which the program never reads.
-        expect(ahead.stdout).toMatch(/^depth \d+\nstdin ''\n/);
+        expect(ahead.stdout).toMatch(/^depth \d+\nstdin ''\nfiles \['main.py'\] True\n/);
       }
     });
 
@@ -178,7 +192,29 @@ for (const kind of ["process", "bwrap"] as const) {
       expect(chain).toEqual(Array.from({ length: 6 }, () => alone));
     });
 
-    it("leaves no process to a run that is not judged", async () => {
+    it("runs the run's own judge file where its stamp is not the judge's held ahead", async () => {
+      // The pool's interpreter holds this build's judge; main.py's line takes it only for a judge
+      // file of the same stamp, and the host leaves the file out only where its text is the one held.
+      await judged(warm, PASSING_TESTS);
+      await warm.prewarm(["python"]);
+      const prepared = prepareProgram(DEPTH_PROGRAM, PASSING_TESTS, "python");
+      const body = PYTHON_JUDGE.slice(PYTHON_JUDGE.indexOf("\n") + 1);
+      const own = stampJudge(`${body}\nprint("the run's own judge", flush=True)\n`);
+      const result = settleCompletion(
+        await warm.run({
+          language: "python",
+          code: prepared.code,
+          files: { ...prepared.files, [PYTHON_JUDGE_FILE]: own },
+          ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
+          timeoutMs: 30_000,
+        }),
+        prepared.assembled,
+      );
+      expect(result.stdout).toMatch(/^the run's own judge\ndepth \d+\nstdin ''\nfiles \['main.py'\] True\n$/);
+      expect(result.testsCompleted).toBe(true);
+    });
+
+    it("leaves no process to a run that is not judged, and its process dumpable", async () => {
       await judged(warm, PASSING_TESTS);
       await warm.prewarm(["python"]);
       const result = await warm.run({
@@ -192,10 +228,13 @@ for (const kind of ["process", "bwrap"] as const) {
           "    print('a child to wait for')",
           "except ChildProcessError:",
           "    print('no child')",
+          // Not dumpable while it waited with a judged run's process forked: dumpable again, as alone.
+          "import ctypes",
+          "print('dumpable', ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))",
           "",
         ].join("\n"),
       });
-      expect(result.stdout).toBe("children ''\nno child\n");
+      expect(result.stdout).toBe("children ''\nno child\ndumpable 1\n");
     });
   });
 }

@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
@@ -34,28 +35,44 @@ export const PYTHON_JUDGE_RUN_FILE = ".selfheal-judge.py";
 export const NODE_JUDGE_RUN_FILE = ".selfheal-judge.js";
 /** The program side of the JavaScript judge beside main.js, which the program's process preloads. */
 export const NODE_PROGRAM_SIDE_RUN_FILE = ".selfheal-serve.js";
-/** In the Python judge's file, between the judge and the run's values settings (a JSON line) followed by the program. */
-export const PYTHON_JUDGE_SEPARATOR = "\n#selfheal-program#\n";
+/** Beside the Python judge's file: the run's values settings (a JSON line) followed by the program. */
+export const PYTHON_JUDGED_PROGRAM_FILE = ".selfheal-judged-program";
+/**
+ * The Python judge's text begins with a line that names it (\`stampJudge\`): main.py's line reads
+ * that line alone where the interpreter holds the judge compiled already, not the whole text (~60
+ * KB, whose read and comparison cost ~1 ms of a run on this VM).
+ */
+const PYTHON_JUDGE_STAMP_START = "# selfheal judge ";
+const PYTHON_JUDGE_STAMP_LENGTH = PYTHON_JUDGE_STAMP_START.length + 32 + 1;
 
-const PYTHON_JUDGE_PATH = `__import__("os").path.join(__import__("os").path.dirname(__file__), "${PYTHON_JUDGE_RUN_FILE}")`;
-const PYTHON_SEPARATOR_BYTES = `${JSON.stringify(PYTHON_JUDGE_SEPARATOR)}.encode()`;
+/** `text` with its stamp before it: a line of a digest of the text, of a length main.py's line knows. */
+export function stampJudge(text: string): string {
+  const digest = createHash("sha256").update(text).digest("hex").slice(0, 32);
+  return `${PYTHON_JUDGE_STAMP_START}${digest}\n${text}`;
+}
+
+const besideMain = (name: string) => `__import__("os").path.join(__import__("os").path.dirname(__file__), "${name}")`;
 /** Where main.py's line finds the judge's namespace: run already, forked ahead, cached compiled, or compiled now. */
 const PYTHON_JUDGE_NAMESPACE = (() => {
-  const ahead = "c is not None and len(c) > 2";
-  const compiled = `c[1] if c is not None and c[0] == d[0] else compile(d[0], p, "exec")`;
-  return `(c[2] if ${ahead} and c[0] == d[0] and c[2].update(g) is None else (${ahead} and c[2]["_discard_ahead"](), exec(${compiled}, g), g)[2])`;
+  const held = `c is not None and (s is None or c[0][:${PYTHON_JUDGE_STAMP_LENGTH}] == s)`;
+  const ahead = `${held} and len(c) > 2`;
+  const compiled = `c[1] if ${held} else compile(open(p, "rb").read(), p, "exec")`;
+  return `(c[2] if ${ahead} and c[2].update(g) is None else (c is not None and len(c) > 2 and c[2]["_discard_ahead"](), exec(${compiled}, g), g)[2])`;
 })();
+/** How far into main.py a judged run's line names the judge's file: a main.py that does not is not judged. */
+export const JUDGED_MAIN_HEAD = 1024;
 /**
  * main.py of a Python run judged with the tests in their own process (src/tools/judge/prepare.ts):
- * one line, the same for every run (what differs is in the judge's file), which a bootstrap holding
- * the judge compiles while it waits for its go. It runs the judge's \`_judge\` with what follows the
- * separator. The judge's code comes compiled where the interpreter holds it already
- * (\`sys._selfheal_judge\`, set by a warm bootstrap, a fork server or the benchmark's batch forker,
- * for exactly this text), else compiled here. A warm bootstrap's entry has a third item, the judge's
- * namespace, run already and with the program's process forked ahead (\`_fork_ahead\`): the line
- * takes it, or discards its process when the judge's text differs.
+ * one line, the same for every run (what differs is in the judged program's file), which a
+ * bootstrap holding the judge compiles while it waits for its go. It runs the judge's \`_judge\`
+ * with the judged program's file. The judge's code comes compiled where the interpreter holds it
+ * already (\`sys._selfheal_judge\`, set by a warm bootstrap, a fork server or the benchmark's batch
+ * forker, for a text of the same stamp, or for any where the host left the judge's file out, as it
+ * does for an interpreter that said it holds one), else compiled here. A warm bootstrap's entry has a third
+ * item, the judge's namespace, run already and with the program's process forked ahead
+ * (\`_fork_ahead\`): the line takes it, or discards its process when the judge's text differs.
  */
-export const PYTHON_JUDGE_LINE = `(lambda p, g, c, d: ${PYTHON_JUDGE_NAMESPACE}["_judge"](p, d[2]))(${PYTHON_JUDGE_PATH}, {"__name__": "selfheal_judge", "VALUES": None}, __import__("sys").__dict__.pop("_selfheal_judge", None), open(${PYTHON_JUDGE_PATH}, "rb").read().partition(${PYTHON_SEPARATOR_BYTES}))\n`;
+export const PYTHON_JUDGE_LINE = `(lambda p, g, c, s, d: ${PYTHON_JUDGE_NAMESPACE}["_judge"](p, d))(${besideMain(PYTHON_JUDGE_RUN_FILE)}, {"__name__": "selfheal_judge", "VALUES": None}, __import__("sys").__dict__.pop("_selfheal_judge", None), (lambda j: open(j, "rb", 0).read(${PYTHON_JUDGE_STAMP_LENGTH}) if __import__("os").path.exists(j) else None)(${besideMain(PYTHON_JUDGE_RUN_FILE)}), __import__("sys").__dict__.pop("_selfheal_judged_program", None) or open(${besideMain(PYTHON_JUDGED_PROGRAM_FILE)}, "rb").read())\n`;
 /**
  * The builtin modules the JavaScript judge's two sides load on every judged run (node-judge.ts,
  * node-program.ts), which a pool's interpreter and its program process started ahead load while
@@ -262,13 +279,15 @@ def finish(status):
                 reported = True
         except BaseException:
             pass
-    # A judged run's program process said it ended before its exit (src/tools/judge): that exit is
-    # waited for here, after the report, so the run pays nothing for it and leaves no process (a
-    # batch, which has no report, takes one left as a program's doing and stops).
+    # A judged run's program process said it ended (src/tools/judge) and exits once the channel it
+    # reads closes: here, after the report, so the run pays nothing for its exit, which is waited
+    # for so that the run leaves no process.
     program_process = sys.__dict__.pop("_selfheal_program_process", None)
-    if type(program_process) is int:
+    if type(program_process) is tuple:
         try:
-            os.waitpid(program_process, 0)
+            pid, channel = program_process
+            os.close(channel)
+            os.waitpid(pid, 0)
         except BaseException:
             pass
     if reported:
@@ -350,8 +369,10 @@ try:
 except OSError:
     run_pipes = None
 run_pid = os.getpid()
+# Ready: "j" where the judge is held compiled (the host then leaves the judge's file out of a judged
+# run: main.py's line takes the judge held here), else "r".
 try:
-    os.write(3, b"r")
+    os.write(3, b"j" if judge_line is not None else b"r")
 except OSError:
     pass
 
@@ -401,7 +422,8 @@ if len(go) >= 33 and all(byte in b"0123456789abcdef" for byte in go[1:33]):
             os.write(2, b"selfheal: the program did not arrive whole\\n")
             os._exit(1)
         program_text = go[44 : 44 + length]
-if program_text is not None:
+# A judged run's line, held compiled here, is not written: the judge puts the program in main.py.
+if program_text is not None and (judge_line is None or program_text != judge_line[0]):
     # On disk before it runs, as the host would have put it, for what reads it there (tracebacks,
     # __file__, a process started from it).
     if program_fd is None:
@@ -413,12 +435,21 @@ if program_text is not None:
             written += os.write(program_fd, program_text[written:])
 if program_fd is not None:
     os.close(program_fd)
+# A judged run whose judge is held here (the host left the judge's file out): its program process,
+# forked ahead, takes its program now, while main.py's line is still to run.
+if judge_line is not None and program_text == judge_line[0]:
+    held = getattr(sys, "_selfheal_judge", None)
+    if held is not None and len(held) > 2 and not os.path.exists(os.path.join(os.path.dirname(path), "${PYTHON_JUDGE_RUN_FILE}")):
+        try:
+            held[2]["_go_ahead"](path)
+        except BaseException:
+            pass
 ${WAIT_FOR_GO_END}
 try:
     if program_text is None:
         with open(path, "rb") as source:
             program_text = source.read()
-    if b"${PYTHON_JUDGE_RUN_FILE}" not in program_text[:400]:
+    if b"${PYTHON_JUDGE_RUN_FILE}" not in program_text[:${JUDGED_MAIN_HEAD}]:
         judge_ahead = sys.__dict__.pop("_selfheal_judge", None)
         if judge_ahead is not None and len(judge_ahead) > 2:
             judge_ahead[2]["_discard_ahead"]()
@@ -723,13 +754,27 @@ export const BOOTSTRAP_FILE_NAME = "selfheal-bootstrap.cjs";
  */
 export const PYTHON_JUDGE_SUPPORT_FILE = "selfheal-judge.py";
 
+/** The support files this process wrote, by name: what an interpreter that read one holds. */
+const providedSupportFiles = new Map<string, string>();
+
 /** Writes a file every run may read into the support dir, once (read-only; nothing in it is secret). */
 export function provideSupportFile(name: string, text: string): void {
   const path = join(getSupportDir(), name);
   if (existsSync(path)) return;
+  providedSupportFiles.set(name, text);
   const partial = `${path}.${process.pid}.partial`;
   writeFileSync(partial, text, { mode: 0o444 });
   renameSync(partial, path);
+}
+
+/**
+ * The files of a judged run that an interpreter holding the judge compiled (it said "j" when ready)
+ * need not find on disk: the judge's file, where the run's is the text the support dir gave it.
+ */
+export function filesHeldByInterpreter(language: Language, files: Record<string, string> | undefined): string[] {
+  const judge = files?.[PYTHON_JUDGE_RUN_FILE];
+  const held = providedSupportFiles.get(PYTHON_JUDGE_SUPPORT_FILE);
+  return language === "python" && judge !== undefined && judge === held ? [PYTHON_JUDGE_RUN_FILE] : [];
 }
 
 /** The variable that hands the Node preload the host's inheritable descriptors; the preload deletes it. */

@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { pathInsideWorkDir } from "../../core/data-files.js";
-import { JUDGE_RUN_FILES, sendGo, takesProgramWithGo } from "../host/bootstrap.js";
+import { filesHeldByInterpreter, JUDGE_RUN_FILES, sendGo, takesProgramWithGo } from "../host/bootstrap.js";
 import type { WarmStart } from "../host/command.js";
 import { InterpreterMissingError } from "../host/interpreters.js";
 import type { WorkDir } from "../host/work-dir.js";
@@ -62,6 +62,8 @@ interface WarmProgram {
   control: Socket;
   /** Resolves when the interpreter has loaded and waits for its code. */
   ready: Promise<void>;
+  /** Whether it said, when ready, that it holds the judge compiled ("j"): its judged runs need no judge file. */
+  holdsJudge: boolean;
 }
 
 /** How a run may start: from a waiting interpreter, and again where its sandbox's setup failed. */
@@ -173,7 +175,10 @@ export class LocalSandbox implements Sandbox {
     // A warm Python interpreter takes its program with the go and writes main.py itself.
     const programWithGo = warm !== null && takesProgramWithGo(warm.program);
     try {
-      await writeProgramFiles(reservation.workDir, request, { code: !programWithGo });
+      await writeProgramFiles(reservation.workDir, request, {
+        code: !programWithGo,
+        held: warm?.holdsJudge ? filesHeldByInterpreter(request.language, request.files) : [],
+      });
     } catch (error) {
       if (warm) warm.program.killAll();
       await reservation.release();
@@ -394,9 +399,11 @@ export class LocalSandbox implements Sandbox {
     // An idle interpreter must not keep the caller's process (a CLI, a test runner) alive.
     // The control pipe (stdio[3]) included.
     setReferenced(program.child, false);
-    const ready = new Promise<void>((resolve) => {
-      control.once("data", () => {
+    const warm: WarmProgram = { reservation, program, control, ready: Promise.resolve(), holdsJudge: false };
+    warm.ready = new Promise<void>((resolve) => {
+      control.once("data", (said: Buffer) => {
         this.paceOf(language).loadMs = performance.now() - spawnedAt;
+        warm.holdsJudge = said.includes("j");
         resolve();
       });
       control.once("close", () => resolve());
@@ -410,7 +417,7 @@ export class LocalSandbox implements Sandbox {
     program.child.once("exit", () => {
       if (this.forget(language, entry)) void reservation.release().catch(() => undefined);
     });
-    return { reservation, program, control, ready };
+    return warm;
   }
 }
 
@@ -428,12 +435,12 @@ function waitsForGo(warm: WarmProgram): boolean {
 export async function writeProgramFiles(
   workDir: WorkDir,
   request: RunRequest,
-  { code = true }: { code?: boolean } = {},
+  { code = true, held = [] }: { code?: boolean; held?: readonly string[] } = {},
 ): Promise<void> {
   const codeFile = CODE_FILE_NAME[request.language];
   const notTheCode = (name: string) => pathInsideWorkDir(name) !== codeFile;
   for (const [name, content] of Object.entries(request.files ?? {})) {
-    if (notTheCode(name)) await workDir.writeFile(name, content);
+    if (notTheCode(name) && !held.includes(name)) await workDir.writeFile(name, content);
   }
   for (const input of request.inputs ?? []) {
     if (notTheCode(input.name)) await workDir.writeInput(input.name, input.content);

@@ -143,6 +143,12 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
   };
 
   return new Promise<RunResult>((resolve) => {
+    // Its input first, whole and closed: a waiting interpreter's program then reads it at once,
+    // not a turn of this loop after its go. A program may exit without reading its input; the
+    // broken pipe is expected, not a failure.
+    child.stdin?.on("error", () => undefined);
+    if (options.stdin !== undefined && options.stdin.length > 0) child.stdin?.write(options.stdin);
+    child.stdin?.end();
     // The program starts while the rest is set up: it cannot be missed, as Node keeps what the
     // pipes bring until the listeners below are on, and tells of an exit only on a later turn. A
     // run cancelled before it began never starts.
@@ -248,10 +254,6 @@ export function collectRun(program: LaunchedProgram, options: CollectOptions): P
     // died meanwhile has had its 'exit' already, and no second one would ever come.
     if (!isAlive(child)) finish(child.exitCode, child.signalCode);
 
-    // A program may exit without reading its input; the broken pipe is expected, not a failure.
-    child.stdin?.on("error", () => undefined);
-    if (options.stdin !== undefined && options.stdin.length > 0) child.stdin?.write(options.stdin);
-    child.stdin?.end();
     if (!settled) cpuWatch = setTimeout(watchCpu, CPU_BASELINE_DELAY_MS);
   });
 }

@@ -4,8 +4,8 @@ import {
   NODE_JUDGE_AHEAD_KEY,
   NODE_JUDGE_SUPPORT_FILE,
   PYTHON_JUDGE_LINE,
-  PYTHON_JUDGE_SEPARATOR,
   PYTHON_JUDGE_SUPPORT_FILE,
+  PYTHON_JUDGED_PROGRAM_FILE,
   provideSupportFile,
 } from "../../sandbox/host/bootstrap.js";
 import { type AssembledProgram, assembleProgram, completionMarkFor } from "../assemble.js";
@@ -105,16 +105,20 @@ function prepareIsolated(code: string, tests: string, options: PrepareOptions): 
         testsTo: totalLines,
       })
     : null;
-  const stdin = JSON.stringify({
+  const payload = JSON.stringify({
     nonce,
     tests: testText,
     firstLine,
     ...(options.helpers ? { helpers: options.helpers.source, omit: options.helpers.omit } : {}),
   });
+  // Its length first: the test process reads the payload whole without waiting for stdin's end,
+  // which comes a turn of the host's loop later.
+  const stdin = `${Buffer.byteLength(payload)}\n${payload}`;
   return {
-    // The same line for every run (a warm interpreter holds it compiled): what differs is in the file.
+    // The same line and judge for every run (a warm interpreter holds both compiled): what differs
+    // is in the judged program's file.
     code: PYTHON_JUDGE_LINE,
-    files: { [PYTHON_JUDGE_FILE]: `${PYTHON_JUDGE}${PYTHON_JUDGE_SEPARATOR}${JSON.stringify(values)}\n${program}` },
+    files: { [PYTHON_JUDGE_FILE]: PYTHON_JUDGE, [PYTHON_JUDGED_PROGRAM_FILE]: `${JSON.stringify(values)}\n${program}` },
     stdin,
     assembled: { source: program, programLines, totalLines, completionMark: completionMarkFor(nonce) },
     isolation: "process",

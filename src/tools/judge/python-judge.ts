@@ -1,4 +1,9 @@
-import { PYTHON_JUDGE_RUN_FILE, PYTHON_OBSERVABLE_SHUTDOWN } from "../../sandbox/host/bootstrap.js";
+import {
+  PYTHON_JUDGE_RUN_FILE,
+  PYTHON_JUDGED_PROGRAM_FILE,
+  PYTHON_OBSERVABLE_SHUTDOWN,
+  stampJudge,
+} from "../../sandbox/host/bootstrap.js";
 import { PYTHON_VALUES_PARTS } from "../runtime-values/python-harness.js";
 
 /** The judge's file beside main.py; also the file name its cached compilation carries (bootstrap.ts, batch.ts). */
@@ -11,10 +16,11 @@ export const PYTHON_JUDGE_FILE = PYTHON_JUDGE_RUN_FILE;
  * parent, made non-dumpable first, reads the tests and the completion secret from stdin only after
  * the fork (so the program never holds them), runs the tests against proxies of the program's
  * names, compares what comes back as plain data decoded by its own code, and alone writes the
- * completion mark. After this text in the same file, past the separator line, come `VALUES` (the
- * runtime-values settings, or null) as a JSON line and then the program.
+ * completion mark. The judged program's file beside it holds `VALUES` (the runtime-values
+ * settings, or null) as a JSON line and then the program. The text begins with its stamp
+ * (`stampJudge`), by which main.py's line knows a compiled copy of it.
  */
-export const PYTHON_JUDGE = String.raw`import os, sys
+export const PYTHON_JUDGE = stampJudge(String.raw`import os, sys
 
 
 def _judge(harness_path, settings_and_program):
@@ -25,34 +31,24 @@ def _judge(harness_path, settings_and_program):
     never holds them, and runs them against proxies of the program's names. Values cross as plain
     data of exact builtin types, decoded here by our own decoder; anything else stays a handle.
     """
-    import json
-
-    main = sys.modules["__main__"]
-    path = main.__file__
-    # What main.py's line read after the judge's text: this run's values settings, then the program.
-    settings, _, program = settings_and_program.partition(b"\n")
-    global VALUES
-    VALUES = json.loads(settings)
-    # main.py becomes the program alone, as the program would find itself run on its own.
-    try:
-        with open(path, "wb") as handle:
-            handle.write(program)
-        os.unlink(harness_path)
-    except OSError:
-        pass
-    # Before the fork, so that both processes have it: this one cannot be traced or read through
-    # /proc by a process of the same uid without CAP_SYS_PTRACE, which no sandboxed program holds.
-    _not_dumpable()
-    # Everything the test side needs is loaded before the program runs: a module it imported later
-    # would come from a path the program may have written to.
-    import builtins, io, linecache, operator, select, signal, traceback, types
-
-    if _AHEAD:
-        # Forked while the interpreter waited for its go (_fork_ahead): it takes the program now.
-        pid, to_tests, from_tests, start = _AHEAD.pop()
-        with open(start, "wb") as handle:
-            handle.write(json.dumps([path, VALUES]).encode() + b"\0" + program)
+    path = sys.modules["__main__"].__file__
+    # The judged program's file: this run's values settings as a JSON line, then the program.
+    program = settings_and_program.partition(b"\n")[2]
+    # The judge's files, which main.py's line read (the judge's own where the host wrote it): they
+    # go before the program runs.
+    leftovers = [harness_path, os.path.join(os.path.dirname(harness_path), "${PYTHON_JUDGED_PROGRAM_FILE}")]
+    # Read again where the bootstrap went ahead: main.py's line reset this namespace's VALUES since.
+    _settings(settings_and_program)
+    if _STARTED:
+        # The bootstrap gave the program process forked ahead its program at the go (_go_ahead).
+        pid, to_tests, from_tests = _STARTED.pop()
+    elif _AHEAD:
+        pid, to_tests, from_tests = _start_ahead(path, settings_and_program, leftovers)
     else:
+        _program_in_place(path, program, leftovers)
+        # Before the fork, so that both processes have it: this one cannot be traced or read through
+        # /proc by a process of the same uid without CAP_SYS_PTRACE, which no sandboxed program holds.
+        _not_dumpable()
         to_tests, from_program = os.pipe()
         to_program, from_tests = os.pipe()
         _flush_streams()
@@ -63,15 +59,84 @@ def _judge(harness_path, settings_and_program):
             _program_process(path, program, to_program, from_program)
         os.close(to_program)
         os.close(from_program)
+    import signal
+
     # Signals reach this process only as pending: none can end a test early in a way that passes.
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     _test_process(path, program, pid, to_tests, from_tests)
+
+
+def _settings(settings_and_program):
+    """
+    This run's values settings, from the judged program's first line; and everything the test side
+    needs loaded before the program runs: a module it imported later would come from a path the
+    program may have written to.
+    """
+    global VALUES
+    import builtins, io, json, linecache, operator, select, signal, traceback, types
+
+    VALUES = json.loads(settings_and_program.partition(b"\n")[0])
+
+
+def _start_ahead(path, settings_and_program, leftovers):
+    """
+    The program process forked while the interpreter waited for its go (_fork_ahead), both made not
+    dumpable before, takes its program: it loads it while this process reads the tests.
+    """
+    import json
+
+    _settings(settings_and_program)
+    pid, to_tests, from_tests, start = _AHEAD.pop()
+    message = json.dumps([path, VALUES, leftovers]).encode() + b"\0" + settings_and_program.partition(b"\n")[2]
+    view = memoryview(message)
+    try:
+        while view:
+            view = view[os.write(start, view) :]
+    finally:
+        os.close(start)
+    return pid, to_tests, from_tests
+
+
+def _go_ahead(path):
+    """
+    At the go of a judged run whose judge the host left out (this interpreter holds it compiled): the
+    program process forked ahead takes its program now, before main.py's line has run. The line
+    then takes the judged program's text from here, as its file is gone by then.
+    """
+    judged_path = os.path.join(os.path.dirname(path), "${PYTHON_JUDGED_PROGRAM_FILE}")
+    with open(judged_path, "rb") as handle:
+        judged = handle.read()
+    sys._selfheal_judged_program = judged
+    _STARTED.append(_start_ahead(path, judged, [judged_path]))
+
+
+def _program_in_place(path, program, leftovers):
+    """main.py becomes the program alone, as the program would find itself run on its own."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            view = memoryview(program)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    for leftover in leftovers:
+        try:
+            os.unlink(leftover)
+        except OSError:
+            pass
 
 
 # The program's process of the next judged run, forked by a warm interpreter before its go: the
 # fork and the first writes to the pages both processes then share (a copy each, ~20 us on this VM)
 # happen off the run's clock. It holds nothing of any run until _judge sends it the program.
 _AHEAD = []
+# That process once the bootstrap gave it its program at the go (_go_ahead), for _judge to take.
+_STARTED = []
+# Whether the interpreter was dumpable before _fork_ahead made it not: a run that is not judged gets it back.
+_DUMPABLE = None
 
 # The program process's wait status where this process is not its parent (a batch's test process,
 # src/benchmark/batch.ts, which judges programs its forker forked): a function of the pid.
@@ -87,6 +152,9 @@ def _fork_ahead(touch=True):
     where the judge is compiled ahead). Both processes then touch their memory while they wait,
     unless a run executes meanwhile (touch false), whose CPU that would take.
     """
+    global _DUMPABLE
+    # Not dumpable from now, both processes (see _judge): the test process is, before the program runs.
+    _DUMPABLE = _not_dumpable()
     to_tests, from_program = os.pipe()
     to_program, from_tests = os.pipe()
     start_read, start_write = os.pipe()
@@ -101,7 +169,6 @@ def _fork_ahead(touch=True):
                 os.close(3)
             except OSError:
                 pass
-            _not_dumpable()
             if touch:
                 _touch_memory()
             chunks = []
@@ -116,8 +183,9 @@ def _fork_ahead(touch=True):
                 os._exit(0)
             import json
 
-            path, values = json.loads(head)
+            path, values, leftovers = json.loads(head)
             globals()["VALUES"] = values
+            _program_in_place(path, program, leftovers)
             # The frames a fork in _judge would have above this one: the same recursion headroom.
             sys.setrecursionlimit(max(1, sys.getrecursionlimit() - _JUDGE_FRAMES + 1))
         except BaseException:
@@ -143,6 +211,9 @@ def _discard_ahead():
             os.waitpid(pid, 0)
         except OSError:
             pass
+    if _DUMPABLE == 1:
+        # As the program would find its process run alone.
+        _prctl(4, 1)
 
 
 def _touch_memory():
@@ -175,15 +246,22 @@ def _touch_memory():
         pass
 
 
-def _not_dumpable():
+def _prctl(option, value):
     try:
         import _ctypes
 
-        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (4, 0, 0, 0, 0))
+        return _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (option, value, 0, 0, 0))
     except Exception:
         import ctypes
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+        return ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
+
+
+def _not_dumpable():
+    """Makes this process not dumpable (PR_SET_DUMPABLE); whether it was (PR_GET_DUMPABLE)."""
+    dumpable = _prctl(3, 0)
+    _prctl(4, 0)
+    return dumpable
 
 
 # ---- the channel: length-prefixed JSON frames over a pair of pipes, either side may call ----
@@ -296,6 +374,11 @@ def _program_process(path, program, read_fd, write_fd):
             _observable_shutdown()
             try:
                 channel.send(["a", "ended"])
+                if incoming[1][1:2] == [True]:
+                    # The exit (freeing this process's memory: 1-3 ms of a CPU the test process may
+                    # share) waits until the test process closes the channel, after the run's end
+                    # report: it asks so only where it watches for this exit too.
+                    os.read(read_fd, 1)
             finally:
                 os._exit(0)
         channel.send(["a", side.serve(incoming[1])])
@@ -743,8 +826,14 @@ class _Protocol(Exception):
 def _test_process(path, program, pid, read_fd, write_fd, payload=None):
     import json, linecache, traceback
 
-    # The tests come on stdin, or from a batch's test process (src/benchmark/batch.ts), as bytes.
-    payload = json.loads((sys.stdin.buffer.read() if payload is None else payload) or b"{}")
+    # The tests come on stdin, or from a batch's test process (src/benchmark/batch.ts), as bytes:
+    # their length's line, then as many bytes of JSON, read without waiting for the pipe's end.
+    if payload is None:
+        length = sys.stdin.buffer.readline()
+        payload = sys.stdin.buffer.read(int(length)) if length.strip().isdigit() else b""
+    else:
+        length, _, payload = payload.partition(b"\n")
+    payload = json.loads(payload or b"{}")
     nonce = payload["nonce"].encode()
     tests = payload["tests"]
     first_line = payload["firstLine"]
@@ -1052,17 +1141,26 @@ class _TestSide:
         """Lets the program process end as a program does (threads joined, atexit run); its exit status."""
         if self.status is None:
             try:
-                self.channel.send(["q", ["end"]])
-                if self.ended():
-                    # Exited 0 as a wait status says it; the program chose its status anyway. The
-                    # bootstrap's finish waits for the exit itself, after the run's end report.
+                exited = os.pidfd_open(self.pid)
+            except (AttributeError, OSError):
+                exited = None
+            try:
+                # Where its exit can be watched for beside the channel, the program process stays
+                # after it says it ended until this one closes the channel (the bootstrap's finish):
+                # its exit then costs the run nothing.
+                self.channel.send(["q", ["end", exited is not None]])
+                if exited is not None and self.ended(exited):
+                    # Exited 0 as a wait status says it; the program chose its status anyway.
                     self.status = 0
-                    sys._selfheal_program_process = self.pid
+                    sys._selfheal_program_process = (self.pid, self.channel.write_fd)
             except (OSError, ValueError):
                 pass
+            finally:
+                if exited is not None:
+                    os.close(exited)
         return self.program_status()
 
-    def ended(self):
+    def ended(self, exited):
         """
         Whether the program process said it ended (it has run its shutdown and written its output),
         before it exits. Its exit, whichever comes first, is waited for as before: a process the
@@ -1070,17 +1168,10 @@ class _TestSide:
         """
         import select
 
-        try:
-            exited = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):
-            return False
-        try:
-            poller = select.poll()
-            poller.register(self.channel.read_fd, select.POLLIN)
-            poller.register(exited, select.POLLIN)
-            ready = {fd for fd, _ in poller.poll()} if not self.channel.buffer else {self.channel.read_fd}
-        finally:
-            os.close(exited)
+        poller = select.poll()
+        poller.register(self.channel.read_fd, select.POLLIN)
+        poller.register(exited, select.POLLIN)
+        ready = {fd for fd, _ in poller.poll()} if not self.channel.buffer else {self.channel.read_fd}
         return self.channel.read_fd in ready and self.channel.receive() == ["a", "ended"]
 
     def ask(self, message, during):
@@ -1547,4 +1638,4 @@ for _name in ("neg", "pos", "abs", "invert"):
 del _name, _dunder, _forward, _reflected
 
 ${PYTHON_VALUES_PARTS}
-`;
+`);
