@@ -125,8 +125,10 @@ function programProcess() {
   });
 }
 let programEnded = false;
+// Whether the program process said it ended: it then waits for this process to end (node-program.ts).
+let programSaidEnded = false;
 process.on("exit", () => {
-  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  if (!programSaidEnded && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 });
 
 /** The program process's wait status once it is a zombie (fields of /proc/<pid>/stat), or null. */
@@ -583,6 +585,7 @@ process.on("beforeExit", () => {
     const said = channel.pending();
     if (Array.isArray(said) && said[0] === "a" && Array.isArray(said[1]) && said[1][0] === "ended") {
       process.exitCode = process.exitCode || Number(said[1][1]) & 0xff;
+      programSaidEnded = true;
       process.exit();
     }
   });
