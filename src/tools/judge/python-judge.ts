@@ -81,11 +81,11 @@ def _settings(settings_and_program):
 def _start_ahead(path, settings_and_program, leftovers):
     """
     The program process forked while the interpreter waited for its go (_fork_ahead), both made not
-    dumpable before, takes its program: it loads it while this process reads the tests.
+    dumpable before, takes its program and VALUES (read by _settings): it loads the program while
+    this process reads the tests.
     """
     import json
 
-    _settings(settings_and_program)
     pid, to_tests, from_tests, start = _AHEAD.pop()
     message = json.dumps([path, VALUES, leftovers]).encode() + b"\0" + settings_and_program.partition(b"\n")[2]
     view = memoryview(message)
@@ -107,6 +107,7 @@ def _go_ahead(path):
     with open(judged_path, "rb") as handle:
         judged = handle.read()
     sys._selfheal_judged_program = judged
+    _settings(judged)
     _STARTED.append(_start_ahead(path, judged, [judged_path]))
 
 
