@@ -12,6 +12,7 @@ import {
 } from "../../src/sandbox/host/bootstrap.js";
 import { pythonBootstrapSettings } from "../../src/sandbox/host/command.js";
 import { settleCompletion } from "../../src/tools/assemble.js";
+import { NODE_JUDGE } from "../../src/tools/judge/node-judge.js";
 import { prepareProgram } from "../../src/tools/judge/prepare.js";
 import { PYTHON_JUDGE, PYTHON_JUDGE_FILE } from "../../src/tools/judge/python-judge.js";
 import { takeRuntimeValues } from "../../src/tools/runtime-values/index.js";
@@ -46,13 +47,19 @@ type JudgedRun = ReturnType<typeof settleCompletion>;
 const PASSING_TESTS = "assert add(1, 2) == 3\n";
 const FAILING_TESTS = "assert add(1, 2) == 3\nassert add(2, 2) == 5\n";
 
-async function judged(sandbox: ManagedSandbox, tests: string, language: Language = "python"): Promise<JudgedRun> {
+/** A judged run of the program of `language`; `replaced` stands in for files the judge prepared. */
+async function judged(
+  sandbox: ManagedSandbox,
+  tests: string,
+  language: Language = "python",
+  replaced: Record<string, string> = {},
+): Promise<JudgedRun> {
   // NODE_PROGRAM is defined with the JavaScript cases below.
   const prepared = prepareProgram(language === "python" ? DEPTH_PROGRAM : NODE_PROGRAM, tests, language);
   const result = await sandbox.run({
     language,
     code: prepared.code,
-    ...(prepared.files ? { files: prepared.files } : {}),
+    files: { ...prepared.files, ...replaced },
     ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
     timeoutMs: 30_000,
   });
@@ -197,19 +204,9 @@ for (const kind of ["process", "bwrap"] as const) {
       // file of the same stamp, and the host leaves the file out only where its text is the one held.
       await judged(warm, PASSING_TESTS);
       await warm.prewarm(["python"]);
-      const prepared = prepareProgram(DEPTH_PROGRAM, PASSING_TESTS, "python");
       const body = PYTHON_JUDGE.slice(PYTHON_JUDGE.indexOf("\n") + 1);
       const own = stampJudge(`${body}\nprint("the run's own judge", flush=True)\n`);
-      const result = settleCompletion(
-        await warm.run({
-          language: "python",
-          code: prepared.code,
-          files: { ...prepared.files, [PYTHON_JUDGE_FILE]: own },
-          ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
-          timeoutMs: 30_000,
-        }),
-        prepared.assembled,
-      );
+      const result = await judged(warm, PASSING_TESTS, "python", { [PYTHON_JUDGE_FILE]: own });
       expect(result.stdout).toMatch(/^the run's own judge\ndepth \d+\nstdin ''\nfiles \['main.py'\] True\n$/);
       expect(result.testsCompleted).toBe(true);
     });
@@ -302,18 +299,8 @@ for (const kind of ["process", "bwrap"] as const) {
         // fails: the compiled code, not the file, runs in a warm run.)
         await judged(warm, NODE_PASSING, "javascript");
         await warm.prewarm(["javascript"]);
-        const prepared = prepareProgram(NODE_PROGRAM, NODE_PASSING, "javascript");
-        const own = `process.stdout.write("the run's own judge\\n");\n${prepared.files?.[NODE_JUDGE_RUN_FILE]}`;
-        const result = settleCompletion(
-          await warm.run({
-            language: "javascript",
-            code: prepared.code,
-            files: { ...prepared.files, [NODE_JUDGE_RUN_FILE]: own },
-            ...(prepared.stdin !== undefined ? { stdin: prepared.stdin } : {}),
-            timeoutMs: 30_000,
-          }),
-          prepared.assembled,
-        );
+        const own = `process.stdout.write("the run's own judge\\n");\n${NODE_JUDGE}`;
+        const result = await judged(warm, NODE_PASSING, "javascript", { [NODE_JUDGE_RUN_FILE]: own });
         expect(result.stdout).toMatch(/^the run's own judge\nargv \["main\.js"\]\n/);
         expect(result.testsCompleted).toBe(true);
       });
